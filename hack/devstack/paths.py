@@ -1,0 +1,79 @@
+"""Where the stack keeps its state, its downloads and its builds, and which versions it pins.
+
+Versions live in the build files themselves (hack/kafka/pom.xml, hack/go/*/go.mod) so there
+is one place to bump them; this module only reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HACK = REPO_ROOT / "hack"
+POM = HACK / "kafka" / "pom.xml"
+KUBE_MODULE = HACK / "go" / "kube"
+ETCD_MODULE = HACK / "go" / "etcd"
+
+
+def dev_dir() -> Path:
+    """Runtime state of the stack (data dirs, logs, pid files, kubeconfig): per checkout."""
+    return Path(os.environ.get("KAFKA_RETENTION_DEV_DIR", REPO_ROOT / ".dev"))
+
+
+def cache_dir() -> Path:
+    """Downloads and builds, shared by every checkout on the machine so a second run is quick."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-retention"
+    return Path(os.environ.get("KAFKA_RETENTION_CACHE", default))
+
+
+def _fingerprint(*files: Path) -> str:
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _required_version(go_mod: Path, module: str) -> str:
+    match = re.search(rf"^require {re.escape(module)} (v\S+)$", go_mod.read_text(), re.M)
+    if not match:
+        raise RuntimeError(f"{go_mod} does not pin {module} on a 'require' line")
+    return match.group(1)
+
+
+@dataclass(frozen=True)
+class Pins:
+    kafka: str
+    kubernetes: str
+    etcd: str
+
+    @classmethod
+    def read(cls) -> Pins:
+        kafka = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text())
+        if not kafka:
+            raise RuntimeError(f"{POM} has no <kafka.version>")
+        return cls(
+            kafka=kafka.group(1),
+            kubernetes=_required_version(KUBE_MODULE / "go.mod", "k8s.io/kubernetes"),
+            etcd=_required_version(ETCD_MODULE / "go.mod", "go.etcd.io/etcd/server/v3"),
+        )
+
+
+def kafka_libs() -> Path:
+    pins = Pins.read()
+    return cache_dir() / f"kafka-{pins.kafka}-{_fingerprint(POM)}" / "libs"
+
+
+def kube_bin() -> Path:
+    pins = Pins.read()
+    fp = _fingerprint(KUBE_MODULE / "go.mod", KUBE_MODULE / "go.sum")
+    return cache_dir() / f"kubernetes-{pins.kubernetes}-{fp}"
+
+
+def etcd_bin() -> Path:
+    pins = Pins.read()
+    fp = _fingerprint(ETCD_MODULE / "go.mod", ETCD_MODULE / "go.sum")
+    return cache_dir() / f"etcd-{pins.etcd}-{fp}"

@@ -1,0 +1,1 @@
+"""Adapters: the only modules that talk to external systems, one module per system."""

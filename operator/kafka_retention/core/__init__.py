@@ -1,0 +1,1 @@
+"""The pure planning core: facts in, target offsets and reasons out. No I/O, no clients."""

@@ -1,0 +1,39 @@
+"""The local Kafka configuration matches what DESIGN.md promises the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from devstack.kafka import NODE_IDS, KafkaCluster
+from devstack.paths import Pins
+
+
+def test_three_nodes_share_one_static_quorum(tmp_path: Path) -> None:
+    cluster = KafkaCluster(tmp_path)
+    props = [n.properties() for n in cluster.nodes]
+    assert NODE_IDS == (1, 2, 3)
+    assert len({p["controller.quorum.voters"] for p in props}) == 1
+    voters = props[0]["controller.quorum.voters"].split(",")
+    assert [v.split("@")[0] for v in voters] == ["1", "2", "3"]
+    assert all(v.split("@")[1].startswith("127.0.0.1:") for v in voters)
+
+
+def test_brokers_replicate_three_ways_and_require_two_in_sync(tmp_path: Path) -> None:
+    for node in KafkaCluster(tmp_path).nodes:
+        props = node.properties()
+        assert props["default.replication.factor"] == "3"
+        assert props["min.insync.replicas"] == "2"
+        assert props["advertised.listeners"].startswith("PLAINTEXT://127.0.0.1:")
+
+
+def test_each_broker_has_its_own_log_dir_and_port(tmp_path: Path) -> None:
+    nodes = KafkaCluster(tmp_path).nodes
+    assert len({n.log_dir for n in nodes}) == 3
+    assert len({n.broker_port for n in nodes} | {n.controller_port for n in nodes}) == 6
+
+
+def test_pins_are_read_from_the_build_files() -> None:
+    pins = Pins.read()
+    assert pins.kafka.startswith("4.")
+    assert pins.kubernetes.startswith("v1.")
+    assert pins.etcd.startswith("v3.")
