@@ -49,7 +49,11 @@ def main() -> int:
     stack.up()
     print(stack.status())
     banner("CRDs")
-    print(stack.kubectl("apply", "--server-side", "-f", str(REPO / "crds")).stdout.rstrip())
+    print(
+        stack.kubectl(
+            "apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds")
+        ).stdout.rstrip()
+    )
     stack.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
     if stack.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
         stack.kubectl("create", "namespace", NAMESPACE)

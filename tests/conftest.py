@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 def stack() -> Iterator[Stack]:
     s = Stack()
     started = s.up()
-    s.kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
+    s.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
     s.kubectl(
         "wait",
         "--for=condition=Established",

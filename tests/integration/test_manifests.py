@@ -1,0 +1,54 @@
+"""The deploy manifests are accepted by a real API server, and their RBAC is sufficient."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devstack.stack import Stack
+
+REPO = Path(__file__).resolve().parents[2]
+SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
+
+
+@pytest.fixture(scope="module")
+def installed(stack: Stack) -> Stack:
+    rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "kind")).stdout
+    stack.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)
+    return stack
+
+
+@pytest.mark.stack
+def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
+    rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "kind")).stdout
+    done = stack.kubectl("apply", "--dry-run=server", "-f", "-", stdin=rendered, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "deployment.apps/kafka-retention-operator" in done.stdout
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    [
+        ("watch", "recordpurges.kafka-retention.io"),
+        ("patch", "recordpurges.kafka-retention.io/status"),
+        ("patch", "retentionpolicies.kafka-retention.io"),
+        ("patch", "retentionpolicies.kafka-retention.io/status"),
+        ("create", "events"),
+        ("get", "secrets"),
+    ],
+)
+def test_operator_service_account_may(installed: Stack, verb: str, resource: str) -> None:
+    done = installed.kubectl(
+        "auth", "can-i", verb, resource, "-n", "default", "--as", SA, check=False
+    )
+    assert done.stdout.strip() == "yes", f"{SA} cannot {verb} {resource}"
+
+
+@pytest.mark.stack
+def test_operator_service_account_may_not_delete_secrets(installed: Stack) -> None:
+    done = installed.kubectl(
+        "auth", "can-i", "delete", "secrets", "-n", "default", "--as", SA, check=False
+    )
+    assert done.stdout.strip() == "no"
