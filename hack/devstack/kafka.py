@@ -7,6 +7,7 @@ quorum and (with min.insync.replicas=2) acks=all produce working.
 from __future__ import annotations
 
 import base64
+import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,6 +200,17 @@ class KafkaCluster:
         meta = admin.list_topics(timeout=5)
         return set(meta.brokers)
 
+    def freeze(self) -> None:
+        """SIGSTOP every broker: connections stay open and nothing answers, the way a
+        network partition or a long GC pause looks to clients."""
+        for n in NODE_IDS:
+            self.process(n).signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for n in NODE_IDS:
+            self.process(n).signal(signal.SIGCONT)
+
     def stop(self) -> None:
+        self.thaw()  # a stopped JVM cannot handle SIGTERM
         for n in NODE_IDS:
             self.stop_node(n)

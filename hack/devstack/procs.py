@@ -82,6 +82,10 @@ class Process:
         """True when the pid file names a process that is gone (it crashed while starting)."""
         return self.pid_file.exists() and self.pid() is None
 
+    def signal(self, sig: signal.Signals) -> None:
+        if (pid := self.pid()) is not None:
+            _signal_group(pid, sig)
+
     def stop(self, timeout: float = 20.0) -> None:
         pid = self.pid()
         if pid is not None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from devstack.stack import Stack
+
+REPO = Path(__file__).resolve().parents[2]
 
 PURGE = """
 apiVersion: kafka-retention.io/v1alpha1
@@ -72,3 +75,14 @@ def test_rbac_is_enforced_for_unprivileged_users(stack: Stack, namespace: str) -
         "auth", "can-i", "delete", "recordpurges", "-n", namespace, "--as", "nobody", check=False
     )
     assert done.stdout.strip() == "no"
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize(
+    "example", sorted((REPO / "examples").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_example_is_accepted_by_the_api_server(stack: Stack, namespace: str, example: Path) -> None:
+    done = stack.kubectl(
+        "apply", "--dry-run=server", "-n", namespace, "-f", str(example), check=False
+    )
+    assert done.returncode == 0, done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from kafka_retention import __version__
 
@@ -18,6 +19,10 @@ def _run(args: argparse.Namespace) -> int:
         print("error: pass --namespace NS (repeatable) or --all-namespaces", file=sys.stderr)
         return 2
     kopf.configure(verbose=args.verbose, debug=args.debug)
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(args.metrics_port, addr=args.metrics_addr)
     kopf.run(
         clusterwide=args.all_namespaces,
         namespaces=args.namespace or (),
@@ -26,6 +31,22 @@ def _run(args: argparse.Namespace) -> int:
         liveness_endpoint=args.liveness,
     )
     return 0
+
+
+def _purge(args: argparse.Namespace) -> int:
+    from kafka_retention.cli.purge import UsageError, run_purge
+
+    try:
+        return run_purge(
+            args.bootstrap_server,
+            args.offset_json_file,
+            args.command_config,
+            args.dry_run,
+            args.allow_internal_topics,
+        )
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,9 +81,54 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
     )
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port (default: off)",
+    )
+    run.add_argument(
+        "--metrics-addr",
+        default="0.0.0.0",  # noqa: S104 - scraped from outside the pod
+        metavar="ADDR",
+        help="address for the metrics server (default 0.0.0.0)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="log more")
     run.add_argument("--debug", action="store_true", help="log everything")
     run.set_defaults(func=_run)
+
+    purge = sub.add_parser(
+        "purge",
+        help="delete records like kafka-delete-records.sh, through the operator's safety rules",
+        description="Reads kafka-delete-records.sh's offset JSON and deletes every record "
+        "below each offset (-1 = high watermark). Exit status 1 when any partition fails.",
+    )
+    purge.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
+    purge.add_argument(
+        "--offset-json-file",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help='{"partitions": [{"topic": "t", "partition": 0, "offset": 10}], "version": 1}',
+    )
+    purge.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="properties file of librdkafka client settings (SASL/TLS)",
+    )
+    purge.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (records and estimated bytes), delete nothing",
+    )
+    purge.add_argument(
+        "--allow-internal-topics",
+        action="store_true",
+        help="allow topics whose names start with '__'",
+    )
+    purge.set_defaults(func=_purge)
     return parser
 
 

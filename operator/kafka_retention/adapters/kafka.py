@@ -1,0 +1,267 @@
+"""The Kafka adapter: the only module that imports confluent-kafka.
+
+It answers in the planning core's plain types, turns client exceptions into
+`KafkaFailure` values (per partition) or `KafkaUnavailable` (the cluster as a whole), and
+keeps every call bounded by a timeout, so a reconcile never hangs on a dead cluster.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Message,
+)
+from confluent_kafka import TopicPartition as KTP
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
+
+from kafka_retention.core.facts import TopicPartition
+
+# Errors that go away by themselves (leader moves, brokers restarting, slow networks).
+_RETRIABLE = {
+    "_TRANSPORT",
+    "_TIMED_OUT",
+    "_ALL_BROKERS_DOWN",
+    "_WAIT_COORD",
+    "_RESOLVE",
+    "NOT_LEADER_OR_FOLLOWER",
+    "LEADER_NOT_AVAILABLE",
+    "REQUEST_TIMED_OUT",
+    "NOT_ENOUGH_REPLICAS",
+    "NOT_COORDINATOR",
+    "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "NETWORK_EXCEPTION",
+    "KAFKA_STORAGE_ERROR",
+}
+# Per-record bytes the log spends besides key, value and headers (varints, attributes,
+# a share of the batch header): a rough constant, good enough for an estimate.
+RECORD_OVERHEAD_BYTES = 16
+
+
+class KafkaUnavailable(RuntimeError):
+    """The cluster could not be reached or did not answer in time; try again later."""
+
+
+@dataclass(frozen=True)
+class KafkaFailure:
+    code: str
+    message: str
+    retriable: bool
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def _failure(exc: BaseException) -> KafkaFailure:
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if isinstance(err, KafkaError):
+        code = err.name()
+        return KafkaFailure(code, err.str(), err.retriable() or code in _RETRIABLE)
+    return KafkaFailure(type(exc).__name__, str(exc), isinstance(exc, TimeoutError))
+
+
+def _wait(future: Future[Any], timeout: float) -> Any:
+    return future.result(timeout=timeout)
+
+
+def _stored_size(msg: Message) -> int:
+    size = len(msg.key() or b"") + len(msg.value() or b"") + RECORD_OVERHEAD_BYTES
+    headers = msg.headers() or []
+    pairs = list(headers.items()) if isinstance(headers, dict) else headers
+    for key, value in pairs:
+        size += len(key) + len(value or b"")
+    return size
+
+
+OffsetKind = Literal["earliest", "latest"]
+
+
+class KafkaAdmin:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_config: Mapping[str, str] | None = None,
+        timeout: float = 15.0,
+    ) -> None:
+        self._config: dict[str, Any] = {
+            **(client_config or {}),
+            "bootstrap.servers": bootstrap_servers,
+            "socket.timeout.ms": int(timeout * 1000),
+            # librdkafka logs every failed connect to stderr; failures reach us as errors.
+            "log_level": 0,
+        }
+        self._timeout = timeout
+        self._admin = AdminClient(self._config)
+
+    # --- metadata ---------------------------------------------------------------------
+
+    def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
+        try:
+            meta = self._admin.list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            raise KafkaUnavailable(str(_failure(exc))) from exc
+        out: dict[str, list[int] | KafkaFailure] = {}
+        for topic in topics:
+            tmeta = meta.topics.get(topic)
+            if tmeta is None:
+                out[topic] = KafkaFailure(
+                    "UNKNOWN_TOPIC_OR_PARTITION", f"topic {topic} does not exist", False
+                )
+            elif tmeta.error is not None:
+                out[topic] = _failure(KafkaException(tmeta.error))
+            else:
+                out[topic] = sorted(tmeta.partitions)
+        return out
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str] | KafkaFailure]:
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        if not resources:
+            return {}
+        futures = self._admin.describe_configs(resources, request_timeout=self._timeout)
+        out: dict[str, dict[str, str] | KafkaFailure] = {}
+        for res, fut in futures.items():
+            try:
+                entries = _wait(fut, self._timeout)
+                out[res.name] = {k: str(e.value) for k, e in entries.items()}
+            except Exception as exc:
+                out[res.name] = _failure(exc)
+        return out
+
+    # --- offsets ----------------------------------------------------------------------
+
+    def offsets(
+        self, tps: Iterable[TopicPartition], kind: OffsetKind
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        # OffsetSpec's factories carry no annotations in confluent-kafka 2.16.
+        earliest: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+        latest: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        spec = earliest if kind == "earliest" else latest
+        return self._list_offsets(dict.fromkeys(tps, spec))
+
+    def offsets_for_timestamp(
+        self, tps: Iterable[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        """Earliest offset whose timestamp is >= timestamp_ms; -1 when no record is."""
+        spec = OffsetSpec.for_timestamp(timestamp_ms)
+        return self._list_offsets(dict.fromkeys(tps, spec))
+
+    def _list_offsets(
+        self, specs: Mapping[TopicPartition, OffsetSpec]
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        if not specs:
+            return {}
+        request = {KTP(tp.topic, tp.partition): spec for tp, spec in specs.items()}
+        try:
+            futures = self._admin.list_offsets(request, request_timeout=self._timeout)
+        except KafkaException as exc:
+            raise KafkaUnavailable(str(_failure(exc))) from exc
+        out: dict[TopicPartition, int | KafkaFailure] = {}
+        for ktp, fut in futures.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            try:
+                out[tp] = int(_wait(fut, self._timeout).offset)
+            except Exception as exc:
+                out[tp] = _failure(exc)
+        return out
+
+    def committed(
+        self, group: str, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offset per partition; None where it has committed none."""
+        wanted = [KTP(tp.topic, tp.partition) for tp in tps]
+        if not wanted:
+            return {}
+        request = [ConsumerGroupTopicPartitions(group, wanted)]
+        try:
+            fut = self._admin.list_consumer_group_offsets(request, request_timeout=self._timeout)[
+                group
+            ]
+            result = _wait(fut, self._timeout)
+        except Exception as exc:
+            raise KafkaUnavailable(f"committed offsets of group {group}: {_failure(exc)}") from exc
+        out: dict[TopicPartition, int | None] = {}
+        for ktp in result.topic_partitions:
+            if ktp.error is not None:
+                raise KafkaUnavailable(f"committed offsets of group {group}: {ktp.error}")
+            out[TopicPartition(ktp.topic, ktp.partition)] = (
+                int(ktp.offset) if ktp.offset >= 0 else None
+            )
+        return out
+
+    # --- deleting ---------------------------------------------------------------------
+
+    def delete_records(
+        self, cuts: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        """DeleteRecords for all partitions in one call (the client groups them by leader);
+        returns each partition's new low watermark or its failure."""
+        if not cuts:
+            return {}
+        request = [KTP(tp.topic, tp.partition, offset) for tp, offset in cuts.items()]
+        try:
+            futures = self._admin.delete_records(
+                request, request_timeout=self._timeout, operation_timeout=self._timeout
+            )
+        except KafkaException as exc:
+            raise KafkaUnavailable(str(_failure(exc))) from exc
+        out: dict[TopicPartition, int | KafkaFailure] = {}
+        for ktp, fut in futures.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            try:
+                out[tp] = int(_wait(fut, self._timeout * 2).low_watermark)
+            except Exception as exc:
+                out[tp] = _failure(exc)
+        return out
+
+    # --- records ----------------------------------------------------------------------
+
+    def average_record_bytes(
+        self, starts: Mapping[TopicPartition, int], sample: int = 20, timeout: float = 5.0
+    ) -> dict[TopicPartition, float]:
+        """Average stored size of up to `sample` records from each start offset.
+
+        Used only for byte estimates; partitions that yield nothing in time are left out.
+        """
+        if not starts:
+            return {}
+        consumer = Consumer(
+            {
+                **self._config,
+                # Assign-only reader: it never joins or commits, so the group id never
+                # appears on the cluster.
+                "group.id": f"kafka-retention-sampler-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        sizes: dict[TopicPartition, list[int]] = {tp: [] for tp in starts}
+        open_tps = set(starts)
+        try:
+            consumer.assign([KTP(tp.topic, tp.partition, off) for tp, off in starts.items()])
+            deadline = time.monotonic() + timeout
+            while open_tps and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=500, timeout=0.2):
+                    tp = TopicPartition(str(msg.topic()), int(msg.partition() or 0))
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            open_tps.discard(tp)
+                        continue
+                    if tp not in open_tps:
+                        continue
+                    sizes[tp].append(_stored_size(msg))
+                    if len(sizes[tp]) >= sample:
+                        open_tps.discard(tp)
+        finally:
+            consumer.close()
+        return {tp: sum(s) / len(s) for tp, s in sizes.items() if s}

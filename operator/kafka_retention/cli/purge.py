@@ -1,0 +1,144 @@
+"""`kafka-retention purge`: kafka-delete-records.sh's interface over the same service.
+
+Reads the tool's offset JSON ({"partitions": [{"topic", "partition", "offset"}],
+"version": 1}), runs the RecordPurge service with an in-memory status, and prints per
+partition low watermarks and errors the way the reference tool does.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.services import purge as service
+
+
+class UsageError(ValueError):
+    pass
+
+
+class MemoryStore:
+    """Status kept in a dict: the CLI has no object to write it to."""
+
+    def __init__(self) -> None:
+        self.status: dict[str, Any] = {}
+
+    def patch(self, status: Mapping[str, Any]) -> None:
+        self.status.update(status)
+
+
+def read_offset_json(path: Path) -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not JSON: {exc}") from None
+    parts = doc.get("partitions") if isinstance(doc, dict) else None
+    if not isinstance(parts, list) or not parts:
+        raise UsageError(
+            f'{path} needs a non-empty "partitions" list, as in '
+            '{"partitions": [{"topic": "t", "partition": 0, "offset": 10}], '
+            '"version": 1}'
+        )
+    for i, p in enumerate(parts):
+        if not isinstance(p, dict) or set(p) - {"topic", "partition", "offset"} or len(p) != 3:
+            raise UsageError(f"{path}: partitions[{i}] needs exactly topic, partition, offset")
+    return parts
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A .properties file (key=value, # comments) of librdkafka client settings."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    props: dict[str, str] = {}
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise UsageError(f"{path}: {line!r} is not key=value")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def run_purge(
+    bootstrap: str,
+    offsets: Path,
+    command_config: Path | None,
+    dry_run: bool,
+    allow_internal: bool,
+    out: TextIO = sys.stdout,
+    attempts: int = 6,
+) -> int:
+    spec = {
+        "cluster": {"bootstrapServers": bootstrap},
+        "partitions": read_offset_json(offsets),
+        "dryRun": dry_run,
+        "allowInternalTopics": allow_internal,
+    }
+    extra = read_properties(command_config) if command_config else None
+    store = MemoryStore()
+
+    def connect(request: PurgeRequest) -> KafkaAdmin:
+        return KafkaAdmin(request.bootstrap_servers, extra)
+
+    print("Executing records delete operation", file=out, flush=True)
+    for attempt in range(attempts):
+        try:
+            outcome = service.reconcile(
+                service.Purge(
+                    spec=spec,
+                    status=dict(store.status),
+                    generation=None,
+                    store=store,
+                    connect=connect,
+                    now=lambda: datetime.now(UTC),
+                )
+            )
+            break
+        except service.Retry as pending:
+            if attempt == attempts - 1:
+                print(f"Error: gave up after {attempts} attempts: {pending}", file=sys.stderr)
+                _print_results(store.status, out)
+                return 1
+            print(f"retrying in {pending.delay:.0f}s: {pending}", file=sys.stderr, flush=True)
+            time.sleep(pending.delay)
+    if outcome.invalid_field is not None:
+        print(f"Error: {outcome.message}", file=sys.stderr)
+        return 1
+    print(
+        "Records delete operation completed:"
+        if not dry_run
+        else "Dry run completed (nothing deleted):",
+        file=out,
+    )
+    _print_results(store.status, out)
+    return 0 if outcome.phase == "Succeeded" else 1
+
+
+def _print_results(status: Mapping[str, Any], out: TextIO) -> None:
+    for e in status.get("results", []):
+        name = f"{e['topic']}-{e['partition']}"
+        if e.get("error"):
+            print(f"partition: {name}\terror: {e['error']}", file=out)
+        elif e.get("state") == service.State.DRY_RUN:
+            estimate = e.get("bytesToDeleteEstimate")
+            print(
+                f"partition: {name}\tlow_watermark: {e['logStartBefore']}\t"
+                f"would_delete_to: {e['requestedOffset']}\trecords: {e['recordsToDelete']}"
+                + (f"\tbytes_estimate: {estimate}" if estimate is not None else ""),
+                file=out,
+            )
+        else:
+            print(f"partition: {name}\tlow_watermark: {e.get('lowWatermark')}", file=out)

@@ -1,0 +1,63 @@
+"""metav1.Condition bookkeeping and the CamelCase reasons this operator uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class Reason(StrEnum):
+    # Ready
+    PLANNED = "Planned"
+    INVALID_SPEC = "InvalidSpec"
+    KAFKA_UNAVAILABLE = "KafkaUnavailable"
+    SECRET_UNAVAILABLE = "SecretUnavailable"  # noqa: S105 - a reason, not a password
+    # Succeeded
+    IN_PROGRESS = "InProgress"
+    PURGED = "Purged"
+    NOTHING_TO_DELETE = "NothingToDelete"
+    DRY_RUN_COMPLETED = "DryRunCompleted"
+    PARTIALLY_FAILED = "PartiallyFailed"
+    FAILED = "Failed"
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def set_condition(
+    conditions: Sequence[Mapping[str, Any]] | None,
+    type_: str,
+    status: ConditionStatus,
+    reason: Reason,
+    message: str,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """A new condition list with `type_` set; lastTransitionTime moves only when the
+    status does, as metav1 prescribes."""
+    out: list[dict[str, Any]] = []
+    previous: Mapping[str, Any] | None = None
+    for cond in conditions or []:
+        if cond.get("type") == type_:
+            previous = cond
+        else:
+            out.append(dict(cond))
+    changed = previous is None or previous.get("status") != status
+    entry: dict[str, Any] = {
+        "type": type_,
+        "status": status,
+        "reason": str(reason),
+        "message": message[:32768],
+        "lastTransitionTime": timestamp(now)
+        if changed or previous is None
+        else previous.get("lastTransitionTime", timestamp(now)),
+    }
+    if generation is not None:
+        entry["observedGeneration"] = generation
+    out.append(entry)
+    return sorted(out, key=lambda c: str(c["type"]))

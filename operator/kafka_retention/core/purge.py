@@ -1,0 +1,312 @@
+"""RecordPurge: the spec as typed values, and the per-partition plan computed from facts.
+
+Pure: the service gathers facts through the Kafka adapter, this module decides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
+from typing import Any, Literal
+
+from kafka_retention.core import rules
+from kafka_retention.core.facts import PartitionFacts, TopicPartition
+
+BeforeKind = Literal["timestamp", "committedBy", "highWatermark"]
+
+# Plain-words texts for errors users must act on; the Kafka error name leads so that
+# scripts and searches find it.
+OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
+UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
+POLICY_VIOLATION = "POLICY_VIOLATION"
+
+
+class SpecError(ValueError):
+    """The spec can never work as written; `field` names the offending field."""
+
+    def __init__(self, field_path: str, message: str) -> None:
+        super().__init__(f"{field_path}: {message}")
+        self.field = field_path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ExplicitCut:
+    tp: TopicPartition
+    offset: int
+
+
+@dataclass(frozen=True)
+class TopicCut:
+    topic: str
+    kind: BeforeKind
+    timestamp: datetime | None = None
+    groups: tuple[str, ...] = ()
+
+    @property
+    def timestamp_ms(self) -> int | None:
+        return None if self.timestamp is None else int(self.timestamp.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class PurgeRequest:
+    bootstrap_servers: str
+    client_config_secret: str | None
+    partitions: tuple[ExplicitCut, ...]
+    topics: tuple[TopicCut, ...]
+    protect_groups: tuple[str, ...]
+    dry_run: bool
+    allow_internal_topics: bool
+
+    def topic_names(self) -> set[str]:
+        return {c.tp.topic for c in self.partitions} | {t.topic for t in self.topics}
+
+    def guard_groups(self, topic: str) -> tuple[str, ...]:
+        """Groups whose committed offsets bound every cut on this topic: the protected
+        groups, plus the committedBy groups that defined the cut in the first place."""
+        groups = set(self.protect_groups)
+        for t in self.topics:
+            if t.topic == topic:
+                groups.update(t.groups)
+        return tuple(sorted(groups))
+
+    def all_groups(self) -> tuple[str, ...]:
+        return tuple(sorted({g for t in self.topic_names() for g in self.guard_groups(t)}))
+
+
+def parse_time(value: str, field_path: str) -> datetime:
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise SpecError(field_path, f"{value!r} is not an RFC 3339 time") from None
+    if parsed.tzinfo is None:
+        raise SpecError(field_path, f"{value!r} has no time zone (add Z or +hh:mm)")
+    return parsed
+
+
+_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def _topic(value: Any, field_path: str, allow_internal: bool) -> str:
+    if not isinstance(value, str) or not _TOPIC.match(value):
+        raise SpecError(field_path, f"{value!r} is not a valid Kafka topic name")
+    if value.startswith("__") and not allow_internal:
+        raise SpecError(
+            field_path,
+            f"{value} is an internal topic; set spec.allowInternalTopics: true to purge it",
+        )
+    return value
+
+
+def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
+    """Check what the CRD schema cannot, so nothing is deleted on a spec that is wrong.
+
+    The schema already rejects most mistakes at apply time; this runs again here because
+    the operator may meet objects stored before a schema change, or a CLI-built spec.
+    """
+    cluster = spec.get("cluster") or {}
+    bootstrap = cluster.get("bootstrapServers")
+    if not isinstance(bootstrap, str) or not bootstrap.strip():
+        raise SpecError("spec.cluster.bootstrapServers", "is required")
+    allow_internal = bool(spec.get("allowInternalTopics", False))
+
+    explicit: list[ExplicitCut] = []
+    for i, entry in enumerate(spec.get("partitions") or []):
+        path = f"spec.partitions[{i}]"
+        topic = _topic(entry.get("topic"), f"{path}.topic", allow_internal)
+        partition, offset = entry.get("partition"), entry.get("offset")
+        if not isinstance(partition, int) or partition < 0:
+            raise SpecError(f"{path}.partition", f"{partition!r} is not a partition number")
+        if not isinstance(offset, int) or offset < -1:
+            raise SpecError(f"{path}.offset", f"{offset!r} must be -1 or an offset >= 0")
+        explicit.append(ExplicitCut(TopicPartition(topic, partition), offset))
+    seen: dict[TopicPartition, int] = {}
+    for i, cut in enumerate(explicit):
+        if cut.tp in seen:
+            raise SpecError(
+                f"spec.partitions[{i}]",
+                f"{cut.tp} is also listed at spec.partitions[{seen[cut.tp]}]",
+            )
+        seen[cut.tp] = i
+
+    topics: list[TopicCut] = []
+    explicit_topics = {c.tp.topic for c in explicit}
+    for i, entry in enumerate(spec.get("topics") or []):
+        path = f"spec.topics[{i}]"
+        name = _topic(entry.get("name"), f"{path}.name", allow_internal)
+        if name in explicit_topics:
+            raise SpecError(
+                f"{path}.name",
+                f"topic {name} is also cut in spec.partitions; name each topic in one place only",
+            )
+        if any(t.topic == name for t in topics):
+            raise SpecError(f"{path}.name", f"topic {name} is listed twice")
+        topics.append(_before(entry.get("before") or {}, name, f"{path}.before"))
+
+    if not explicit and not topics:
+        raise SpecError("spec", "name at least one entry in partitions or topics")
+    protect = spec.get("protectGroups") or []
+    return PurgeRequest(
+        bootstrap_servers=bootstrap.strip(),
+        client_config_secret=cluster.get("clientConfigSecret"),
+        partitions=tuple(explicit),
+        topics=tuple(topics),
+        protect_groups=tuple(sorted(set(protect))),
+        dry_run=bool(spec.get("dryRun", False)),
+        allow_internal_topics=allow_internal,
+    )
+
+
+def _before(before: Mapping[str, Any], topic: str, path: str) -> TopicCut:
+    given = [k for k in ("timestamp", "committedBy", "highWatermark") if k in before]
+    if len(given) != 1:
+        raise SpecError(path, "needs exactly one of timestamp, committedBy or highWatermark")
+    if "timestamp" in before:
+        when = parse_time(str(before["timestamp"]), f"{path}.timestamp")
+        return TopicCut(topic, "timestamp", timestamp=when)
+    if "committedBy" in before:
+        groups = before["committedBy"]
+        if not groups:
+            raise SpecError(f"{path}.committedBy", "needs at least one group")
+        return TopicCut(topic, "committedBy", groups=tuple(sorted(set(groups))))
+    if before["highWatermark"] is not True:
+        raise SpecError(f"{path}.highWatermark", "can only be true; omit it otherwise")
+    return TopicCut(topic, "highWatermark")
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """One partition's cut: `target` is where the log start should end up."""
+
+    tp: TopicPartition
+    log_start: int
+    high_watermark: int
+    target: int
+    reason: str
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+    retriable: bool = False
+
+    @property
+    def records_to_delete(self) -> int:
+        return 0 if self.error else rules.records_deleted_by(self.target, self.log_start)
+
+    def failed(self, error: str, retriable: bool = False) -> PartitionPlan:
+        return replace(self, error=error, retriable=retriable)
+
+
+@dataclass(frozen=True)
+class Unplannable:
+    """A partition that could not be planned at all, with the reason."""
+
+    tp: TopicPartition
+    error: str
+
+
+@dataclass
+class PlanInput:
+    """Facts for every partition the request covers, plus what could not be read."""
+
+    facts: dict[TopicPartition, PartitionFacts] = field(default_factory=dict)
+    # Per-topic problems found before any offset was read (unknown, compact-only, ...).
+    topic_errors: dict[str, str] = field(default_factory=dict)
+    partition_errors: dict[TopicPartition, str] = field(default_factory=dict)
+    # Partitions of each whole-topic cut, as the cluster reported them.
+    topic_partitions: dict[str, list[int]] = field(default_factory=dict)
+
+
+def plan_purge(request: PurgeRequest, given: PlanInput) -> list[PartitionPlan]:
+    """The cut for every partition the request names, safety rules applied."""
+    out: list[PartitionPlan] = []
+    for cut in request.partitions:
+        out.append(_plan_one(request, given, cut.tp, partial(_explicit, offset=cut.offset)))
+    for tcut in request.topics:
+        if tcut.topic in given.topic_errors:
+            out.append(_unplanned(TopicPartition(tcut.topic, -1), given.topic_errors[tcut.topic]))
+            continue
+        for p in sorted(given.topic_partitions.get(tcut.topic, [])):
+            tp = TopicPartition(tcut.topic, p)
+            out.append(_plan_one(request, given, tp, partial(_for_topic, cut=tcut)))
+    return out
+
+
+def _unplanned(tp: TopicPartition, error: str) -> PartitionPlan:
+    return PartitionPlan(tp, -1, -1, -1, "not planned", error=error)
+
+
+def _plan_one(
+    request: PurgeRequest,
+    given: PlanInput,
+    tp: TopicPartition,
+    propose: Callable[[PartitionFacts], rules.Cut | str],
+) -> PartitionPlan:
+    if tp.topic in given.topic_errors:
+        return _unplanned(tp, given.topic_errors[tp.topic])
+    if tp in given.partition_errors:
+        return _unplanned(tp, given.partition_errors[tp])
+    facts = given.facts.get(tp)
+    if facts is None:
+        return _unplanned(tp, f"{UNKNOWN_TOPIC_OR_PARTITION}: partition {tp} does not exist")
+    proposed = propose(facts)
+    if isinstance(proposed, str):
+        return PartitionPlan(
+            tp, facts.log_start, facts.high_watermark, -1, "not planned", error=proposed
+        )
+    return enforce_safety(request, facts, proposed)
+
+
+def enforce_safety(request: PurgeRequest, facts: PartitionFacts, cut: rules.Cut) -> PartitionPlan:
+    """The ceilings every cut passes through, at planning and again right before deleting."""
+    cut = rules.protect_groups(
+        cut, facts.committed, request.guard_groups(facts.tp.topic), facts.log_start
+    )
+    cut = rules.at_most_high_watermark(cut, facts.high_watermark)
+    notes = cut.notes
+    if cut.offset <= facts.log_start:
+        notes = (*notes, f"log start {facts.log_start} is already at or past the cut")
+    return PartitionPlan(
+        facts.tp, facts.log_start, facts.high_watermark, cut.offset, cut.reason, notes
+    )
+
+
+def _explicit(facts: PartitionFacts, offset: int) -> rules.Cut | str:
+    if offset > facts.high_watermark:
+        return (
+            f"{OFFSET_OUT_OF_RANGE}: offset {offset} is above the high watermark "
+            f"{facts.high_watermark} of {facts.tp}"
+        )
+    return rules.explicit(offset, facts.high_watermark)
+
+
+def _for_topic(facts: PartitionFacts, cut: TopicCut) -> rules.Cut:
+    if cut.kind == "timestamp":
+        assert cut.timestamp is not None
+        return rules.before_timestamp(
+            facts.offset_for_timestamp, facts.high_watermark, cut.timestamp.isoformat()
+        )
+    if cut.kind == "committedBy":
+        return rules.consumed_by(facts.committed, cut.groups, facts.log_start)
+    return rules.explicit(-1, facts.high_watermark)
+
+
+def recheck(request: PurgeRequest, planned: PartitionPlan, fresh: PartitionFacts) -> PartitionPlan:
+    """Re-apply the ceilings to a planned target with facts read just now.
+
+    Groups may have rewound their offsets and the high watermark may have dropped (an
+    unclean leader election) since planning; a target is only ever lowered here, never
+    raised, so a purge never deletes more than it showed in its plan.
+    """
+    again = enforce_safety(request, fresh, rules.Cut(planned.target, planned.reason, planned.notes))
+    return replace(
+        again, log_start=planned.log_start if planned.log_start >= 0 else fresh.log_start
+    )
+
+
+def summarize_notes(plans: Iterable[PartitionPlan]) -> Sequence[str]:
+    return sorted({n for p in plans for n in p.notes})

@@ -1,0 +1,91 @@
+"""Kopf handler for RecordPurge: parse, call the service, report with events and metrics."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+
+from kafka_retention import metrics
+from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.adapters.kube import StatusWriter, read_client_config
+from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.resources import GROUP, RECORD_PURGES, VERSION
+from kafka_retention.services import purge as service
+
+KIND = "RecordPurge"
+MAX_FAILURE_EVENTS = 20
+
+
+def _connector(namespace: str) -> Any:
+    def connect(request: PurgeRequest) -> KafkaAdmin:
+        extra = (
+            read_client_config(namespace, request.client_config_secret)
+            if request.client_config_secret
+            else None
+        )
+        return KafkaAdmin(request.bootstrap_servers, extra)
+
+    return connect
+
+
+@kopf.on.create(GROUP, VERSION, RECORD_PURGES, id="purge")  # type: ignore[arg-type]
+def purge(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    namespace: str,
+    name: str,
+    retry: int,
+    **_: Any,
+) -> None:
+    if status.get("phase") in service.FINAL_PHASES:
+        return
+    if not status.get("startedAt"):
+        kopf.info(
+            body,
+            reason="PurgeStarted",
+            message="planning cuts" + (" (dry run)" if spec.get("dryRun") else ""),
+        )
+    started = time.monotonic()
+    try:
+        outcome = service.reconcile(
+            service.Purge(
+                spec=spec,
+                status=status,
+                generation=meta.get("generation"),
+                store=StatusWriter(RECORD_PURGES, namespace, name),
+                connect=_connector(namespace),
+                now=lambda: datetime.now(UTC),
+                retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
+            )
+        )
+    except service.Retry as pending:
+        kopf.warn(body, reason="PurgePending", message=str(pending))
+        raise kopf.TemporaryError(str(pending), delay=pending.delay) from None
+    finally:
+        metrics.RUN_SECONDS.labels(KIND).observe(time.monotonic() - started)
+
+    if outcome.invalid_field is not None:
+        kopf.warn(body, reason="InvalidSpec", message=outcome.message)
+        raise kopf.PermanentError(outcome.message)
+    for topic, count in outcome.topics_deleted.items():
+        metrics.RECORDS_DELETED.labels(KIND, namespace, name, topic).inc(count)
+    metrics.PARTITIONS_PURGED.labels(KIND, namespace, name).inc(outcome.partitions_purged)
+    metrics.PARTITION_FAILURES.labels(KIND, namespace, name).inc(len(outcome.failures))
+    for failure in outcome.failures[:MAX_FAILURE_EVENTS]:
+        kopf.warn(body, reason="PartitionFailed", message=failure)
+    if len(outcome.failures) > MAX_FAILURE_EVENTS:
+        kopf.warn(
+            body,
+            reason="PartitionFailed",
+            message=f"... and {len(outcome.failures) - MAX_FAILURE_EVENTS} more; "
+            "see status.results",
+        )
+    if outcome.phase == "Succeeded":
+        kopf.info(body, reason="PurgeSucceeded", message=outcome.message)
+    else:
+        kopf.warn(body, reason=f"Purge{outcome.phase}", message=outcome.message)

@@ -1,0 +1,27 @@
+"""Prometheus metrics of the operator, served by `kafka-retention run --metrics-port`."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+RECORDS_DELETED = Counter(
+    "kafka_retention_records_deleted_total",
+    "Records deleted by the operator (log start offset moves it caused).",
+    ["kind", "namespace", "name", "topic"],
+)
+PARTITIONS_PURGED = Counter(
+    "kafka_retention_partitions_purged_total",
+    "Partitions whose log start offset reached the planned cut.",
+    ["kind", "namespace", "name"],
+)
+PARTITION_FAILURES = Counter(
+    "kafka_retention_partition_failures_total",
+    "Partitions that ended in a non-retriable failure.",
+    ["kind", "namespace", "name"],
+)
+RUN_SECONDS = Histogram(
+    "kafka_retention_run_duration_seconds",
+    "Duration of one reconcile run (plan, delete, verify).",
+    ["kind"],
+    buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
+)

@@ -1,0 +1,36 @@
+"""End-to-end fixtures: one operator process for the session, watching `e2e-*` namespaces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devstack.stack import Stack
+from tests.conftest import _slug
+from tests.support import OperatorProcess
+
+
+@pytest.fixture(scope="session")
+def operator(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    proc = OperatorProcess(stack, ["e2e-*"], log).start()
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"operator exited {code}; log: {log}"
+
+
+@pytest.fixture
+def e2e_ns(
+    stack: Stack, operator: OperatorProcess, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    ns = f"e2e-{_slug(request)}"[:63].rstrip("-")
+    stack.kubectl("create", "namespace", ns)
+    yield ns
+    stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+@pytest.fixture
+def operator_log(operator: OperatorProcess) -> Path:
+    return operator.log

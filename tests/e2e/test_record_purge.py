@@ -1,0 +1,381 @@
+"""RecordPurge end to end: real API server, real 3-broker Kafka, the operator process."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from devstack.stack import Stack
+from tests.conftest import TopicFactory
+from tests.support import (
+    OperatorProcess,
+    commit,
+    events,
+    first_offsets_read,
+    get,
+    high_watermarks,
+    log_starts,
+    produce,
+    wait_for,
+)
+
+FINAL = ("Succeeded", "PartiallySucceeded", "Failed")
+
+
+def apply_purge(stack: Stack, ns: str, name: str, **spec: Any) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordPurge",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"cluster": {"bootstrapServers": stack.kafka.bootstrap_servers}, **spec},
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def finished(stack: Stack, ns: str, name: str, timeout: float = 60) -> dict[str, Any]:
+    return wait_for(
+        stack, "recordpurge", ns, name, lambda o: o.get("status", {}).get("phase") in FINAL, timeout
+    )
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+
+
+def results(obj: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(r["topic"], r["partition"]): r for r in obj["status"]["results"]}
+
+
+@pytest.mark.stack
+def test_explicit_offsets_delete_exactly_below_each_offset(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, {0: 100, 1: 80, 2: 50})
+    apply_purge(
+        stack,
+        e2e_ns,
+        "explicit",
+        partitions=[
+            {"topic": topic, "partition": 0, "offset": 30},
+            {"topic": topic, "partition": 1, "offset": -1},
+        ],
+    )
+    obj = finished(stack, e2e_ns, "explicit")
+    assert obj["status"]["phase"] == "Succeeded"
+    assert log_starts(admin, topic, 3) == [30, 80, 0]
+    assert first_offsets_read(bootstrap, topic, 3) == [30, None, 0]
+    assert obj["status"]["summary"] == {
+        "partitions": 2,
+        "purged": 2,
+        "failed": 0,
+        "recordsDeleted": 110,
+    }
+    res = results(obj)
+    assert res[(topic, 1)]["requestedOffset"] == 80  # -1 resolved to the high watermark
+    assert res[(topic, 0)]["lowWatermark"] == 30
+    assert condition(obj, "Succeeded")["reason"] == "Purged"
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    reasons = {e["reason"] for e in events(stack, e2e_ns, "explicit")}
+    assert {"PurgeStarted", "PurgeSucceeded"} <= reasons
+    table = stack.kubectl("get", "recordpurge", "explicit", "-n", e2e_ns).stdout
+    assert table.split("\n")[0].split()[:5] == ["NAME", "PHASE", "PARTITIONS", "DELETED", "FAILED"]
+    assert table.split("\n")[1].split()[1:5] == ["Succeeded", "2", "110", "0"]
+
+
+@pytest.mark.stack
+def test_timestamp_cut_keeps_records_at_or_after_the_time_with_out_of_order_times(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    # Broker retention would delete these old-stamped records by itself: turn it off.
+    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
+    hour = 3_600_000
+    base = (int(time.time() * 1000) // hour - 48) * hour  # two days ago, on the hour
+    # Partition 0: hours 0..9 with one late record (hour 2) after hour 6.
+    ts0 = [base + h * hour for h in (0, 1, 3, 4, 5, 6, 2, 7, 8, 9)]
+    ts1 = [base + h * hour for h in range(10)]
+    produce(bootstrap, topic, {0: 10, 1: 10}, timestamps={0: ts0, 1: ts1})
+    cut_ms = base + 4 * hour  # the first offset with a time >= this is the cut
+    cut = datetime.fromtimestamp(cut_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+    apply_purge(stack, e2e_ns, "by-time", topics=[{"name": topic, "before": {"timestamp": cut}}])
+    obj = finished(stack, e2e_ns, "by-time")
+    assert obj["status"]["phase"] == "Succeeded", obj["status"]
+    # Offset 3 carries hour 4 in partition 0; offset 4 carries hour 4 in partition 1.
+    # The late record (hour 2, offset 6) stays: a cut removes a prefix of offsets.
+    assert log_starts(admin, topic, 2) == [3, 4]
+
+
+@pytest.mark.stack
+def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protects(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, {0: 100, 1: 100, 2: 100})
+    fast, slow = f"{topic}-fast", f"{topic}-slow"
+    commit(bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
+    commit(bootstrap, slow, topic, {0: 40, 1: 60})  # nothing on partition 2
+    apply_purge(
+        stack, e2e_ns, "consumed", topics=[{"name": topic, "before": {"committedBy": [fast, slow]}}]
+    )
+    obj = finished(stack, e2e_ns, "consumed")
+    assert obj["status"]["phase"] == "Succeeded"
+    assert log_starts(admin, topic, 3) == [40, 60, 0]
+    assert "no committed offset" in results(obj)[(topic, 2)]["reason"]
+
+
+@pytest.mark.stack
+def test_protect_groups_lower_a_high_watermark_cut(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 50, 1: 50})
+    auditor = f"{topic}-auditor"
+    commit(bootstrap, auditor, topic, {0: 20})
+    apply_purge(
+        stack,
+        e2e_ns,
+        "protected",
+        protectGroups=[auditor],
+        topics=[{"name": topic, "before": {"highWatermark": True}}],
+    )
+    obj = finished(stack, e2e_ns, "protected")
+    assert log_starts(admin, topic, 2) == [20, 0]
+    res = results(obj)
+    assert f"committed offset of {auditor}" in res[(topic, 0)]["note"]
+    assert "no committed offset" in res[(topic, 1)]["note"]
+
+
+@pytest.mark.stack
+def test_dry_run_reports_the_plan_and_deletes_nothing(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 60, 1: 40}, value=b"x" * 200)
+    apply_purge(
+        stack,
+        e2e_ns,
+        "dry",
+        dryRun=True,
+        topics=[{"name": topic, "before": {"highWatermark": True}}],
+    )
+    obj = finished(stack, e2e_ns, "dry")
+    assert obj["status"]["phase"] == "Succeeded"
+    assert condition(obj, "Succeeded")["reason"] == "DryRunCompleted"
+    assert log_starts(admin, topic, 2) == [0, 0]
+    summary = obj["status"]["summary"]
+    assert summary["recordsDeleted"] == 0
+    assert summary["recordsToDelete"] == 100
+    # 200-byte values: the estimate lands near 100 records x ~216 bytes.
+    assert 100 * 200 <= summary["bytesToDeleteEstimate"] <= 100 * 260
+    assert {r["state"] for r in obj["status"]["results"]} == {"DryRun"}
+
+
+@pytest.mark.stack
+def test_compact_only_topic_fails_naming_the_cleanup_policy(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config={"cleanup.policy": "compact"})
+    produce(bootstrap, topic, {0: 10}, key=lambda p, i: f"k{i}".encode())
+    apply_purge(
+        stack, e2e_ns, "compact", partitions=[{"topic": topic, "partition": 0, "offset": 5}]
+    )
+    obj = finished(stack, e2e_ns, "compact")
+    assert obj["status"]["phase"] == "Failed"
+    cond = condition(obj, "Succeeded")
+    assert cond["status"] == "False"
+    assert "cleanup.policy=compact" in cond["message"]
+    assert log_starts(admin, topic, 1) == [0]
+
+
+@pytest.mark.stack
+def test_offset_above_the_high_watermark_fails_that_partition_only(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 10, 1: 10})
+    apply_purge(
+        stack,
+        e2e_ns,
+        "too-far",
+        partitions=[
+            {"topic": topic, "partition": 0, "offset": 5},
+            {"topic": topic, "partition": 1, "offset": 500},
+        ],
+    )
+    obj = finished(stack, e2e_ns, "too-far")
+    assert obj["status"]["phase"] == "PartiallySucceeded"
+    assert log_starts(admin, topic, 2) == [5, 0]
+    error = results(obj)[(topic, 1)]["error"]
+    assert error.startswith("OFFSET_OUT_OF_RANGE")
+    assert f"{topic}-1" in error
+    warnings = [e for e in events(stack, e2e_ns, "too-far") if e["reason"] == "PartitionFailed"]
+    assert any(f"{topic}-1" in e["message"] for e in warnings)
+
+
+@pytest.mark.stack
+def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None:
+    apply_purge(
+        stack,
+        e2e_ns,
+        "ghost",
+        partitions=[{"topic": "no-such-topic-anywhere", "partition": 0, "offset": 1}],
+    )
+    obj = finished(stack, e2e_ns, "ghost")
+    assert obj["status"]["phase"] == "Failed"
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in obj["status"]["results"][0]["error"]
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"partitions": [{"topic": "__consumer_offsets", "partition": 0, "offset": 1}]},
+            "internal topics",
+        ),
+        (
+            {"topics": [{"name": "__transaction_state", "before": {"highWatermark": True}}]},
+            "internal topics",
+        ),
+        (
+            {"partitions": [{"topic": "t", "partition": 0, "offset": -7}]},
+            "should be greater than or equal to -1",
+        ),
+        ({"partitions": [{"topic": "t", "partition": 0}]}, "Required value"),
+        (
+            {
+                "topics": [
+                    {
+                        "name": "t",
+                        "before": {"highWatermark": True, "timestamp": "2026-01-01T00:00:00Z"},
+                    }
+                ]
+            },
+            "exactly one of",
+        ),
+        ({"topics": [{"name": "t", "before": {"timestamp": "last tuesday"}}]}, "before.timestamp"),
+        ({"topics": [{"name": "bad topic!", "before": {"highWatermark": True}}]}, "should match"),
+        ({}, "at least one entry in partitions or topics"),
+        (
+            {
+                "partitions": [
+                    {"topic": "t", "partition": 0, "offset": 1},
+                    {"topic": "t", "partition": 0, "offset": 2},
+                ]
+            },
+            "Duplicate value",
+        ),
+    ],
+    ids=[
+        "internal-partition",
+        "internal-topic",
+        "offset-below-minus-one",
+        "missing-offset",
+        "two-befores",
+        "bad-timestamp",
+        "bad-topic-name",
+        "empty",
+        "duplicate-partition",
+    ],
+)
+def test_malformed_purge_is_rejected_at_apply_time(
+    stack: Stack, e2e_ns: str, spec: dict[str, Any], message: str
+) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordPurge",
+        "metadata": {"name": "bad", "namespace": e2e_ns},
+        "spec": {"cluster": {"bootstrapServers": "127.0.0.1:1"}, **spec},
+    }
+    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(body), check=False)
+    assert done.returncode != 0
+    assert message in done.stderr
+    assert stack.kubectl("get", "recordpurge", "bad", "-n", e2e_ns, check=False).returncode != 0
+
+
+@pytest.mark.stack
+def test_finished_purge_is_not_redone_when_the_operator_restarts(
+    stack: Stack,
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+    namespace: str,
+    tmp_path: Any,
+) -> None:
+    """A `-1` purge re-run after a restart would delete records produced since."""
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 30})
+    first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
+    try:
+        apply_purge(
+            stack, namespace, "once", partitions=[{"topic": topic, "partition": 0, "offset": -1}]
+        )
+        done = finished(stack, namespace, "once")
+    finally:
+        first.stop()
+    produce(bootstrap, topic, {0: 20})
+    second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
+    try:
+        time.sleep(5)  # time enough for the resumed operator to act, if it (wrongly) would
+        again = get(stack, "recordpurge", namespace, "once")
+    finally:
+        second.stop()
+    assert log_starts(admin, topic, 1) == [30]
+    assert high_watermarks(admin, topic, 1) == [50]
+    assert again["status"] == done["status"]
+
+
+@pytest.mark.stack
+def test_purge_in_flight_completes_after_the_operator_is_killed(
+    stack: Stack,
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+    namespace: str,
+    tmp_path: Any,
+) -> None:
+    """Brokers frozen mid-purge keep it retrying; the operator is SIGKILLed; a new one
+    finishes the purge once Kafka answers again."""
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, {0: 40, 1: 40, 2: 40})
+    first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
+    frozen = False
+    try:
+        stack.kafka.freeze()
+        frozen = True
+        apply_purge(
+            stack,
+            namespace,
+            "in-flight",
+            partitions=[{"topic": topic, "partition": p, "offset": 10 * (p + 1)} for p in range(3)],
+        )
+        wait_for(
+            stack,
+            "recordpurge",
+            namespace,
+            "in-flight",
+            lambda o: any(
+                c["reason"] == "KafkaUnavailable" for c in o.get("status", {}).get("conditions", [])
+            ),
+            90,
+        )
+        first.kill()
+    finally:
+        if frozen:
+            stack.kafka.thaw()
+    stuck = get(stack, "recordpurge", namespace, "in-flight")
+    assert stuck["status"]["phase"] not in FINAL
+    assert log_starts(admin, topic, 3) == [0, 0, 0]
+    second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
+    try:
+        obj = finished(stack, namespace, "in-flight", timeout=180)
+    finally:
+        second.stop()
+    assert obj["status"]["phase"] == "Succeeded"
+    assert log_starts(admin, topic, 3) == [10, 20, 30]
+    assert obj["status"]["summary"]["recordsDeleted"] == 60

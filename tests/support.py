@@ -1,0 +1,195 @@
+"""Helpers for tests on the real stack: produce, commit, read offsets, run the operator."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from devstack.stack import Stack
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    per_partition: Mapping[int, int],
+    *,
+    timestamps: Mapping[int, list[int]] | None = None,
+    value: bytes = b"v" * 100,
+    key: Callable[[int, int], bytes | None] | None = None,
+) -> None:
+    """Write per_partition[p] records to each partition p (acks=all); optional CreateTimes."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
+    )
+    failures: list[KafkaError] = []
+
+    def on_delivery(err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            failures.append(err)
+
+    for partition, count in per_partition.items():
+        for i in range(count):
+            extra: dict[str, Any] = {}
+            if timestamps is not None:
+                extra["timestamp"] = timestamps[partition][i]
+            producer.produce(
+                topic,
+                value=value,
+                key=key(partition, i) if key else None,
+                partition=partition,
+                on_delivery=on_delivery,
+                **extra,
+            )
+    assert producer.flush(60) == 0
+    assert failures == []
+
+
+def commit(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -> None:
+    """Commit offsets for a group without joining it, as a stopped consumer leaves them."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
+        )
+    finally:
+        consumer.close()
+
+
+def log_starts(admin: AdminClient, topic: str, partitions: int) -> list[int]:
+    return _offsets(admin, topic, partitions, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
+
+
+def high_watermarks(admin: AdminClient, topic: str, partitions: int) -> list[int]:
+    return _offsets(admin, topic, partitions, OffsetSpec.latest())  # type: ignore[no-untyped-call]
+
+
+def _offsets(admin: AdminClient, topic: str, partitions: int, spec: OffsetSpec) -> list[int]:
+    futures = admin.list_offsets({TopicPartition(topic, p): spec for p in range(partitions)})
+    by_partition = {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
+    return [by_partition[p] for p in range(partitions)]
+
+
+def first_offsets_read(bootstrap: str, topic: str, partitions: int) -> list[int | None]:
+    """The first offset a consumer reading from the earliest position gets, per partition."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
+    first: dict[int, int | None] = {}
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    try:
+        deadline = time.monotonic() + 30
+        while len(first) < partitions and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=100, timeout=0.2):
+                p = int(msg.partition() or 0)
+                err = msg.error()
+                if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    first.setdefault(p, None)
+                elif err is None:
+                    first.setdefault(p, msg.offset())
+    finally:
+        consumer.close()
+    return [first.get(p) for p in range(partitions)]
+
+
+def get(stack: Stack, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    done = stack.kubectl("get", kind, name, "-n", namespace, "-o", "json")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def wait_for(
+    stack: Stack,
+    kind: str,
+    namespace: str,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    timeout: float = 60,
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    obj = get(stack, kind, namespace, name)
+    while not check(obj):
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{kind}/{name} did not get there in {timeout}s: "
+                f"{json.dumps(obj.get('status'), indent=1)}"
+            )
+        time.sleep(0.3)
+        obj = get(stack, kind, namespace, name)
+    return obj
+
+
+def events(stack: Stack, namespace: str, name: str) -> list[dict[str, Any]]:
+    done = stack.kubectl(
+        "get",
+        "events",
+        "-n",
+        namespace,
+        "-o",
+        "json",
+        "--field-selector",
+        f"involvedObject.name={name}",
+    )
+    items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+    return items
+
+
+class OperatorProcess:
+    """`kafka-retention run` as a child process, logging to a file."""
+
+    def __init__(self, stack: Stack, namespaces: list[str], log: Path) -> None:
+        self.stack, self.namespaces, self.log = stack, namespaces, log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OperatorProcess:
+        exe = Path(sys.executable).with_name("kafka-retention")
+        args = [str(exe), "run", "--verbose"]
+        for ns in self.namespaces:
+            args += ["--namespace", ns]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                args, env={**os.environ, **self.stack.env()}, stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 60
+        while "Initial authentication has finished" not in self.log.read_text(errors="replace"):
+            assert self.proc.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "operator did not start in 60s"
+            time.sleep(0.2)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up, as when a node dies or the pod is OOM-killed."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)

@@ -1,0 +1,309 @@
+"""The RecordPurge service against an in-memory Kafka: ordering, restarts, retries, safety."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.services import purge as service
+
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+class FakeKafka:
+    def __init__(self, logs: dict[TopicPartition, list[int]]) -> None:
+        self.logs = logs  # tp -> [log_start, high_watermark]
+        self.configs: dict[str, dict[str, str]] = {}
+        self.committed_offsets: dict[str, dict[TopicPartition, int]] = {}
+        self.delete_failures: dict[TopicPartition, KafkaFailure] = {}
+        self.unavailable = False
+        self.calls: list[str] = []
+
+    def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
+        if self.unavailable:
+            raise KafkaUnavailable("_TRANSPORT: all brokers down")
+        out: dict[str, list[int] | KafkaFailure] = {}
+        for t in topics:
+            parts = sorted(tp.partition for tp in self.logs if tp.topic == t)
+            out[t] = parts or KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", t, False)
+        return out
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, Mapping[str, str]]:
+        return {t: self.configs.get(t, {"cleanup.policy": "delete"}) for t in topics}
+
+    def offsets(self, tps: Iterable[TopicPartition], kind: Any) -> dict[TopicPartition, int]:
+        self.calls.append(f"offsets:{kind}")
+        return {tp: self.logs[tp][0 if kind == "earliest" else 1] for tp in tps}
+
+    def offsets_for_timestamp(
+        self, tps: Iterable[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int]:
+        return dict.fromkeys(tps, -1)
+
+    def committed(
+        self, group: str, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        return {tp: self.committed_offsets.get(group, {}).get(tp) for tp in tps}
+
+    def delete_records(
+        self, cuts: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        self.calls.append(f"delete:{sorted((str(tp), o) for tp, o in cuts.items())}")
+        out: dict[TopicPartition, int | KafkaFailure] = {}
+        for tp, offset in cuts.items():
+            if tp in self.delete_failures:
+                out[tp] = self.delete_failures[tp]
+                continue
+            self.logs[tp][0] = max(self.logs[tp][0], offset)
+            out[tp] = self.logs[tp][0]
+        return out
+
+    def average_record_bytes(
+        self, starts: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, float]:
+        return dict.fromkeys(starts, 100.0)
+
+
+class Store:
+    def __init__(self, kafka: FakeKafka | None = None) -> None:
+        self.status: dict[str, Any] = {}
+        self.kafka = kafka
+
+    def patch(self, status: Mapping[str, Any]) -> None:
+        self.status.update(status)
+        if self.kafka is not None:
+            self.kafka.calls.append(f"status:{status.get('phase')}")
+
+
+def run(spec: dict[str, Any], kafka: FakeKafka, store: Store) -> service.Outcome:
+    def connect(_: PurgeRequest) -> FakeKafka:
+        return kafka
+
+    return service.reconcile(
+        service.Purge(
+            spec=spec,
+            status=dict(store.status),
+            generation=1,
+            store=store,
+            connect=connect,
+            now=lambda: NOW,
+        )
+    )
+
+
+def explicit(*cuts: tuple[int, int], **more: Any) -> dict[str, Any]:
+    return {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "partitions": [{"topic": "t", "partition": p, "offset": o} for p, o in cuts],
+        **more,
+    }
+
+
+def test_plan_is_stored_before_anything_is_deleted() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    outcome = run(explicit((0, 40)), kafka, store)
+    first_delete = next(i for i, c in enumerate(kafka.calls) if c.startswith("delete"))
+    assert "status:Purging" in kafka.calls[:first_delete]
+    assert outcome.phase == "Succeeded"
+    assert outcome.records_deleted == 40
+    assert store.status["results"][0]["lowWatermark"] == 40
+
+
+def test_dry_run_deletes_nothing_and_estimates_bytes() -> None:
+    kafka = FakeKafka({T0: [10, 100]})
+    store = Store()
+    outcome = run(explicit((0, -1), dryRun=True), kafka, store)
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    assert kafka.logs[T0] == [10, 100]
+    assert outcome.phase == "Succeeded"
+    (entry,) = store.status["results"]
+    assert entry["state"] == "DryRun"
+    assert entry["recordsToDelete"] == 90
+    assert entry["bytesToDeleteEstimate"] == 9000
+    assert store.status["summary"]["recordsDeleted"] == 0
+
+
+def test_resumed_purge_executes_the_stored_plan_not_a_new_one() -> None:
+    """`offset: -1` planned at high watermark 40 must not become 100 after a restart."""
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store()
+    store.status = {
+        "phase": "Purging",
+        "startedAt": "x",
+        "results": [
+            {
+                "topic": "t",
+                "partition": 0,
+                "state": "Planned",
+                "requestedOffset": 40,
+                "logStartBefore": 0,
+                "highWatermark": 40,
+                "recordsToDelete": 40,
+            }
+        ],
+    }
+    run(explicit((0, -1)), kafka, store)
+    assert kafka.logs[T0][0] == 40
+    assert store.status["results"][0]["recordsDeleted"] == 40
+
+
+def test_restart_after_the_delete_counts_records_once_and_deletes_nothing_more() -> None:
+    kafka = FakeKafka({T0: [40, 100]})  # the delete happened before the crash
+    store = Store()
+    store.status = {
+        "phase": "Purging",
+        "startedAt": "x",
+        "results": [
+            {
+                "topic": "t",
+                "partition": 0,
+                "state": "Planned",
+                "requestedOffset": 40,
+                "logStartBefore": 0,
+                "highWatermark": 40,
+                "recordsToDelete": 40,
+            }
+        ],
+    }
+    outcome = run(explicit((0, -1)), kafka, store)
+    assert not any(c.startswith("delete:[('t-0'") for c in kafka.calls)
+    assert outcome.records_deleted == 40
+    assert outcome.phase == "Succeeded"
+
+
+def test_a_protected_group_that_rewound_lowers_the_cut_at_purge_time() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    kafka.committed_offsets = {"audit": {T0: 50}}
+    store = Store()
+    store.status = {
+        "phase": "Purging",
+        "startedAt": "x",
+        "results": [
+            {
+                "topic": "t",
+                "partition": 0,
+                "state": "Planned",
+                "requestedOffset": 70,
+                "logStartBefore": 0,
+                "highWatermark": 100,
+                "recordsToDelete": 70,
+            }
+        ],
+    }
+    run(explicit((0, 70), protectGroups=["audit"]), kafka, store)
+    assert kafka.logs[T0][0] == 50
+    entry = store.status["results"][0]
+    assert entry["requestedOffset"] == 50
+    assert "lowered from 70" in entry["note"]
+
+
+def test_a_protected_group_without_commit_keeps_the_whole_partition() -> None:
+    kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
+    kafka.committed_offsets = {"audit": {T0: 100}}
+    store = Store()
+    run(explicit((0, -1), (1, -1), protectGroups=["audit"]), kafka, store)
+    assert kafka.logs[T0][0] == 100
+    assert kafka.logs[T1][0] == 0
+
+
+def test_retriable_failure_keeps_the_partition_pending_then_finishes() -> None:
+    kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
+    kafka.delete_failures[T1] = KafkaFailure("NOT_LEADER_OR_FOLLOWER", "moved", True)
+    store = Store()
+    with pytest.raises(service.Retry):
+        run(explicit((0, 10), (1, 20)), kafka, store)
+    states = {e["partition"]: e["state"] for e in store.status["results"]}
+    assert states == {0: "Purged", 1: "Retrying"}
+    assert store.status["phase"] == "Purging"
+    del kafka.delete_failures[T1]
+    outcome = run(explicit((0, 10), (1, 20)), kafka, store)
+    assert outcome.phase == "Succeeded"
+    assert outcome.records_deleted == 30
+    assert kafka.logs[T0][0] == 10
+    assert kafka.logs[T1][0] == 20
+
+
+def test_permanent_failure_on_some_partitions_is_partial_success() -> None:
+    kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
+    kafka.delete_failures[T1] = KafkaFailure("TOPIC_AUTHORIZATION_FAILED", "denied", False)
+    store = Store()
+    outcome = run(explicit((0, 10), (1, 20)), kafka, store)
+    assert outcome.phase == "PartiallySucceeded"
+    assert outcome.failures == ["t-1: TOPIC_AUTHORIZATION_FAILED: denied"]
+    cond = {c["type"]: c for c in store.status["conditions"]}
+    assert cond["Succeeded"]["reason"] == "PartiallyFailed"
+
+
+def test_compact_only_topic_fails_before_any_delete_with_plain_words() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    kafka.configs["t"] = {"cleanup.policy": "compact"}
+    store = Store()
+    outcome = run(explicit((0, 10)), kafka, store)
+    assert not any(c.startswith("delete:[('t") for c in kafka.calls)
+    assert outcome.phase == "Failed"
+    assert "cleanup.policy=compact" in store.status["results"][0]["error"]
+
+
+def test_compact_and_delete_topic_is_purged() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    kafka.configs["t"] = {"cleanup.policy": "compact,delete"}
+    assert run(explicit((0, 10)), kafka, Store()).phase == "Succeeded"
+
+
+def test_invalid_spec_never_reaches_kafka() -> None:
+    def connect(_: PurgeRequest) -> FakeKafka:
+        raise AssertionError("connected to Kafka for an invalid spec")
+
+    store = Store()
+    spec = explicit((0, -5))
+    outcome = service.reconcile(
+        service.Purge(
+            spec=spec, status={}, generation=1, store=store, connect=connect, now=lambda: NOW
+        )
+    )
+    assert outcome.phase == "Failed"
+    assert outcome.invalid_field == "spec.partitions[0].offset"
+    cond = {c["type"]: c for c in store.status["conditions"]}
+    assert cond["Ready"]["reason"] == "InvalidSpec"
+    assert "spec.partitions[0].offset" in cond["Ready"]["message"]
+
+
+def test_unreachable_kafka_deletes_nothing_and_retries() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    kafka.unavailable = True
+    store = Store()
+    with pytest.raises(service.Retry):
+        run(explicit((0, 10)), kafka, store)
+    assert kafka.logs[T0] == [0, 100]
+    cond = {c["type"]: c for c in store.status["conditions"]}
+    assert cond["Ready"]["status"] == "False"
+    assert cond["Ready"]["reason"] == "KafkaUnavailable"
+
+
+def test_finished_purge_is_left_alone() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store()
+    store.status = {"phase": "Succeeded"}
+    run(explicit((0, -1)), kafka, store)
+    assert kafka.calls == []
+    assert kafka.logs[T0] == [0, 100]
+
+
+def test_results_stay_bounded_but_list_every_failure() -> None:
+    entries = [
+        {"topic": f"t{i % 3}", "partition": i, "state": "Purged", "recordsDeleted": 1}
+        for i in range(3000)
+    ]
+    entries += [{"topic": "t0", "partition": 9999, "state": "Failed", "error": "boom"}]
+    folded = service.fold_results(entries, limit=1000)
+    assert len(folded) == 4
+    assert folded[0]["error"] == "boom"
+    assert sum(e.get("recordsDeleted", 0) for e in folded) == 3000
