@@ -307,3 +307,23 @@ def test_results_stay_bounded_but_list_every_failure() -> None:
     assert len(folded) == 4
     assert folded[0]["error"] == "boom"
     assert sum(e.get("recordsDeleted", 0) for e in folded) == 3000
+
+
+def test_kafka_lost_after_planning_keeps_the_stored_plan_for_the_next_run() -> None:
+    """The plan (-1 at high watermark 100) is stored; Kafka vanishes before the delete;
+    records keep arriving; the next run must still cut at 100, not at the new end."""
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store()
+
+    class VanishesBeforeDelete(FakeKafka):
+        def delete_records(self, cuts: Mapping[TopicPartition, int]) -> Any:
+            raise KafkaUnavailable("_TRANSPORT: broker went away")
+
+    flaky = VanishesBeforeDelete(kafka.logs)
+    with pytest.raises(service.Retry):
+        run(explicit((0, -1)), flaky, store)
+    assert store.status["phase"] == "Purging"
+    kafka.logs[T0][1] = 250  # more records arrive meanwhile
+    outcome = run(explicit((0, -1)), kafka, store)
+    assert kafka.logs[T0][0] == 100
+    assert outcome.records_deleted == 100

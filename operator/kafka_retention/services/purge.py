@@ -124,14 +124,18 @@ def reconcile(p: Purge) -> Outcome:
         kafka = p.connect(request)
         entries = _planned_entries(p.status)
         if entries is None:
-            p.store.patch({**base, "phase": "Planning"})
+            phase = "Planning"
+            p.store.patch({**base, "phase": phase})
             entries = _plan(kafka, request)
             if request.dry_run:
                 return _finish(p, base, conditions, _estimate(kafka, entries), dry_run=True)
+            # From here on the stored plan is what runs: a failure below must leave the
+            # phase at Purging, or the next run would plan anew from newer offsets.
+            phase = "Purging"
             p.store.patch(
                 {
                     **base,
-                    "phase": "Purging",
+                    "phase": phase,
                     "results": entries,
                     "summary": _summary(entries),
                     "conditions": _ready(
@@ -149,7 +153,7 @@ def reconcile(p: Purge) -> Outcome:
         p.store.patch(
             {
                 **base,
-                "phase": p.status.get("phase") or "Pending",
+                "phase": phase or "Pending",
                 "conditions": _ready(conditions, p, "False", reason, str(err)),
             }
         )
