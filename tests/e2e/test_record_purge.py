@@ -379,3 +379,46 @@ def test_purge_in_flight_completes_after_the_operator_is_killed(
     assert obj["status"]["phase"] == "Succeeded"
     assert log_starts(admin, topic, 3) == [10, 20, 30]
     assert obj["status"]["summary"]["recordsDeleted"] == 60
+
+
+@pytest.mark.stack
+def test_missing_client_config_secret_waits_and_deletes_nothing_until_it_exists(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 20})
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordPurge",
+        "metadata": {"name": "with-secret", "namespace": e2e_ns},
+        "spec": {
+            "cluster": {"bootstrapServers": bootstrap, "clientConfigSecret": "kafka-client"},
+            "partitions": [{"topic": topic, "partition": 0, "offset": 15}],
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    waiting = wait_for(
+        stack,
+        "recordpurge",
+        e2e_ns,
+        "with-secret",
+        lambda o: any(
+            c["reason"] == "SecretUnavailable" for c in o.get("status", {}).get("conditions", [])
+        ),
+    )
+    assert "kafka-client" in condition(waiting, "Ready")["message"]
+    assert log_starts(admin, topic, 1) == [0]
+    # librdkafka properties, as a SASL/TLS setup would carry; PLAINTEXT fits the local stack.
+    stack.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "kafka-client",
+        "-n",
+        e2e_ns,
+        "--from-literal=security.protocol=PLAINTEXT",
+        "--from-literal=client.id=kafka-retention-e2e",
+    )
+    obj = finished(stack, e2e_ns, "with-secret", timeout=150)
+    assert obj["status"]["phase"] == "Succeeded"
+    assert log_starts(admin, topic, 1) == [15]

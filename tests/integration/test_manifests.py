@@ -21,8 +21,19 @@ def installed(stack: Stack) -> Stack:
 
 @pytest.mark.stack
 def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
+    # A server-side dry run of namespaced objects needs their namespace to exist.
+    stack.kubectl("apply", "-f", str(REPO / "manifests" / "base" / "namespace.yaml"))
     rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "kind")).stdout
-    done = stack.kubectl("apply", "--dry-run=server", "-f", "-", stdin=rendered, check=False)
+    done = stack.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        "-",
+        stdin=rendered,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "deployment.apps/kafka-retention-operator" in done.stdout
 
