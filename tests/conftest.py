@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,19 @@ def make_topic(admin: AdminClient, request: pytest.FixtureRequest) -> TopicFacto
         name = f"t-{_slug(request)}"
         new = NewTopic(name, num_partitions=partitions, replication_factor=3, config=config or {})
         admin.create_topics([new])[name].result(timeout=30)
-        return name
+        # The controller has the topic; wait until brokers serve its metadata too, or a
+        # test's first read may hit a broker that has not heard of it yet.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            meta = admin.list_topics(name, timeout=10).topics.get(name)
+            if (
+                meta is not None
+                and meta.error is None
+                and len(meta.partitions) == partitions
+                and all(p.leader >= 0 and len(p.isrs) == 3 for p in meta.partitions.values())
+            ):
+                return name
+            time.sleep(0.1)
+        raise AssertionError(f"topic {name} not fully in sync 30s after creation")
 
     return create
