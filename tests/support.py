@@ -17,6 +17,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
+    KafkaException,
     Message,
     Producer,
     TopicPartition,
@@ -84,9 +85,21 @@ def high_watermarks(admin: AdminClient, topic: str, partitions: int) -> list[int
 
 
 def _offsets(admin: AdminClient, topic: str, partitions: int, spec: OffsetSpec) -> list[int]:
-    futures = admin.list_offsets({TopicPartition(topic, p): spec for p in range(partitions)})
-    by_partition = {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
-    return [by_partition[p] for p in range(partitions)]
+    # librdkafka answers "No leaders found" when its metadata cache lags a leader change
+    # (brokers restarted by other tests); a fresh look a moment later gets the answer.
+    for attempt in range(20):
+        try:
+            futures = admin.list_offsets(
+                {TopicPartition(topic, p): spec for p in range(partitions)}
+            )
+            by_partition = {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
+            return [by_partition[p] for p in range(partitions)]
+        except KafkaException:
+            if attempt == 19:
+                raise
+            admin.list_topics(topic, timeout=10)
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
 
 
 def first_offsets_read(bootstrap: str, topic: str, partitions: int) -> list[int | None]:

@@ -212,5 +212,8 @@ class KafkaCluster:
 
     def stop(self) -> None:
         self.thaw()  # a stopped JVM cannot handle SIGTERM
+        # All at once: one by one, each controlled shutdown waits on the others.
         for n in NODE_IDS:
-            self.stop_node(n)
+            self.process(n).terminate()
+        for n in NODE_IDS:
+            self.process(n).wait_gone(timeout=30)

@@ -87,9 +87,17 @@ class Process:
             _signal_group(pid, sig)
 
     def stop(self, timeout: float = 20.0) -> None:
+        self.terminate()
+        self.wait_gone(timeout)
+
+    def terminate(self) -> None:
+        if (pid := self.pid()) is not None:
+            _signal_group(pid, signal.SIGTERM)
+
+    def wait_gone(self, timeout: float) -> None:
+        """Wait for the process to exit after terminate(); SIGKILL it past the timeout."""
         pid = self.pid()
         if pid is not None:
-            _signal_group(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
             while _alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.2)

@@ -42,6 +42,9 @@ _RETRIABLE = {
     "COORDINATOR_LOAD_IN_PROGRESS",
     "NETWORK_EXCEPTION",
     "KAFKA_STORAGE_ERROR",
+    # librdkafka: "Failed to query partition leaders: No leaders found" while metadata
+    # catches up with a leader change; the topic itself was checked to exist before.
+    "_NOENT",
 }
 # Per-record bytes the log spends besides key, value and headers (varints, attributes,
 # a share of the batch header): a rough constant, good enough for an estimate.
