@@ -150,8 +150,13 @@ def test_protect_groups_lower_the_cut_and_say_so() -> None:
 
 def test_timestamp_cut_uses_the_offset_for_that_time() -> None:
     req = parse_spec(spec(topics=[{"name": "t", "before": {"timestamp": "2026-11-20T00:00:00Z"}}]))
+    ms = req.topics[0].timestamp_ms
+    assert ms is not None
     given = PlanInput(
-        facts={T0: PartitionFacts(T0, 0, 100, {}, 42), T1: PartitionFacts(T1, 0, 100, {}, None)},
+        facts={
+            T0: PartitionFacts(T0, 0, 100, {}, {ms: 42}),
+            T1: PartitionFacts(T1, 0, 100, {}, {ms: None}),
+        },
         topic_partitions={"t": [0, 1]},
     )
     p0, p1 = plan_purge(req, given)

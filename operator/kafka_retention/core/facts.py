@@ -27,5 +27,11 @@ class PartitionFacts:
     log_start: int
     high_watermark: int
     committed: Mapping[str, int | None] = field(default_factory=dict)
-    # Earliest offset whose timestamp is >= the requested time, None when no record is.
-    offset_for_timestamp: int | None = None
+    # Epoch milliseconds -> the earliest offset whose timestamp is at or after it (ListOffsets
+    # for a timestamp), None when no record is that recent.
+    offsets_for_times: Mapping[int, int | None] = field(default_factory=dict)
+
+    def offset_for_time(self, epoch_ms: int) -> int | None:
+        if epoch_ms not in self.offsets_for_times:
+            raise KeyError(f"no offset was read for time {epoch_ms} on {self.tp}")
+        return self.offsets_for_times[epoch_ms]

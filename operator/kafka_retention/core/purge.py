@@ -286,9 +286,12 @@ def _explicit(facts: PartitionFacts, offset: int) -> rules.Cut | str:
 
 def _for_topic(facts: PartitionFacts, cut: TopicCut) -> rules.Cut:
     if cut.kind == "timestamp":
-        assert cut.timestamp is not None
+        if cut.timestamp is None or cut.timestamp_ms is None:
+            raise ValueError(f"timestamp cut on {cut.topic} without a time")
         return rules.before_timestamp(
-            facts.offset_for_timestamp, facts.high_watermark, cut.timestamp.isoformat()
+            facts.offset_for_time(cut.timestamp_ms),
+            facts.high_watermark,
+            cut.timestamp.isoformat(),
         )
     if cut.kind == "committedBy":
         return rules.consumed_by(facts.committed, cut.groups, facts.log_start)

@@ -10,7 +10,7 @@ only lower a planned cut.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
@@ -247,20 +247,18 @@ def gather_facts(kafka: KafkaPort, request: PurgeRequest) -> PlanInput:
             by_timestamp.setdefault(tcut.timestamp_ms, []).extend(
                 tp for tp in tps if tp.topic == tcut.topic
             )
-    for_ts: dict[TopicPartition, int | None] = {}
+    for_times: dict[TopicPartition, dict[int, int | None]] = {}
     for ts, ts_tps in by_timestamp.items():
         for tp, off in kafka.offsets_for_timestamp(ts_tps, ts).items():
             if isinstance(off, KafkaFailure):
                 _raise_if_retriable(off)
                 given.partition_errors[tp] = str(off)
             else:
-                for_ts[tp] = off if off >= 0 else None
+                for_times.setdefault(tp, {})[ts] = off if off >= 0 else None
     given.facts = read_partition_facts(kafka, request, tps, given.partition_errors)
     for tp, fact in given.facts.items():
-        if tp in for_ts:
-            given.facts[tp] = PartitionFacts(
-                fact.tp, fact.log_start, fact.high_watermark, fact.committed, for_ts[tp]
-            )
+        if tp in for_times:
+            given.facts[tp] = replace(fact, offsets_for_times=for_times[tp])
     return given
 
 

@@ -1,0 +1,134 @@
+"""Continuous retention rules (RetentionPolicy, and the Spark plan job): one partition's cut.
+
+The combination is the safe one: the cut is the largest offset any deleting rule allows
+(deleteConsumed, deleteBefore, maxRetention), then lowered by the minRetention floor and
+the high watermark, and never below the log start. Only deleteBefore and maxRetention can
+pass a group's committed offset; when they do, the plan says which group loses how much.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kafka_retention.core import rules
+from kafka_retention.core.facts import PartitionFacts, TopicPartition
+
+DELETE_CONSUMED = "deleteConsumed"
+DELETE_BEFORE = "deleteBefore"
+MAX_RETENTION = "maxRetention"
+NO_RULE = "none"
+
+
+@dataclass(frozen=True)
+class RetentionRules:
+    consumed_groups: tuple[str, ...] = ()
+    min_retention_ms: int | None = None
+    delete_before_ms: int | None = None
+    max_retention_ms: int | None = None
+    # Groups whose losses are reported (deleteConsumed's and any watched for notification).
+    watched_groups: tuple[str, ...] = ()
+
+    def lookup_times(self, now_ms: int) -> tuple[int, ...]:
+        """The times whose offsets (ListOffsets for a timestamp) the plan needs."""
+        times = []
+        if self.delete_before_ms is not None:
+            times.append(self.delete_before_ms)
+        if self.max_retention_ms is not None:
+            times.append(now_ms - self.max_retention_ms)
+        if self.min_retention_ms is not None:
+            times.append(now_ms - self.min_retention_ms)
+        return tuple(sorted(set(times)))
+
+    def groups(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.consumed_groups) | set(self.watched_groups)))
+
+
+@dataclass(frozen=True)
+class GroupImpact:
+    group: str
+    committed_offset: int | None
+    # Records the cut removes that this group has not read yet.
+    unconsumed_to_delete: int
+
+
+@dataclass(frozen=True)
+class PartitionCut:
+    tp: TopicPartition
+    log_start: int
+    high_watermark: int
+    target: int
+    rule: str  # which rule decided the cut
+    reason: str
+    notes: tuple[str, ...]
+    groups: tuple[GroupImpact, ...]
+
+    @property
+    def records_to_delete(self) -> int:
+        return rules.records_deleted_by(self.target, self.log_start)
+
+
+def _iso(epoch_ms: int) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -> PartitionCut:
+    proposals: list[tuple[str, rules.Cut]] = []
+    if policy.consumed_groups:
+        proposals.append(
+            (
+                DELETE_CONSUMED,
+                rules.consumed_by(facts.committed, policy.consumed_groups, facts.log_start),
+            )
+        )
+    if policy.delete_before_ms is not None:
+        proposals.append(
+            (
+                DELETE_BEFORE,
+                rules.before_timestamp(
+                    facts.offset_for_time(policy.delete_before_ms),
+                    facts.high_watermark,
+                    _iso(policy.delete_before_ms),
+                ),
+            )
+        )
+    if policy.max_retention_ms is not None:
+        oldest_kept = now_ms - policy.max_retention_ms
+        proposals.append(
+            (
+                MAX_RETENTION,
+                rules.before_timestamp(
+                    facts.offset_for_time(oldest_kept), facts.high_watermark, _iso(oldest_kept)
+                ),
+            )
+        )
+    if proposals:
+        # The furthest cut wins; on a tie the first rule listed names it.
+        rule, cut = max(proposals, key=lambda rc: rc[1].offset)
+    else:
+        rule, cut = NO_RULE, rules.Cut(facts.log_start, "no deleting rule")
+    if policy.min_retention_ms is not None:
+        young_since = now_ms - policy.min_retention_ms
+        first_young = facts.offset_for_time(young_since)
+        if first_young is not None:
+            cut = cut.lowered(
+                first_young,
+                f"minRetention keeps records since {_iso(young_since)} (offset {first_young})",
+            )
+    cut = rules.at_most_high_watermark(cut, facts.high_watermark)
+    target = max(cut.offset, facts.log_start)
+    impacts = []
+    for group in policy.groups():
+        committed = facts.committed.get(group)
+        read_to = facts.log_start if committed is None else max(committed, facts.log_start)
+        impacts.append(GroupImpact(group, committed, max(0, target - read_to)))
+    return PartitionCut(
+        facts.tp,
+        facts.log_start,
+        facts.high_watermark,
+        target,
+        rule,
+        cut.reason,
+        cut.notes,
+        tuple(impacts),
+    )
