@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.purge import PlanInput, SpecError, parse_spec, plan_purge
+from kafka_retention.core.purge import PlanInput, parse_spec, plan_purge
+from kafka_retention.core.specs import SpecError
 
 CLUSTER = {"bootstrapServers": "127.0.0.1:9092"}
 

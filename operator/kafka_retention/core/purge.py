@@ -5,7 +5,6 @@ Pure: the service gathers facts through the Kafka adapter, this module decides.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -14,6 +13,7 @@ from typing import Any, Literal
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_time
 
 BeforeKind = Literal["timestamp", "committedBy", "highWatermark"]
 
@@ -22,15 +22,6 @@ BeforeKind = Literal["timestamp", "committedBy", "highWatermark"]
 OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
 POLICY_VIOLATION = "POLICY_VIOLATION"
-
-
-class SpecError(ValueError):
-    """The spec can never work as written; `field` names the offending field."""
-
-    def __init__(self, field_path: str, message: str) -> None:
-        super().__init__(f"{field_path}: {message}")
-        self.field = field_path
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -77,24 +68,8 @@ class PurgeRequest:
         return tuple(sorted({g for t in self.topic_names() for g in self.guard_groups(t)}))
 
 
-def parse_time(value: str, field_path: str) -> datetime:
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise SpecError(field_path, f"{value!r} is not an RFC 3339 time") from None
-    if parsed.tzinfo is None:
-        raise SpecError(field_path, f"{value!r} has no time zone (add Z or +hh:mm)")
-    return parsed
-
-
-_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-
-
 def _topic(value: Any, field_path: str, allow_internal: bool) -> str:
-    if not isinstance(value, str) or not _TOPIC.match(value):
+    if not isinstance(value, str) or not TOPIC_NAME.match(value):
         raise SpecError(field_path, f"{value!r} is not a valid Kafka topic name")
     if value.startswith("__") and not allow_internal:
         raise SpecError(

@@ -26,11 +26,11 @@ from kafka_retention.core.purge import (
     PartitionPlan,
     PlanInput,
     PurgeRequest,
-    SpecError,
     parse_spec,
     plan_purge,
     recheck,
 )
+from kafka_retention.core.specs import SpecError
 
 FINAL_PHASES = frozenset({"Succeeded", "PartiallySucceeded", "Failed"})
 # Past this many results, successful partitions are folded into one entry per topic;

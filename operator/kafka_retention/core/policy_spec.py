@@ -1,0 +1,113 @@
+"""RetentionPolicy spec as typed values, and which topics it selects."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_retention.core.durations import parse_duration_ms
+from kafka_retention.core.policy import RetentionRules
+from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_time
+
+DEFAULT_INTERVAL_MS = 5 * 60_000
+MIN_INTERVAL_MS = 10_000
+
+
+@dataclass(frozen=True)
+class TopicSelector:
+    names: tuple[str, ...] = ()
+    pattern: str | None = None
+    exclude: tuple[str, ...] = ()
+
+    def select(self, topics: Iterable[str]) -> list[str]:
+        """Named or matching topics, minus excluded ones; internal ('__') topics never."""
+        regex = re.compile(self.pattern) if self.pattern else None
+        chosen = set(self.names)
+        if regex is not None:
+            chosen |= {t for t in topics if regex.fullmatch(t)}
+        return sorted(t for t in chosen if not t.startswith("__") and t not in self.exclude)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    bootstrap_servers: str
+    client_config_secret: str | None
+    topics: TopicSelector
+    rules: RetentionRules
+    interval_ms: int
+    dry_run: bool
+
+
+def _duration(value: Any, path: str) -> int:
+    try:
+        return parse_duration_ms(str(value))
+    except ValueError as err:
+        raise SpecError(path, str(err)) from None
+
+
+def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
+    cluster = spec.get("cluster") or {}
+    bootstrap = cluster.get("bootstrapServers")
+    if not isinstance(bootstrap, str) or not bootstrap.strip():
+        raise SpecError("spec.cluster.bootstrapServers", "is required")
+
+    topics = spec.get("topics") or {}
+    names = tuple(topics.get("names") or ())
+    for i, name in enumerate(names):
+        if not TOPIC_NAME.match(str(name)):
+            raise SpecError(f"spec.topics.names[{i}]", f"{name!r} is not a valid topic name")
+    pattern = topics.get("pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise SpecError(
+                "spec.topics.pattern", f"{pattern!r} is not a regular expression: {err}"
+            ) from None
+    if not names and not pattern:
+        raise SpecError("spec.topics", "needs names or a pattern")
+
+    consumed = spec.get("deleteConsumed")
+    groups: tuple[str, ...] = ()
+    min_retention = None
+    if consumed is not None:
+        groups = tuple(sorted(set(consumed.get("groups") or ())))
+        if not groups:
+            raise SpecError("spec.deleteConsumed.groups", "needs at least one group")
+        if consumed.get("minRetention") is not None:
+            min_retention = _duration(consumed["minRetention"], "spec.deleteConsumed.minRetention")
+    delete_before = None
+    if spec.get("deleteBefore") is not None:
+        when = parse_time(str(spec["deleteBefore"]), "spec.deleteBefore")
+        delete_before = int(when.timestamp() * 1000)
+    max_retention = None
+    if spec.get("maxRetention") is not None:
+        max_retention = _duration(spec["maxRetention"], "spec.maxRetention")
+        if max_retention <= 0:
+            raise SpecError("spec.maxRetention", "must be longer than zero")
+    if not groups and delete_before is None and max_retention is None:
+        raise SpecError("spec", "needs deleteConsumed, deleteBefore or maxRetention")
+    if min_retention is not None and max_retention is not None and min_retention > max_retention:
+        raise SpecError(
+            "spec.deleteConsumed.minRetention",
+            "is longer than spec.maxRetention; records could never be deleted",
+        )
+    interval = _duration(spec.get("interval", "5m"), "spec.interval")
+    if interval < MIN_INTERVAL_MS:
+        raise SpecError("spec.interval", "must be at least 10s")
+    return PolicySpec(
+        bootstrap_servers=bootstrap.strip(),
+        client_config_secret=cluster.get("clientConfigSecret"),
+        topics=TopicSelector(names, pattern, tuple(topics.get("exclude") or ())),
+        rules=RetentionRules(
+            consumed_groups=groups,
+            min_retention_ms=min_retention,
+            delete_before_ms=delete_before,
+            max_retention_ms=max_retention,
+            watched_groups=groups,
+        ),
+        interval_ms=interval,
+        dry_run=bool(spec.get("dryRun", False)),
+    )

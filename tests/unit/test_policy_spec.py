@@ -1,0 +1,80 @@
+"""RetentionPolicy specs: what is refused (naming the field) and which topics match."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_retention.core.policy_spec import TopicSelector, parse_policy_spec
+from kafka_retention.core.specs import SpecError
+
+BASE: dict[str, Any] = {
+    "cluster": {"bootstrapServers": "k:9092"},
+    "topics": {"names": ["a"]},
+    "deleteConsumed": {"groups": ["g"]},
+}
+
+
+def with_(**fields: Any) -> dict[str, Any]:
+    return {**BASE, **fields}
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        (with_(topics={}), "spec.topics"),
+        (with_(topics={"pattern": "(unclosed"}), "spec.topics.pattern"),
+        (with_(topics={"names": ["bad name"]}), "spec.topics.names[0]"),
+        (with_(deleteConsumed={"groups": []}), "spec.deleteConsumed.groups"),
+        (
+            with_(deleteConsumed={"groups": ["g"], "minRetention": "soon"}),
+            "spec.deleteConsumed.minRetention",
+        ),
+        (with_(deleteBefore="yesterday"), "spec.deleteBefore"),
+        (with_(maxRetention="0s"), "spec.maxRetention"),
+        (with_(interval="1s"), "spec.interval"),
+        (
+            with_(deleteConsumed={"groups": ["g"], "minRetention": "2d"}, maxRetention="1d"),
+            "spec.deleteConsumed.minRetention",
+        ),
+        ({"cluster": {"bootstrapServers": "k:1"}, "topics": {"names": ["a"]}}, "spec"),
+    ],
+)
+def test_invalid_policy_names_the_field(spec: dict[str, Any], field: str) -> None:
+    with pytest.raises(SpecError) as err:
+        parse_policy_spec(spec)
+    assert err.value.field == field
+
+
+def test_rules_and_interval_are_parsed() -> None:
+    parsed = parse_policy_spec(
+        with_(
+            interval="30s",
+            maxRetention="7d",
+            deleteBefore="2026-11-01T00:00:00Z",
+            deleteConsumed={"groups": ["b", "a"], "minRetention": "15m"},
+        )
+    )
+    assert parsed.interval_ms == 30_000
+    assert parsed.rules.consumed_groups == ("a", "b")
+    assert parsed.rules.min_retention_ms == 900_000
+    assert parsed.rules.max_retention_ms == 7 * 86_400_000
+    assert parsed.rules.delete_before_ms == 1_793_491_200_000  # 2026-11-01T00:00:00Z
+
+
+def test_selector_matches_whole_names_excludes_and_never_internal_topics() -> None:
+    selector = TopicSelector(
+        names=("__consumer_offsets", "named"),
+        pattern=r"app-.*-repartition",
+        exclude=("app-x-repartition",),
+    )
+    topics = [
+        "app-a-repartition",
+        "app-x-repartition",
+        "app-a-repartition-old",
+        "named",
+        "__app-b-repartition",
+        "other",
+    ]
+    assert selector.select(topics) == ["app-a-repartition", "named"]
