@@ -40,7 +40,7 @@ crds: venv ## regenerate crds/ from hack/crd-src/
 lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy operator/kafka_retention hack/devstack hack/crdgen.py hack/demo.py tests
+	$(VENV)/bin/mypy operator/kafka_retention spark-jobs/retention_jobs hack/devstack hack/crdgen.py hack/demo.py tests
 	$(VENV)/bin/lint-imports
 	$(PY) hack/crdgen.py --check
 

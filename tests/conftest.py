@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -94,3 +94,12 @@ def make_topic(admin: AdminClient, request: pytest.FixtureRequest) -> TopicFacto
         raise AssertionError(f"topic {name} not fully in sync 30s after creation")
 
     return create
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local SparkSession for the whole test session (JVM start-up costs seconds)."""
+    from kafka_retention.adapters import spark as launcher
+
+    yield launcher.local_session(cores="2")
+    launcher.stop()

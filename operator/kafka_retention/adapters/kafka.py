@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -107,6 +107,13 @@ class KafkaAdmin:
         self._admin = AdminClient(self._config)
 
     # --- metadata ---------------------------------------------------------------------
+
+    def topic_names(self) -> list[str]:
+        try:
+            meta = self._admin.list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            raise KafkaUnavailable(str(_failure(exc))) from exc
+        return sorted(meta.topics)
 
     def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
         try:
@@ -268,3 +275,76 @@ class KafkaAdmin:
         finally:
             consumer.close()
         return {tp: sum(s) / len(s) for tp, s in sizes.items() if s}
+
+
+@dataclass(frozen=True)
+class RecordInfo:
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    size: int  # estimated stored bytes: key + value + headers + RECORD_OVERHEAD_BYTES
+    tombstone: bool  # a null value: a delete marker on a compacted topic
+
+
+class RecordReader:
+    """Reads records by offset range with one assign-only consumer (it never joins a group
+    or commits). Used by the Spark scans on executors and by byte estimates."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_config: Mapping[str, str] | None = None,
+        idle_timeout: float = 10.0,
+    ) -> None:
+        self._consumer = Consumer(
+            {
+                **(client_config or {}),
+                "bootstrap.servers": bootstrap_servers,
+                "group.id": f"kafka-retention-reader-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "fetch.max.bytes": 16 * 1024 * 1024,
+                "max.partition.fetch.bytes": 8 * 1024 * 1024,
+                "log_level": 0,
+            }
+        )
+        self._idle_timeout = idle_timeout
+
+    def read(self, tp: TopicPartition, start: int, end: int) -> Iterator[RecordInfo]:
+        """Records with offsets in [start, end); fewer where retention or compaction removed
+        some. Raises KafkaUnavailable when nothing arrives for the idle timeout."""
+        if end <= start:
+            return
+        self._consumer.assign([KTP(tp.topic, tp.partition, start)])
+        try:
+            last_progress = time.monotonic()
+            while True:
+                # consume() waits out its timeout unless the batch fills: keep it short so
+                # a point lookup costs milliseconds, while bulk reads still fill batches.
+                batch = self._consumer.consume(num_messages=5000, timeout=0.05)
+                if not batch and time.monotonic() - last_progress > self._idle_timeout:
+                    raise KafkaUnavailable(
+                        f"no records from {tp} at {start}..{end} for {self._idle_timeout:.0f}s"
+                    )
+                for msg in batch:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            return
+                        raise KafkaUnavailable(f"reading {tp}: {err.str()}")
+                    last_progress = time.monotonic()
+                    offset = int(msg.offset() or 0)
+                    if offset >= end:
+                        return
+                    yield RecordInfo(
+                        offset,
+                        int(msg.timestamp()[1]),
+                        msg.key(),
+                        _stored_size(msg),
+                        msg.value() is None,
+                    )
+        finally:
+            self._consumer.unassign()
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -49,6 +49,19 @@ def _purge(args: argparse.Namespace) -> int:
         return 2
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from kafka_retention.cli.plan import UsageError as PlanUsageError
+    from kafka_retention.cli.plan import run_plan
+    from kafka_retention.cli.purge import UsageError, read_properties
+
+    try:
+        config = read_properties(args.command_config) if args.command_config else None
+        return run_plan(args.filename, args.output, config)
+    except (UsageError, PlanUsageError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-retention",
@@ -129,6 +142,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow topics whose names start with '__'",
     )
     purge.set_defaults(func=_purge)
+
+    plan = sub.add_parser(
+        "plan",
+        help="compute a RetentionPolicy's cuts with the Spark pipeline; delete nothing",
+        description="Runs the plan pipeline in local Spark mode against the cluster named "
+        "in the policy and prints one row per partition.",
+    )
+    plan.add_argument("-f", "--filename", required=True, type=Path, metavar="POLICY.yaml")
+    plan.add_argument(
+        "--output", type=Path, metavar="plan.jsonl", help="also write the plan as JSON lines"
+    )
+    plan.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="properties file of librdkafka client settings (SASL/TLS)",
+    )
+    plan.set_defaults(func=_plan)
     return parser
 
 

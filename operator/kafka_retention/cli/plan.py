@@ -1,0 +1,111 @@
+"""`kafka-retention plan -f POLICY.yaml`: run the plan pipeline locally, delete nothing."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from kafka_retention.core.policy_spec import parse_policy_spec
+from kafka_retention.core.specs import SpecError
+
+
+class UsageError(ValueError):
+    pass
+
+
+def read_policy(path: Path) -> Mapping[str, Any]:
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path} is not YAML: {exc}") from None
+    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "RetentionPolicy"]
+    if len(policies) != 1:
+        raise UsageError(f"{path} must hold exactly one RetentionPolicy (found {len(policies)})")
+    spec = policies[0].get("spec")
+    if not isinstance(spec, dict):
+        raise UsageError(f"{path}: the RetentionPolicy has no spec")
+    return spec
+
+
+def run_plan(
+    path: Path,
+    output: Path | None,
+    client_config: Mapping[str, str] | None,
+    out: TextIO = sys.stdout,
+) -> int:
+    from kafka_retention.adapters.spark import local_session
+    from retention_jobs.plan_job import load, run
+    from retention_jobs.request import PlanRequest
+
+    try:
+        policy = parse_policy_spec(read_policy(path))
+    except SpecError as err:
+        raise UsageError(f"{path}: {err}") from None
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - started:5.1f}s] {message}", file=sys.stderr, flush=True)
+
+    progress("starting Spark (local mode)")
+    request = PlanRequest.for_policy(policy, dict(client_config or {}), int(time.time() * 1000))
+    result = run(local_session(), request, progress)
+    _print_table(result.rows, out)
+    for topic, why in sorted(result.skipped.items()):
+        print(f"skipped {topic}: {why}", file=out)
+    if output is not None:
+        load(result, output)
+        progress(f"wrote {output}")
+    print(
+        f"{sum(r['recordsToDelete'] for r in result.rows)} records "
+        f"(~{sum(r.get('bytesToDeleteEstimate') or 0 for r in result.rows)} bytes) would be "
+        f"deleted from {sum(1 for r in result.rows if r['recordsToDelete'])} of "
+        f"{len(result.rows)} partitions; nothing was deleted",
+        file=out,
+    )
+    return 0
+
+
+def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
+    header = (
+        "TOPIC",
+        "PART",
+        "LOG-START",
+        "HW",
+        "TARGET",
+        "DELETE",
+        "~BYTES",
+        "RULE",
+        "UNREAD-LOSS",
+    )
+    table = [header]
+    for r in rows:
+        losses = ", ".join(
+            f"{g['group']}:{g['unconsumedToDelete']}"
+            for g in r.get("groups") or []
+            if g["unconsumedToDelete"]
+        )
+        table.append(
+            (
+                r["topic"],
+                str(r["partition"]),
+                str(r["logStartOffset"]),
+                str(r["highWatermark"]),
+                str(r["targetOffset"]),
+                str(r["recordsToDelete"]),
+                str(r.get("bytesToDeleteEstimate") or 0),
+                r["rule"] or "",
+                losses or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip(), file=out
+        )

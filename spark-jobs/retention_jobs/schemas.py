@@ -1,0 +1,24 @@
+"""Spark schemas of the pipeline's DataFrames (DDL strings, kept together)."""
+
+OFFSETS = (
+    "topic string, partition int, logStartOffset long, highWatermark long, "
+    "timeOffsets map<long,long>, error string"
+)
+COMMITS = "group string, topic string, partition int, committedOffset long"
+SIZES = "topic string, partition int, avgRecordBytes double"
+LAGS = "topic string, partition int, group string, timeLagMs long"
+UNCONSUMED = (
+    "topic string, partition int, group string, unconsumedRecords long, "
+    "unconsumedBytes long, sample array<struct<offset:long,key:string>>"
+)
+TOMBSTONES = (
+    "topic string, partition int, recordsRead long, tombstones long, "
+    "oldestTombstoneMs long, newestTombstoneMs long, "
+    "oldestTombstones array<struct<offset:long,timestampMs:long>>"
+)
+GROUP_IMPACT = "struct<group:string,committedOffset:long,unconsumedToDelete:long>"
+PLAN = (
+    f"topic string, partition int, logStartOffset long, highWatermark long, "
+    f"targetOffset long, rule string, reason string, notes array<string>, "
+    f"recordsToDelete long, groups array<{GROUP_IMPACT}>, error string"
+)

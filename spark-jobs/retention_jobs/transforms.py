@@ -1,0 +1,153 @@
+"""Pure DataFrame -> DataFrame steps of the plan job. The rules themselves come from the
+planning core (kafka_retention.core.policy), applied row by row, so the operator and the
+job can never disagree on a cut."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.policy import RetentionRules, plan_partition
+from retention_jobs import schemas
+
+_CUT = (
+    f"struct<targetOffset:long,rule:string,reason:string,notes:array<string>,"
+    f"recordsToDelete:long,groups:array<{schemas.GROUP_IMPACT}>>"
+)
+KEY = ["topic", "partition"]
+
+
+def facts(offsets: DataFrame, commits: DataFrame) -> DataFrame:
+    """One row per partition: offsets plus a map group -> committed offset (null: none)."""
+    committed = commits.groupBy(*KEY).agg(
+        F.map_from_entries(F.collect_list(F.struct("group", "committedOffset"))).alias("committed")
+    )
+    return offsets.join(committed, KEY, "left")
+
+
+def _cut(
+    topic: str,
+    partition: int,
+    log_start: int | None,
+    hw: int | None,
+    time_offsets: Mapping[int, int | None] | None,
+    committed: Mapping[str, int | None] | None,
+    rules: RetentionRules,
+    now_ms: int,
+) -> tuple[Any, ...] | None:
+    if log_start is None or hw is None:
+        return None
+    cut = plan_partition(
+        PartitionFacts(
+            TopicPartition(topic, partition),
+            log_start,
+            hw,
+            dict(committed or {}),
+            dict(time_offsets or {}),
+        ),
+        rules,
+        now_ms,
+    )
+    return (
+        cut.target,
+        cut.rule,
+        cut.reason,
+        list(cut.notes),
+        cut.records_to_delete,
+        [(g.group, g.committed_offset, g.unconsumed_to_delete) for g in cut.groups],
+    )
+
+
+def plan(facts_df: DataFrame, rules: RetentionRules, now_ms: int) -> DataFrame:
+    """The cut of every partition, by the planning core."""
+    cut_udf = F.udf(partial(_cut, rules=rules, now_ms=now_ms), _CUT, useArrow=False)
+    cut: Column = cut_udf(
+        "topic", "partition", "logStartOffset", "highWatermark", "timeOffsets", "committed"
+    )
+    return facts_df.withColumn("cut", cut).select(
+        *KEY,
+        "logStartOffset",
+        "highWatermark",
+        F.col("cut.targetOffset").alias("targetOffset"),
+        F.col("cut.rule").alias("rule"),
+        F.col("cut.reason").alias("reason"),
+        F.col("cut.notes").alias("notes"),
+        F.col("cut.recordsToDelete").alias("recordsToDelete"),
+        F.col("cut.groups").alias("groups"),
+        "error",
+    )
+
+
+def with_bytes_estimate(plan_df: DataFrame, sizes: DataFrame) -> DataFrame:
+    """recordsToDelete times the average stored size of records at the log start."""
+    return (
+        plan_df.join(sizes, KEY, "left")
+        .withColumn(
+            "bytesToDeleteEstimate",
+            F.when(F.col("recordsToDelete") == 0, F.lit(0).cast("long")).otherwise(
+                F.round(F.col("recordsToDelete") * F.col("avgRecordBytes")).cast("long")
+            ),
+        )
+        .drop("avgRecordBytes")
+    )
+
+
+def group_rows(plan_df: DataFrame) -> DataFrame:
+    """One row per (partition, watched group), for the group scans."""
+    return plan_df.select(
+        *KEY, "logStartOffset", "highWatermark", "targetOffset", F.explode("groups").alias("g")
+    ).select(
+        *KEY,
+        "logStartOffset",
+        "highWatermark",
+        "targetOffset",
+        F.col("g.group").alias("group"),
+        F.col("g.committedOffset").alias("committedOffset"),
+        F.col("g.unconsumedToDelete").alias("unconsumedToDelete"),
+    )
+
+
+def with_group_scans(plan_df: DataFrame, lags: DataFrame, lost: DataFrame) -> DataFrame:
+    """Fold the scans back into each partition's groups array (sorted by group)."""
+    per_group = (
+        group_rows(plan_df).join(lags, [*KEY, "group"], "left").join(lost, [*KEY, "group"], "left")
+    )
+    groups = per_group.groupBy(*KEY).agg(
+        F.sort_array(
+            F.collect_list(
+                F.struct(
+                    "group",
+                    "committedOffset",
+                    "unconsumedToDelete",
+                    "timeLagMs",
+                    F.col("unconsumedBytes").alias("unconsumedBytesToDelete"),
+                    F.col("sample").alias("unconsumedSample"),
+                )
+            )
+        ).alias("groups")
+    )
+    return (
+        plan_df.drop("groups")
+        .join(groups, KEY, "left")
+        .withColumn("groups", F.coalesce("groups", F.array()))
+    )
+
+
+def tombstone_ages(scanned: DataFrame, delete_retention: DataFrame, now_ms: int) -> DataFrame:
+    """Ages of tombstones against the topic's delete.retention.ms: how long the oldest has
+    left before the cleaner may remove it (negative: already eligible)."""
+    return scanned.join(delete_retention, "topic", "left").select(
+        *KEY,
+        "recordsRead",
+        "tombstones",
+        (F.lit(now_ms) - F.col("oldestTombstoneMs")).alias("oldestTombstoneAgeMs"),
+        (F.col("deleteRetentionMs") - (F.lit(now_ms) - F.col("oldestTombstoneMs"))).alias(
+            "oldestTombstoneRemainingMs"
+        ),
+        "oldestTombstones",
+    )

@@ -1,0 +1,235 @@
+"""The Spark plan pipeline on the real 3-broker cluster: cuts, scans and inventories
+checked against offsets, commits and timestamps the tests set up themselves."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from kafka_retention.core.policy_spec import parse_policy_spec
+from retention_jobs.plan_job import PlanResult, run
+from retention_jobs.request import PlanRequest, Scans
+from tests.conftest import TopicFactory
+from tests.support import commit, produce
+
+HOUR = 3_600_000
+NO_RETENTION = {"retention.ms": "-1"}  # old CreateTimes must not meet broker retention
+
+
+def plan(
+    spark: Any, bootstrap: str, now_ms: int | None = None, scans: Scans | None = None, **spec: Any
+) -> PlanResult:
+    policy = parse_policy_spec({"cluster": {"bootstrapServers": bootstrap}, **spec})
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    return run(spark, PlanRequest.for_policy(policy, {}, now, scans))
+
+
+def by_partition(result: PlanResult, topic: str) -> dict[int, dict[str, Any]]:
+    return {r["partition"]: r for r in result.rows if r["topic"] == topic}
+
+
+@pytest.mark.stack
+def test_consumer_aware_cut_is_the_slowest_group_and_no_commit_protects(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, {0: 100, 1: 100, 2: 100})
+    fast, slow, idle = f"{topic}-fast", f"{topic}-slow", f"{topic}-idle"
+    commit(bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
+    commit(bootstrap, slow, topic, {0: 40, 1: 60})
+    result = plan(
+        spark, bootstrap, topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow]}
+    )
+    rows = by_partition(result, topic)
+    assert [rows[p]["targetOffset"] for p in range(3)] == [40, 60, 0]
+    assert [rows[p]["recordsToDelete"] for p in range(3)] == [40, 60, 0]
+    assert "no committed offset" in rows[2]["reason"]
+    assert all(g["unconsumedToDelete"] == 0 for r in rows.values() for g in r["groups"])
+    # Same topic, a third group that never committed anywhere: nothing may go.
+    held = plan(
+        spark, bootstrap, topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow, idle]}
+    )
+    assert [r["targetOffset"] for r in held.rows] == [0, 0, 0]
+
+
+@pytest.mark.stack
+def test_delete_before_with_out_of_order_create_times_cuts_a_safe_prefix(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    base = (int(time.time() * 1000) // HOUR - 48) * HOUR
+    hours = (0, 1, 3, 4, 5, 6, 2, 7, 8, 9)  # offset 6 arrives late with hour 2
+    produce(bootstrap, topic, {0: 10}, timestamps={0: [base + h * HOUR for h in hours]})
+    cut = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((base + 4 * HOUR) / 1000))
+    result = plan(spark, bootstrap, topics={"names": [topic]}, deleteBefore=cut)
+    (row,) = result.rows
+    # Offsets 0..2 (hours 0, 1, 3) are all older; offset 3 is hour 4. The late record at
+    # offset 6 is older too but sits behind newer ones: a cut is a prefix, so it stays.
+    assert row["targetOffset"] == 3
+    assert row["rule"] == "deleteBefore"
+
+
+@pytest.mark.stack
+def test_min_retention_holds_back_a_cut_on_recent_records(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    now = int(time.time() * 1000)
+    stamps = [now - 2 * HOUR + i for i in range(20)] + [now - 60_000 + i for i in range(10)]
+    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
+    group = f"{topic}-reader"
+    commit(bootstrap, group, topic, {0: 30})  # everything read
+    result = plan(
+        spark,
+        bootstrap,
+        now_ms=now,
+        topics={"names": [topic]},
+        deleteConsumed={"groups": [group], "minRetention": "30m"},
+    )
+    (row,) = result.rows
+    assert row["targetOffset"] == 20  # the 10 records younger than 30 minutes stay
+    assert any("minRetention" in n for n in row["notes"])
+
+
+@pytest.mark.stack
+def test_max_retention_past_an_idle_group_counts_and_samples_what_it_loses(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    now = int(time.time() * 1000)
+    stamps = [now - 3 * HOUR + i for i in range(20)] + [now - 60_000 + i for i in range(10)]
+    produce(
+        bootstrap,
+        topic,
+        {0: 30},
+        timestamps={0: stamps},
+        value=b"v" * 50,
+        key=lambda p, i: f"key-{i}".encode(),
+    )
+    idle = f"{topic}-idle"
+    commit(bootstrap, idle, topic, {0: 5})
+    result = plan(
+        spark,
+        bootstrap,
+        now_ms=now,
+        topics={"names": [topic]},
+        deleteConsumed={"groups": [idle]},
+        maxRetention="1h",
+        scans=Scans(key_sample=4),
+    )
+    (row,) = result.rows
+    assert (row["targetOffset"], row["rule"]) == (20, "maxRetention")
+    (g,) = row["groups"]
+    assert g["committedOffset"] == 5
+    assert g["unconsumedToDelete"] == 15
+    assert [s["key"] for s in g["unconsumedSample"]] == ["key-5", "key-6", "key-7", "key-8"]
+    assert [s["offset"] for s in g["unconsumedSample"]] == [5, 6, 7, 8]
+    assert 15 * 55 <= g["unconsumedBytesToDelete"] <= 15 * 100
+    # The group's next record (offset 5) is about three hours old.
+    assert 3 * HOUR - 60_000 <= g["timeLagMs"] <= 3 * HOUR + 60_000
+    assert 20 * 55 <= row["bytesToDeleteEstimate"] <= 20 * 100
+
+
+@pytest.mark.stack
+def test_tombstone_inventory_on_a_compacted_topic(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(
+        partitions=1, config={"cleanup.policy": "compact", "delete.retention.ms": "3600000"}
+    )
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(20):
+        producer.produce(
+            topic, key=f"k{i}".encode(), value=b"x", partition=0, timestamp=now - 10 * HOUR + i
+        )
+    for i, age in ((3, 5 * HOUR), (7, 2 * HOUR), (9, HOUR // 2)):
+        producer.produce(topic, key=f"k{i}".encode(), value=None, partition=0, timestamp=now - age)
+    assert producer.flush(30) == 0
+    result = plan(
+        spark,
+        bootstrap,
+        now_ms=now,
+        topics={"names": [topic]},
+        maxRetention="1d",
+        scans=Scans(tombstones=True, key_sample=2),
+    )
+    assert topic in result.skipped  # compact-only: DeleteRecords cannot apply
+    assert "cleanup.policy=compact" in result.skipped[topic]
+    (inv,) = [t for t in result.tombstones if t["topic"] == topic]
+    assert inv["recordsRead"] == 23
+    assert inv["tombstones"] == 3
+    assert inv["oldestTombstoneAgeMs"] == 5 * HOUR
+    assert inv["oldestTombstoneRemainingMs"] == HOUR - 5 * HOUR
+    assert [t["offset"] for t in inv["oldestTombstones"]] == [20, 21]
+
+
+@pytest.mark.stack
+def test_pattern_selects_topics_created_by_the_test_and_skips_internal_ones(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    result = plan(
+        spark, bootstrap, topics={"pattern": f"{topic}|__consumer_offsets"}, maxRetention="7d"
+    )
+    assert {r["topic"] for r in result.rows} == {topic}
+
+
+@pytest.mark.stack
+def test_plan_command_prints_the_table_and_writes_json_lines(
+    bootstrap: str, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 30, 1: 30})
+    group = f"{topic}-g"
+    commit(bootstrap, group, topic, {0: 12, 1: 30})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"""
+apiVersion: kafka-retention.io/v1alpha1
+kind: RetentionPolicy
+metadata: {{name: p}}
+spec:
+  cluster: {{bootstrapServers: "{bootstrap}"}}
+  topics: {{names: [{topic}]}}
+  deleteConsumed: {{groups: [{group}]}}
+""")
+    out = tmp_path / "plan.jsonl"
+    exe = Path(sys.executable).with_name("kafka-retention")
+    done = subprocess.run(
+        [str(exe), "plan", "-f", str(policy), "--output", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "42 records" in done.stdout
+    assert "nothing was deleted" in done.stdout
+    assert "computing cuts" in done.stderr  # progress while it runs
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["partition"], r["targetOffset"]) for r in rows] == [(0, 12), (1, 30)]
+
+
+def test_plan_command_names_the_bad_field(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "kind: RetentionPolicy\nspec: {cluster: {bootstrapServers: k:1}, "
+        "topics: {pattern: '(oops'}, maxRetention: 1d}\n"
+    )
+    exe = Path(sys.executable).with_name("kafka-retention")
+    done = subprocess.run(
+        [str(exe), "plan", "-f", str(policy)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "spec.topics.pattern" in done.stderr

@@ -1,0 +1,101 @@
+"""The plan job's DataFrame transforms, on a local SparkSession, without Kafka."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.testing import assertDataFrameEqual
+
+from kafka_retention.core.policy import RetentionRules
+from retention_jobs import schemas, transforms
+
+NOW = 1_800_000_000_000
+
+
+def test_facts_gather_each_partitions_commits_into_a_map(spark: Any) -> None:
+    offsets = spark.createDataFrame(
+        [("t", 0, 0, 100, {}, None), ("t", 1, 5, 50, {}, None)], schemas.OFFSETS
+    )
+    commits = spark.createDataFrame(
+        [("a", "t", 0, 40), ("b", "t", 0, None), ("a", "t", 1, 20)], schemas.COMMITS
+    )
+    got = transforms.facts(offsets, commits).select("topic", "partition", "committed")
+    expected = spark.createDataFrame(
+        [("t", 0, {"a": 40, "b": None}), ("t", 1, {"a": 20})],
+        "topic string, partition int, committed map<string,long>",
+    )
+    assertDataFrameEqual(got, expected)
+
+
+def test_plan_applies_the_planning_core_to_every_row(spark: Any) -> None:
+    rules = RetentionRules(
+        consumed_groups=("a", "b"), max_retention_ms=1000, watched_groups=("a", "b")
+    )
+    facts = spark.createDataFrame(
+        [
+            ("t", 0, 0, 100, {NOW - 1000: 30}, {"a": 40, "b": 60}, None),
+            ("t", 1, 0, 100, {NOW - 1000: 70}, {"a": 40, "b": None}, None),
+            ("t", 2, None, None, {}, {}, "TOPIC_AUTHORIZATION_FAILED: denied"),
+        ],
+        "topic string, partition int, logStartOffset long, highWatermark long, "
+        "timeOffsets map<long,long>, committed map<string,long>, error string",
+    )
+    got = transforms.plan(facts, rules, NOW).select(
+        "partition", "targetOffset", "rule", "recordsToDelete", "groups", "error"
+    )
+    expected = spark.createDataFrame(
+        [
+            (0, 40, "deleteConsumed", 40, [("a", 40, 0), ("b", 60, 0)], None),
+            (1, 70, "maxRetention", 70, [("a", 40, 30), ("b", None, 70)], None),
+            (2, None, None, None, None, "TOPIC_AUTHORIZATION_FAILED: denied"),
+        ],
+        f"partition int, targetOffset long, rule string, recordsToDelete long, "
+        f"groups array<{schemas.GROUP_IMPACT}>, error string",
+    )
+    assertDataFrameEqual(got, expected)
+
+
+def test_bytes_estimate_is_records_times_average_size(spark: Any) -> None:
+    plan = spark.createDataFrame(
+        [("t", 0, 10), ("t", 1, 0), ("t", 2, 5)],
+        "topic string, partition int, recordsToDelete long",
+    )
+    sizes = spark.createDataFrame([("t", 0, 120.5), ("t", 2, None)], schemas.SIZES)
+    got = transforms.with_bytes_estimate(plan, sizes)
+    expected = spark.createDataFrame(
+        [("t", 0, 10, 1205), ("t", 1, 0, 0), ("t", 2, 5, None)],
+        "topic string, partition int, recordsToDelete long, bytesToDeleteEstimate long",
+    )
+    assertDataFrameEqual(got, expected)
+
+
+def test_group_scans_fold_back_into_each_partition(spark: Any) -> None:
+    plan = spark.createDataFrame(
+        [("t", 0, 0, 100, 70, [("b", 10, 60), ("a", 80, 0)])],
+        f"topic string, partition int, logStartOffset long, highWatermark long, "
+        f"targetOffset long, groups array<{schemas.GROUP_IMPACT}>",
+    )
+    lags = spark.createDataFrame([("t", 0, "a", 500), ("t", 0, "b", 9000)], schemas.LAGS)
+    lost = spark.createDataFrame(
+        [("t", 0, "b", 60, 6000, [(10, "k10"), (11, "k11")])], schemas.UNCONSUMED
+    )
+    (row,) = transforms.with_group_scans(plan, lags, lost).collect()
+    groups = [g.asDict(recursive=True) for g in row.groups]
+    assert [g["group"] for g in groups] == ["a", "b"]
+    assert groups[0]["timeLagMs"] == 500
+    assert groups[0]["unconsumedSample"] is None
+    assert groups[1]["unconsumedBytesToDelete"] == 6000
+    assert groups[1]["unconsumedSample"] == [
+        {"offset": 10, "key": "k10"},
+        {"offset": 11, "key": "k11"},
+    ]
+
+
+def test_tombstone_ages_compare_with_delete_retention(spark: Any) -> None:
+    scanned = spark.createDataFrame(
+        [("c", 0, 100, 3, NOW - 5000, NOW - 1000, [(4, NOW - 5000)])], schemas.TOMBSTONES
+    )
+    retention = spark.createDataFrame([("c", 3000)], "topic string, deleteRetentionMs long")
+    (row,) = transforms.tombstone_ages(scanned, retention, NOW).collect()
+    assert row.oldestTombstoneAgeMs == 5000
+    assert row.oldestTombstoneRemainingMs == -2000
