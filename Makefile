@@ -40,7 +40,7 @@ crds: venv ## regenerate crds/ from hack/crd-src/
 lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy operator/kafka_retention spark-jobs/retention_jobs hack/devstack hack/crdgen.py hack/demo.py tests
+	$(VENV)/bin/mypy operator/kafka_retention spark-jobs/retention_jobs hack/devstack hack/crdgen.py hack/demo.py bench tests
 	$(VENV)/bin/lint-imports
 	$(PY) hack/crdgen.py --check
 
@@ -53,8 +53,8 @@ test: setup lint ## lint + unit + integration + e2e; starts and stops the local 
 demo: setup ## bring the stack up, apply the CRDs, run the scripted scenario
 	$(PY) hack/demo.py
 
-bench: setup ## benchmarks (written to BENCHMARKS.md)
-	@echo "no benchmarks yet: they arrive with the Spark pipeline issue"
+bench: setup ## planning and scan benchmarks beside Kafka's own tools -> BENCHMARKS.md
+	PYTHONPATH=hack $(PY) bench/run.py
 
 clean: dev-down ## remove local state (keeps the shared download/build cache)
 	rm -rf .dev

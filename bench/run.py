@@ -1,0 +1,254 @@
+"""`make bench`: planning time and scan throughput, each beside Apache Kafka's own tool on
+the same local cluster in the same run; results go to BENCHMARKS.md.
+
+- Planning: the Spark plan job (warm session) for 1k and 10k partitions with two groups,
+  beside `kafka-consumer-groups.sh --describe` for the same two groups (the facts a person
+  would gather by hand to find the slowest group).
+- Scan: the plan job's record scan (executors reading an offset range with confluent-kafka)
+  over one topic, beside `kafka-consumer-perf-test.sh` reading the same topic.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack import paths
+from devstack.stack import Stack
+from kafka_retention.adapters.spark import local_session
+from kafka_retention.core.policy import RetentionRules
+from kafka_retention.core.policy_spec import TopicSelector
+from retention_jobs import plan_job, scans
+from retention_jobs.request import Connection, PlanRequest, Scans
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = time.strftime("%H%M%S")  # topic names of this run: a reused stack keeps older ones
+
+GROUPS = ("bench-fast", "bench-slow")  # committed at offsets 3 and 1 everywhere
+SCAN_RECORDS = int(os.environ.get("BENCH_SCAN_RECORDS", "1000000"))
+RECORD_BYTES = 100
+
+
+@dataclass
+class Row:
+    what: str
+    ours: str
+    reference: str
+    note: str
+
+
+def say(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def java_tool(main: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            "java",
+            "-Xmx512m",
+            "-cp",
+            f"{paths.kafka_libs()}/*",
+            "-Dlog4j2.configurationFile=" + str(REPO / "bench" / "log4j2-quiet.properties"),
+            main,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+def make_partitions(
+    admin: AdminClient, bootstrap: str, prefix: str, topics: int, per_topic: int
+) -> list[str]:
+    names = [f"{prefix}-{i:03d}" for i in range(topics)]
+    # Replication factor 1 keeps 10k partitions within one small machine's means; the
+    # plan's cost is per partition, not per replica.
+    futures = admin.create_topics([NewTopic(n, per_topic, 1) for n in names])
+    for f in futures.values():
+        f.result(timeout=300)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for n in names:
+        for p in range(per_topic):
+            for _ in range(3):
+                producer.produce(n, value=b"x" * 20, partition=p)
+        producer.poll(0)
+    producer.flush(120)
+    for group, offset in zip(GROUPS, (3, 1), strict=True):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        for n in names:
+            consumer.commit(
+                offsets=[TopicPartition(n, p, offset) for p in range(per_topic)], asynchronous=False
+            )
+        consumer.close()
+    return names
+
+
+def bench_planning(
+    stack: Stack, admin: AdminClient, label: str, topics: int, per_topic: int
+) -> Row:
+    bootstrap = stack.kafka.bootstrap_servers
+    prefix = f"bench{label}-{RUN}"
+    say(f"creating {topics} x {per_topic} partitions for the {label} planning run")
+    make_partitions(admin, bootstrap, prefix, topics, per_topic)
+    request = PlanRequest(
+        Connection(bootstrap),
+        TopicSelector(pattern=f"{prefix}-.*"),
+        RetentionRules(consumed_groups=GROUPS, watched_groups=GROUPS),
+        int(time.time() * 1000),
+        Scans(time_lag=False, unconsumed=False),
+    )
+    spark = local_session()
+    plan_job.run(spark, request)  # warm-up: Python workers, JIT
+    started = time.monotonic()
+    result = plan_job.run(spark, request)
+    ours = time.monotonic() - started
+    partitions = topics * per_topic
+    assert len(result.rows) == partitions, (len(result.rows), partitions)
+    assert all(r["targetOffset"] == 1 for r in result.rows)
+    started = time.monotonic()
+    for group in GROUPS:
+        java_tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            group,
+        )
+    reference = time.monotonic() - started
+    return Row(
+        f"plan {partitions} partitions, 2 groups",
+        f"{ours:.1f} s",
+        f"{reference:.1f} s",
+        "ours: offsets, commits, cuts, size sampling; reference: "
+        "kafka-consumer-groups.sh --describe for each group (facts only, no plan)",
+    )
+
+
+def bench_scan(stack: Stack, admin: AdminClient) -> list[Row]:
+    bootstrap = stack.kafka.bootstrap_servers
+    topic = f"bench-scan-{RUN}"
+    say(f"producing {SCAN_RECORDS} records of {RECORD_BYTES} bytes to {topic}")
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(timeout=60)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "compression.type": "none",
+        }
+    )
+    value = b"v" * RECORD_BYTES
+    for i in range(SCAN_RECORDS):
+        while True:
+            try:
+                producer.produce(topic, value=value, key=b"k%09d" % i, partition=i % 3)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(300)
+    per_partition = [SCAN_RECORDS // 3 + (1 if p < SCAN_RECORDS % 3 else 0) for p in range(3)]
+    conn = Connection(bootstrap)
+    spark = local_session()
+    items = [(topic, p, "bench", 0, per_partition[p]) for p in range(3)]
+    fn = partial(scans.unconsumed, conn=conn, key_sample=10)
+    spark.sparkContext.parallelize(items[:1], 1).mapPartitions(fn).count()  # warm-up
+    started = time.monotonic()
+    counted = spark.sparkContext.parallelize(items, 3).mapPartitions(fn).collect()
+    ours = time.monotonic() - started
+    assert sum(r[3] for r in counted) == SCAN_RECORDS
+    started = time.monotonic()
+    perf = java_tool(
+        "org.apache.kafka.tools.ConsumerPerformance",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--messages",
+        str(SCAN_RECORDS),
+        "--timeout",
+        "60000",
+    )
+    reference = time.monotonic() - started
+    mb = SCAN_RECORDS * (RECORD_BYTES + 10) / 1e6
+    perf_line = perf.stdout.strip().splitlines()[-1]
+    return [
+        Row(
+            f"scan {SCAN_RECORDS} records ({mb:.0f} MB), 3 partitions",
+            f"{ours:.1f} s, {SCAN_RECORDS / ours / 1e3:.0f}k rec/s, {mb / ours:.0f} MB/s",
+            f"{reference:.1f} s, {SCAN_RECORDS / reference / 1e3:.0f}k rec/s, "
+            f"{mb / reference:.0f} MB/s",
+            "ours: Spark tasks with confluent-kafka counting, sizing and sampling keys; "
+            "reference: kafka-consumer-perf-test.sh wall time incl. JVM start "
+            f"(its own report: `{perf_line}`)",
+        )
+    ]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem = re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text())
+    gib = int(mem.group(1)) / 1024 / 1024 if mem else 0
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {gib:.0f} GiB RAM, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}"
+    )
+
+
+def write(rows: list[Row], seconds: float) -> None:
+    pins = paths.Pins.read()
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (bench/run.py); every figure beside Apache Kafka's own tool,",
+        "on the same local cluster, in the same run. Rerun to refresh.",
+        "",
+        f"- Machine: {machine()}",
+        f"- Cluster: Apache Kafka {pins.kafka}, 3 KRaft brokers on 127.0.0.1 (the local "
+        "stack); Spark local mode, warm session",
+        "- Command: `make bench`",
+        f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; run took {seconds:.0f} s",
+        "",
+        "| what | kafka-retention | reference tool | notes |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += [f"| {r.what} | {r.ours} | {r.reference} | {r.note} |" for r in rows]
+    (REPO / "BENCHMARKS.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> int:
+    started = time.monotonic()
+    stack = Stack()
+    started_stack = stack.up()
+    try:
+        admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
+        rows = [
+            bench_planning(stack, admin, "1k", 10, 100),
+            bench_planning(stack, admin, "10k", 50, 200),
+        ]
+        rows += bench_scan(stack, admin)
+    finally:
+        if started_stack:
+            stack.down()
+    write(rows, time.monotonic() - started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
