@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kafka_retention.adapters.kafka import RecordReader
+from kafka_retention.adapters.kafka import RecordInfo, RecordReader
 from kafka_retention.core.facts import TopicPartition
 from retention_jobs.request import Connection
 
@@ -22,39 +22,39 @@ def average_sizes(
     items: Iterable[tuple[str, int, int, int]], conn: Connection, sample: int
 ) -> Iterator[SizeRow]:
     """(topic, partition, log start, end) -> average stored bytes of the first records."""
+    wanted = {TopicPartition(t, p): (start, min(end, start + sample)) for t, p, start, end in items}
+    sizes: dict[TopicPartition, list[int]] = {tp: [] for tp in wanted}
     reader = _reader(conn)
     try:
-        for topic, partition, start, end in items:
-            sizes = [
-                r.size
-                for r in reader.read(
-                    TopicPartition(topic, partition), start, min(end, start + sample)
-                )
-            ]
-            yield topic, partition, (sum(sizes) / len(sizes)) if sizes else None
+        for tp, rec in reader.read_many(wanted):
+            sizes[tp].append(rec.size)
     finally:
         reader.close()
+    for tp, found in sizes.items():
+        yield tp.topic, tp.partition, (sum(found) / len(found)) if found else None
 
 
 def time_lags(
     items: Iterable[tuple[str, int, str, int, int]], conn: Connection, now_ms: int
 ) -> Iterator[LagRow]:
     """(topic, partition, group, committed, high watermark) -> how old the next record the
-    group would read is (0 when it has read everything)."""
+    group would read is (0 when it has read everything). One read per group covers all of
+    that group's partitions in this slice."""
+    by_group: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
+    for topic, partition, group, committed, hw in items:
+        if committed >= hw:
+            yield topic, partition, group, 0
+        else:
+            # The next record the group reads; compaction may have moved it past
+            # `committed`, so the range runs to the high watermark and stops at the first.
+            by_group.setdefault(group, {})[TopicPartition(topic, partition)] = (committed, hw)
     reader = _reader(conn)
     try:
-        for topic, partition, group, committed, hw in items:
-            if committed >= hw:
-                yield topic, partition, group, 0
-                continue
-            # The next record the group reads (compaction may have moved it past `committed`).
-            first = next(iter(reader.read(TopicPartition(topic, partition), committed, hw)), None)
-            yield (
-                topic,
-                partition,
-                group,
-                (None if first is None else max(0, now_ms - first.timestamp_ms)),
-            )
+        for group, ranges in by_group.items():
+            first = {tp: rec.timestamp_ms for tp, rec in reader.read_many(ranges, first_only=True)}
+            for tp in ranges:
+                ts = first.get(tp)
+                yield tp.topic, tp.partition, group, (None if ts is None else max(0, now_ms - ts))
     finally:
         reader.close()
 
@@ -64,26 +64,52 @@ def unconsumed(
 ) -> Iterator[UnconsumedRow]:
     """(topic, partition, group, from, to) -> what a cut at `to` removes that the group has
     not read: record count, bytes, and the first keys with their offsets."""
+    by_group: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
+    for topic, partition, group, start, end in items:
+        by_group.setdefault(group, {})[TopicPartition(topic, partition)] = (start, end)
     reader = _reader(conn)
     try:
-        for topic, partition, group, start, end in items:
-            count = size = 0
-            keys: list[tuple[int, str | None]] = []
-            for rec in reader.read(TopicPartition(topic, partition), start, end):
-                count += 1
-                size += rec.size
-                if len(keys) < key_sample:
-                    keys.append(
-                        (
-                            rec.offset,
-                            None
-                            if rec.key is None
-                            else rec.key.decode("utf-8", "backslashreplace")[:200],
-                        )
-                    )
-            yield topic, partition, group, count, size, keys
+        for group, ranges in by_group.items():
+            found = {tp: _Tally() for tp in ranges}
+            for tp, rec in reader.read_many(ranges):
+                found[tp].add(rec, key_sample)
+            for tp, tally in found.items():
+                yield tp.topic, tp.partition, group, tally.count, tally.size, tally.keys
     finally:
         reader.close()
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.count = self.size = 0
+        self.keys: list[tuple[int, str | None]] = []
+
+    def add(self, rec: RecordInfo, key_sample: int) -> None:
+        self.count += 1
+        self.size += rec.size
+        if len(self.keys) < key_sample:
+            key = None if rec.key is None else rec.key.decode("utf-8", "backslashreplace")
+            self.keys.append((rec.offset, None if key is None else key[:200]))
+
+
+class _Tombstones:
+    def __init__(self) -> None:
+        self.read = self.count = 0
+        self.oldest: int | None = None
+        self.newest: int | None = None
+        self.first: list[tuple[int, int]] = []
+
+    def add(self, rec: RecordInfo, kept: int) -> None:
+        self.read += 1
+        if not rec.tombstone:
+            return
+        ts = rec.timestamp_ms
+        self.count += 1
+        self.oldest = ts if self.oldest is None else min(self.oldest, ts)
+        self.newest = ts if self.newest is None else max(self.newest, ts)
+        self.first.append((rec.offset, ts))
+        if len(self.first) > kept * 4:  # keep memory bounded on huge partitions
+            self.first = sorted(self.first, key=lambda x: x[1])[:kept]
 
 
 def tombstones(
@@ -91,24 +117,14 @@ def tombstones(
 ) -> Iterator[TombstoneRow]:
     """(topic, partition, log start, end) -> records read, tombstones, their oldest and
     newest timestamps, and the oldest few (offset, timestamp), oldest first."""
+    ranges = {TopicPartition(t, p): (start, end) for t, p, start, end in items}
+    found = {tp: _Tombstones() for tp in ranges}
     reader = _reader(conn)
     try:
-        for topic, partition, start, end in items:
-            read = count = 0
-            oldest: int | None = None
-            newest: int | None = None
-            first: list[tuple[int, int]] = []
-            for rec in reader.read(TopicPartition(topic, partition), start, end):
-                read += 1
-                if not rec.tombstone:
-                    continue
-                count += 1
-                oldest = rec.timestamp_ms if oldest is None else min(oldest, rec.timestamp_ms)
-                newest = rec.timestamp_ms if newest is None else max(newest, rec.timestamp_ms)
-                first.append((rec.offset, rec.timestamp_ms))
-                if len(first) > oldest_kept * 4:
-                    first = sorted(first, key=lambda x: x[1])[:oldest_kept]
-            first = sorted(first, key=lambda x: x[1])[:oldest_kept]
-            yield topic, partition, read, count, oldest, newest, first
+        for tp, rec in reader.read_many(ranges):
+            found[tp].add(rec, oldest_kept)
     finally:
         reader.close()
+    for tp, t in found.items():
+        oldest_first = sorted(t.first, key=lambda x: x[1])[:oldest_kept]
+        yield tp.topic, tp.partition, t.read, t.count, t.oldest, t.newest, oldest_first

@@ -313,38 +313,71 @@ class RecordReader:
     def read(self, tp: TopicPartition, start: int, end: int) -> Iterator[RecordInfo]:
         """Records with offsets in [start, end); fewer where retention or compaction removed
         some. Raises KafkaUnavailable when nothing arrives for the idle timeout."""
-        if end <= start:
+        for _, record in self.read_many({tp: (start, end)}):
+            yield record
+
+    def read_many(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], first_only: bool = False
+    ) -> Iterator[tuple[TopicPartition, RecordInfo]]:
+        """Records of several partitions at once, each within its own [start, end).
+
+        One assignment for all of them: a slice of hundreds of partitions costs one fetch
+        round per broker rather than one consumer round trip per partition. A partition
+        that reached its end is paused so the fetcher stops reading it. With first_only,
+        each partition yields only its first record in range (a point lookup that still
+        works where compaction removed the exact offset).
+        """
+        open_ranges = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
+        if not open_ranges:
             return
-        self._consumer.assign([KTP(tp.topic, tp.partition, start)])
+        self._consumer.assign(
+            [KTP(tp.topic, tp.partition, start) for tp, (start, _) in open_ranges.items()]
+        )
         try:
             last_progress = time.monotonic()
-            while True:
+            while open_ranges:
                 # consume() waits out its timeout unless the batch fills: keep it short so
                 # a point lookup costs milliseconds, while bulk reads still fill batches.
                 batch = self._consumer.consume(num_messages=5000, timeout=0.05)
                 if not batch and time.monotonic() - last_progress > self._idle_timeout:
+                    pending = ", ".join(str(tp) for tp in list(open_ranges)[:5])
                     raise KafkaUnavailable(
-                        f"no records from {tp} at {start}..{end} for {self._idle_timeout:.0f}s"
+                        f"no records from {pending} for {self._idle_timeout:.0f}s"
                     )
                 for msg in batch:
+                    tp = TopicPartition(str(msg.topic()), int(msg.partition() or 0))
+                    if tp not in open_ranges:
+                        continue
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
-                            return
+                            self._done(open_ranges, tp)
+                            continue
                         raise KafkaUnavailable(f"reading {tp}: {err.str()}")
                     last_progress = time.monotonic()
                     offset = int(msg.offset() or 0)
+                    end = open_ranges[tp][1]
                     if offset >= end:
-                        return
-                    yield RecordInfo(
-                        offset,
-                        int(msg.timestamp()[1]),
-                        msg.key(),
-                        _stored_size(msg),
-                        msg.value() is None,
+                        self._done(open_ranges, tp)
+                        continue
+                    yield (
+                        tp,
+                        RecordInfo(
+                            offset,
+                            int(msg.timestamp()[1]),
+                            msg.key(),
+                            _stored_size(msg),
+                            msg.value() is None,
+                        ),
                     )
+                    if first_only or offset == end - 1:
+                        self._done(open_ranges, tp)
         finally:
             self._consumer.unassign()
+
+    def _done(self, open_ranges: dict[TopicPartition, tuple[int, int]], tp: TopicPartition) -> None:
+        del open_ranges[tp]
+        self._consumer.pause([KTP(tp.topic, tp.partition)])
 
     def close(self) -> None:
         self._consumer.close()

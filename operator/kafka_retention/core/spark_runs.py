@@ -1,0 +1,248 @@
+"""Pure builders for Spark runs outside the operator process (kubernetes and
+spark-operator modes): deterministic names, owner references, manifests, and the chunked
+ConfigMap sink that carries a plan back (never pod logs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_retention.core.resources import GROUP
+
+RUN_LABEL = f"{GROUP}/run"
+PART_LABEL = f"{GROUP}/part"
+JOB_FILE = "local:///opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py"
+REQUEST_MOUNT = "/etc/kafka-retention/request"
+# A ConfigMap holds at most 1 MiB; leave room for metadata.
+CHUNK_BYTES = 900 * 1024
+
+
+@dataclass(frozen=True)
+class Owner:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    owner: Owner
+    namespace: str
+    generation: int
+    image: str
+    service_account: str
+    request_json: str
+    executors: int = 2
+    driver_memory: str = "1g"
+    executor_memory: str = "1g"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return run_name(self.owner.kind, self.owner.name, self.generation)
+
+
+def run_name(kind: str, name: str, generation: int) -> str:
+    """`kr-<kind>-<name>-g<generation>`: the same object and generation always give the
+    same run, so a restarted operator finds its run instead of starting a second one.
+    Long names are cut and suffixed with a hash to stay a valid 63-character DNS label."""
+    base = f"kr-{kind.lower()}-{name}-g{generation}"
+    if len(base) <= 52:  # room for Spark's own "-driver" / "-exec-N" suffixes
+        return base
+    digest = hashlib.sha256(base.encode()).hexdigest()[:8]
+    return f"{base[:43].rstrip('-')}-{digest}"
+
+
+def _meta(spec: RunSpec, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": spec.namespace,
+        "labels": {RUN_LABEL: spec.name, "app.kubernetes.io/managed-by": "kafka-retention"},
+        "ownerReferences": [spec.owner.reference()],
+    }
+
+
+def request_configmap(spec: RunSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(spec, f"{spec.name}-request"),
+        "data": {"request.json": spec.request_json},
+    }
+
+
+def _job_args(spec: RunSpec) -> list[str]:
+    return [
+        "--request",
+        f"{REQUEST_MOUNT}/request.json",
+        "--sink-configmaps",
+        spec.name,
+        "--namespace",
+        spec.namespace,
+    ]
+
+
+def spark_submit_argv(
+    spec: RunSpec,
+    master: str,
+    spark_submit: str = "spark-submit",
+    ca_cert: str | None = None,
+    token_file: str | None = None,
+) -> list[str]:
+    """spark-submit in cluster mode: the driver and executors are pods of the operator's
+    image; spark-submit returns once the driver pod exists."""
+    conf = {
+        "spark.kubernetes.namespace": spec.namespace,
+        "spark.kubernetes.container.image": spec.image,
+        "spark.kubernetes.authenticate.driver.serviceAccountName": spec.service_account,
+        "spark.kubernetes.driver.pod.name": f"{spec.name}-driver",
+        "spark.kubernetes.executor.podNamePrefix": spec.name,
+        "spark.kubernetes.submission.waitAppCompletion": "false",
+        f"spark.kubernetes.driver.label.{RUN_LABEL}": spec.name,
+        f"spark.kubernetes.executor.label.{RUN_LABEL}": spec.name,
+        # The request ConfigMap, mounted into the driver.
+        "spark.kubernetes.driver.volumes.configMap.request.options.name": f"{spec.name}-request",
+        "spark.kubernetes.driver.volumes.configMap.request.mount.path": REQUEST_MOUNT,
+        "spark.executor.instances": str(spec.executors),
+        "spark.driver.memory": spec.driver_memory,
+        "spark.executor.memory": spec.executor_memory,
+        "spark.app.name": spec.name,
+        **spec.spark_conf,
+    }
+    if ca_cert:
+        conf["spark.kubernetes.authenticate.submission.caCertFile"] = ca_cert
+    if token_file:
+        conf["spark.kubernetes.authenticate.submission.oauthTokenFile"] = token_file
+    argv = [
+        spark_submit,
+        "--master",
+        f"k8s://{master}",
+        "--deploy-mode",
+        "cluster",
+        "--name",
+        spec.name,
+    ]
+    for key, value in sorted(conf.items()):
+        argv += ["--conf", f"{key}={value}"]
+    return [*argv, JOB_FILE, *_job_args(spec)]
+
+
+def spark_application(spec: RunSpec) -> dict[str, Any]:
+    """The same run for the Kubeflow spark-operator (sparkoperator.k8s.io/v1beta2)."""
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": _meta(spec, spec.name),
+        "spec": {
+            "type": "Python",
+            "pythonVersion": "3",
+            "mode": "cluster",
+            "image": spec.image,
+            "mainApplicationFile": JOB_FILE,
+            "arguments": _job_args(spec),
+            "sparkVersion": "4.3.0",
+            "sparkConf": dict(spec.spark_conf),
+            "restartPolicy": {"type": "Never"},
+            "volumes": [{"name": "request", "configMap": {"name": f"{spec.name}-request"}}],
+            "driver": {
+                "cores": 1,
+                "memory": spec.driver_memory,
+                "serviceAccount": spec.service_account,
+                "labels": {RUN_LABEL: spec.name},
+                "volumeMounts": [{"name": "request", "mountPath": REQUEST_MOUNT}],
+            },
+            "executor": {
+                "instances": spec.executors,
+                "cores": 1,
+                "memory": spec.executor_memory,
+                "labels": {RUN_LABEL: spec.name},
+            },
+        },
+    }
+
+
+# --- the chunked sink -----------------------------------------------------------------
+
+
+class SinkError(ValueError):
+    """The chunks found do not make up the plan their manifest describes."""
+
+
+def sink_configmaps(
+    run: str, namespace: str, payload: str, owner: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The plan (JSON lines) cut into ConfigMaps `<run>-plan-NNNN`, then `<run>-plan` with
+    the count and a checksum; the manifest is written last so a reader never assembles a
+    half-written plan."""
+    data = payload.encode()
+    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    meta_base: dict[str, Any] = {"namespace": namespace, "labels": {RUN_LABEL: run}}
+    if owner is not None:
+        meta_base["ownerReferences"] = [dict(owner)]
+    out = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                **meta_base,
+                "name": f"{run}-plan-{i:04d}",
+                "labels": {RUN_LABEL: run, PART_LABEL: str(i)},
+            },
+            "binaryData": {"part": _b64(chunk)},
+        }
+        for i, chunk in enumerate(chunks)
+    ]
+    out.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {**meta_base, "name": f"{run}-plan"},
+            "data": {
+                "manifest.json": json.dumps(
+                    {
+                        "chunks": len(chunks),
+                        "bytes": len(data),
+                        "sha256": hashlib.sha256(data).hexdigest(),
+                    }
+                )
+            },
+        }
+    )
+    return out
+
+
+def assemble(manifest: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> str:
+    """The payload back from the manifest ConfigMap and its parts, checked."""
+    import base64
+
+    info = json.loads(manifest["data"]["manifest.json"])
+    by_index = {int(p["metadata"]["labels"][PART_LABEL]): p for p in parts}
+    if sorted(by_index) != list(range(info["chunks"])):
+        raise SinkError(f"expected {info['chunks']} parts, found {sorted(by_index)}")
+    data = b"".join(
+        base64.b64decode(by_index[i]["binaryData"]["part"]) for i in range(info["chunks"])
+    )
+    if len(data) != info["bytes"] or hashlib.sha256(data).hexdigest() != info["sha256"]:
+        raise SinkError("plan parts do not match their manifest's checksum")
+    return data.decode()
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()
