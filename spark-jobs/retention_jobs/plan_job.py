@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
-from retention_jobs import extract, scans, schemas, transforms
+from retention_jobs import extract, scans, schemas, sinks, transforms
 from retention_jobs.request import PlanRequest
 
 PARTITIONS_PER_TASK = 500
@@ -195,19 +195,26 @@ def _tombstones(
 
 def load(result: PlanResult, output: Path) -> None:
     """JSON lines: one plan row per partition, then skipped topics and tombstone rows."""
-    with output.open("w") as out:
-        for row in result.rows:
-            out.write(json.dumps({"kind": "partition", **row}) + "\n")
-        for topic, why in sorted(result.skipped.items()):
-            out.write(json.dumps({"kind": "skipped", "topic": topic, "reason": why}) + "\n")
-        for row in result.tombstones:
-            out.write(json.dumps({"kind": "tombstones", **row}) + "\n")
+    output.write_text(sinks.to_json_lines(result.rows, result.skipped, result.tombstones))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compute a retention plan (spark-submit).")
     parser.add_argument("--request", type=Path, required=True, help="PlanRequest JSON")
-    parser.add_argument("--output", type=Path, required=True, help="JSON lines output")
+    out = parser.add_mutually_exclusive_group(required=True)
+    out.add_argument("--output", type=Path, help="write JSON lines to this file")
+    out.add_argument(
+        "--sink-configmaps",
+        metavar="RUN",
+        help="write the plan as ConfigMaps RUN-plan-NNNN and RUN-plan",
+    )
+    parser.add_argument("--namespace", help="namespace of the sink ConfigMaps")
+    parser.add_argument(
+        "--owner-reference",
+        type=json.loads,
+        default=None,
+        help="ownerReference (JSON) for the sink ConfigMaps",
+    )
     args = parser.parse_args(argv)
     spark = SparkSession.builder.appName("kafka-retention-plan").getOrCreate()
     try:
@@ -216,9 +223,13 @@ def main(argv: list[str] | None = None) -> int:
             PlanRequest.from_json(args.request.read_text()),
             progress=lambda m: print(m, file=sys.stderr, flush=True),
         )
-        load(result, args.output)
     finally:
         spark.stop()
+    if args.output is not None:
+        load(result, args.output)
+    else:
+        payload = sinks.to_json_lines(result.rows, result.skipped, result.tombstones)
+        sinks.write_configmaps(args.sink_configmaps, args.namespace, payload, args.owner_reference)
     return 0
 
 

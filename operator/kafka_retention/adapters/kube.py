@@ -14,6 +14,8 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+__all__ = ["ApiException"]
+
 from kafka_retention.core.resources import GROUP, VERSION
 
 _lock = threading.Lock()
@@ -34,6 +36,11 @@ def _client() -> kubernetes.client.ApiClient:
                 kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
             _api = kubernetes.client.ApiClient()
         return _api
+
+
+def _plain(obj: Any) -> Any:
+    """A client model as the plain dicts the API speaks."""
+    return _client().sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
 
 
 class StatusWriter:
@@ -60,3 +67,83 @@ def read_client_config(namespace: str, name: str) -> dict[str, str]:
         ) from None
     data = secret.data or {}
     return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
+# --- objects of Spark runs (kubernetes and spark-operator modes) ----------------------
+
+
+def create_or_keep(obj: Mapping[str, Any]) -> bool:
+    """Create a namespaced ConfigMap or custom object; False when it already exists (runs
+    have deterministic names, so a second submit finds the first one's objects)."""
+    meta = obj["metadata"]
+    try:
+        if obj["kind"] == "ConfigMap":
+            # The client accepts plain dicts as well as its models.
+            kubernetes.client.CoreV1Api(_client()).create_namespaced_config_map(
+                meta["namespace"],
+                dict(obj),  # type: ignore[arg-type]
+            )
+        else:
+            group, version = obj["apiVersion"].split("/")
+            plural = obj["kind"].lower() + "s"
+            kubernetes.client.CustomObjectsApi(_client()).create_namespaced_custom_object(
+                group, version, meta["namespace"], plural, dict(obj)
+            )
+    except ApiException as exc:
+        if exc.status == 409:
+            return False
+        raise
+    return True
+
+
+def read_pod(namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        pod = kubernetes.client.CoreV1Api(_client()).read_namespaced_pod(name, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    result: dict[str, Any] = _plain(pod)
+    return result
+
+
+def read_custom_object(
+    api_version: str, plural: str, namespace: str, name: str
+) -> dict[str, Any] | None:
+    group, version = api_version.split("/")
+    try:
+        obj = kubernetes.client.CustomObjectsApi(_client()).get_namespaced_custom_object(
+            group, version, namespace, plural, name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    result: dict[str, Any] = obj  # type: ignore[assignment]
+    return result
+
+
+def read_configmap(namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        cm = kubernetes.client.CoreV1Api(_client()).read_namespaced_config_map(name, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    result: dict[str, Any] = _plain(cm)
+    return result
+
+
+def list_configmaps(namespace: str, label_selector: str) -> list[dict[str, Any]]:
+    items = (
+        kubernetes.client.CoreV1Api(_client())
+        .list_namespaced_config_map(namespace, label_selector=label_selector)
+        .items
+    )
+    return [_plain(cm) for cm in items]
+
+
+def delete_configmaps(namespace: str, label_selector: str) -> None:
+    kubernetes.client.CoreV1Api(_client()).delete_collection_namespaced_config_map(
+        namespace, label_selector=label_selector
+    )

@@ -94,6 +94,9 @@ def _job_args(spec: RunSpec) -> list[str]:
         spec.name,
         "--namespace",
         spec.namespace,
+        # The plan's ConfigMaps belong to the policy too, so they go when it goes.
+        "--owner-reference",
+        json.dumps(spec.owner.reference(), sort_keys=True),
     ]
 
 

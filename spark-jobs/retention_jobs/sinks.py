@@ -1,0 +1,46 @@
+"""Where a plan goes when the job runs as pods: ConfigMaps in the run's namespace, cut in
+chunks with a checksummed manifest written last (kafka_retention.core.spark_runs)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kafka_retention.core.spark_runs import sink_configmaps
+
+
+def to_json_lines(
+    rows: list[dict[str, Any]], skipped: Mapping[str, str], tombstones: list[dict[str, Any]]
+) -> str:
+    lines = [json.dumps({"kind": "partition", **r}) for r in rows]
+    lines += [
+        json.dumps({"kind": "skipped", "topic": t, "reason": why})
+        for t, why in sorted(skipped.items())
+    ]
+    lines += [json.dumps({"kind": "tombstones", **r}) for r in tombstones]
+    return "".join(line + "\n" for line in lines)
+
+
+def write_configmaps(
+    run: str, namespace: str, payload: str, owner: Mapping[str, Any] | None, api: Any = None
+) -> int:
+    """Create (or replace) the run's plan ConfigMaps; returns how many were written."""
+    import kubernetes
+    from kubernetes.client.exceptions import ApiException
+
+    if api is None:
+        try:
+            kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
+        except kubernetes.config.ConfigException:
+            kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
+        api = kubernetes.client.CoreV1Api()
+    objects = sink_configmaps(run, namespace, payload, owner)
+    for obj in objects:  # parts first, the manifest last
+        try:
+            api.create_namespaced_config_map(namespace, obj)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            api.replace_namespaced_config_map(obj["metadata"]["name"], namespace, obj)
+    return len(objects)

@@ -1,0 +1,177 @@
+"""Spark runs as pods, against the real API server as far as it goes without a kubelet:
+objects are created once, their states are read, failures come back with their message,
+and the plan travels back through checksummed ConfigMaps."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from devstack.stack import Stack
+from kafka_retention.adapters import kube
+from kafka_retention.adapters.spark import KubernetesRuns, SparkOperatorRuns, read_plan
+from kafka_retention.core.policy import RetentionRules
+from kafka_retention.core.policy_spec import TopicSelector
+from kafka_retention.core.spark_runs import RUN_LABEL, Owner, RunSpec, SinkError
+from retention_jobs import sinks
+from retention_jobs.request import Connection, PlanRequest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def kubeconfig(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process Kubernetes client talks to the local API server for this test."""
+    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
+    monkeypatch.setattr(kube, "_api", None)
+
+
+def owner_policy(stack: Stack, namespace: str) -> Owner:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": "pipeline", "namespace": namespace},
+        "spec": {
+            "cluster": {"bootstrapServers": "127.0.0.1:39091"},
+            "topics": {"names": ["t"]},
+            "maxRetention": "7d",
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    got = json.loads(
+        stack.kubectl("get", "retentionpolicy", "pipeline", "-n", namespace, "-o", "json").stdout
+    )
+    return Owner(
+        "kafka-retention.io/v1alpha1", "RetentionPolicy", "pipeline", got["metadata"]["uid"]
+    )
+
+
+def run_spec(owner: Owner, namespace: str) -> RunSpec:
+    request = PlanRequest(
+        Connection("127.0.0.1:39091"),
+        TopicSelector(names=("t",)),
+        RetentionRules(max_retention_ms=86_400_000),
+        1_800_000_000_000,
+    )
+    return RunSpec(
+        owner, namespace, 1, "kafka-retention-operator:test", "default", request.to_json()
+    )
+
+
+@pytest.mark.stack
+def test_kubernetes_mode_creates_one_driver_pod_and_reports_it_unscheduled(
+    stack: Stack, namespace: str, kubeconfig: None
+) -> None:
+    spec = run_spec(owner_policy(stack, namespace), namespace)
+    runs = KubernetesRuns(
+        stack.kube.server,
+        ca_cert=str(stack.kube.root / "certs" / "apiserver.crt"),
+        token_file=str(stack.kube.root / "token"),
+    )
+    assert runs.submit(spec) is True
+    pod = json.loads(
+        stack.kubectl("get", "pod", f"{spec.name}-driver", "-n", namespace, "-o", "json").stdout
+    )
+    assert pod["spec"]["containers"][0]["image"] == "kafka-retention-operator:test"
+    assert pod["metadata"]["labels"][RUN_LABEL] == spec.name
+    args = pod["spec"]["containers"][0]["args"]
+    assert "--sink-configmaps" in args
+    request = json.loads(
+        stack.kubectl(
+            "get", "configmap", f"{spec.name}-request", "-n", namespace, "-o", "json"
+        ).stdout
+    )
+    assert request["metadata"]["ownerReferences"][0]["uid"] == spec.owner.uid
+    assert json.loads(request["data"]["request.json"])["topics"]["names"] == ["t"]
+    state = runs.state(spec)
+    assert state.phase == "Pending"
+    assert not state.finished
+    assert "not scheduled" in state.message
+    assert runs.submit(spec) is False  # same object and generation: same run, no new pod
+    drivers = stack.kubectl(
+        "get", "pods", "-n", namespace, "-l", "spark-role=driver", "-o", "name"
+    ).stdout.split()
+    assert drivers == [f"pod/{spec.name}-driver"]
+
+
+@pytest.mark.stack
+def test_spark_operator_mode_creates_an_owned_application_and_surfaces_its_failure(
+    stack: Stack, namespace: str, kubeconfig: None
+) -> None:
+    stack.kubectl(
+        "apply",
+        "--server-side",
+        "-f",
+        str(REPO / "tests" / "fixtures" / "sparkapplications-crd.yaml"),
+    )
+    stack.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/sparkapplications.sparkoperator.k8s.io",
+    )
+    spec = run_spec(owner_policy(stack, namespace), namespace)
+    runs = SparkOperatorRuns()
+    for _ in range(50):  # discovery of a just-established CRD can lag a moment
+        try:
+            assert runs.submit(spec) is True
+            break
+        except kube.ApiException as exc:
+            if exc.status != 404:
+                raise
+            time.sleep(0.2)
+    app = json.loads(
+        stack.kubectl("get", "sparkapplication", spec.name, "-n", namespace, "-o", "json").stdout
+    )
+    assert app["metadata"]["ownerReferences"][0]["uid"] == spec.owner.uid
+    assert app["spec"]["image"] == "kafka-retention-operator:test"
+    assert runs.state(spec).phase == "Pending"
+    assert runs.submit(spec) is False
+    # What the spark-operator writes when the driver dies:
+    stack.kubectl(
+        "patch",
+        "sparkapplication",
+        spec.name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(
+            {
+                "status": {
+                    "applicationState": {
+                        "state": "FAILED",
+                        "errorMessage": "driver container OOMKilled",
+                    }
+                }
+            }
+        ),
+    )
+    state = runs.state(spec)
+    assert state.phase == "Failed"
+    assert state.finished
+    assert state.message == "driver container OOMKilled"
+
+
+@pytest.mark.stack
+def test_plan_comes_back_through_configmaps_and_a_missing_part_is_refused(
+    stack: Stack, namespace: str, kubeconfig: None
+) -> None:
+    owner = owner_policy(stack, namespace)
+    rows = [
+        {"topic": "t", "partition": p, "targetOffset": p * 10, "pad": "x" * 2000}
+        for p in range(1000)
+    ]  # about 2 MB: three parts
+    payload = sinks.to_json_lines(rows, {"c": "compact"}, [])
+    run = "kr-test-sink-g1"
+    written = sinks.write_configmaps(run, namespace, payload, owner.reference())
+    assert written >= 3
+    assert read_plan(namespace, run) == payload
+    stack.kubectl("delete", "configmap", f"{run}-plan-0001", "-n", namespace)
+    with pytest.raises(SinkError, match="expected"):
+        read_plan(namespace, run)
+    assert read_plan(namespace, "kr-never-ran-g1") is None

@@ -1,0 +1,109 @@
+"""Builders for Spark runs on Kubernetes: names, owners, manifests, the chunked plan sink."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_retention.core.spark_runs import (
+    CHUNK_BYTES,
+    RUN_LABEL,
+    Owner,
+    RunSpec,
+    SinkError,
+    assemble,
+    request_configmap,
+    run_name,
+    sink_configmaps,
+    spark_application,
+    spark_submit_argv,
+)
+
+OWNER = Owner("kafka-retention.io/v1alpha1", "RetentionPolicy", "pipeline", "uid-1")
+
+
+def spec(executors: int = 2) -> RunSpec:
+    return RunSpec(
+        OWNER,
+        "team-a",
+        7,
+        "kafka-retention-operator:0.1.0",
+        "kafka-retention",
+        '{"x": 1}',
+        executors=executors,
+    )
+
+
+def test_run_name_is_deterministic_and_a_short_dns_label() -> None:
+    assert run_name("RetentionPolicy", "pipeline", 7) == "kr-retentionpolicy-pipeline-g7"
+    assert run_name("RetentionPolicy", "pipeline", 7) == spec().name
+    long_a = run_name("RetentionPolicy", "a" * 80, 1)
+    long_b = run_name("RetentionPolicy", "a" * 79 + "b", 1)
+    assert len(long_a) <= 52
+    assert long_a != long_b
+
+
+def test_every_object_of_a_run_is_owned_by_the_policy_and_labelled() -> None:
+    for obj in (request_configmap(spec()), spark_application(spec())):
+        meta = obj["metadata"]
+        assert meta["ownerReferences"][0]["uid"] == "uid-1"
+        assert meta["ownerReferences"][0]["controller"] is True
+        assert meta["labels"][RUN_LABEL] == spec().name
+        assert meta["namespace"] == "team-a"
+
+
+def test_spark_submit_runs_the_plan_job_in_cluster_mode_without_waiting() -> None:
+    argv = spark_submit_argv(spec(executors=3), "https://10.0.0.1:443", token_file="/t")
+    assert argv[:6] == [
+        "spark-submit",
+        "--master",
+        "k8s://https://10.0.0.1:443",
+        "--deploy-mode",
+        "cluster",
+        "--name",
+    ]
+    conf = dict(a.split("=", 1) for a in argv[argv.index("--name") + 2 :] if "=" in a)
+    assert conf["spark.kubernetes.submission.waitAppCompletion"] == "false"
+    assert conf["spark.kubernetes.container.image"] == "kafka-retention-operator:0.1.0"
+    assert conf["spark.executor.instances"] == "3"
+    assert conf["spark.kubernetes.driver.pod.name"] == f"{spec().name}-driver"
+    assert conf["spark.kubernetes.authenticate.submission.oauthTokenFile"] == "/t"
+    assert argv[-6:] == [
+        "--request",
+        "/etc/kafka-retention/request/request.json",
+        "--sink-configmaps",
+        spec().name,
+        "--namespace",
+        "team-a",
+    ]
+
+
+def test_spark_application_mirrors_the_same_run() -> None:
+    app = spark_application(spec())
+    assert app["apiVersion"] == "sparkoperator.k8s.io/v1beta2"
+    assert app["metadata"]["name"] == spec().name
+    assert app["spec"]["mainApplicationFile"].endswith("retention_jobs/plan_job.py")
+    assert app["spec"]["driver"]["serviceAccount"] == "kafka-retention"
+    assert "--sink-configmaps" in app["spec"]["arguments"]
+
+
+def test_sink_round_trips_a_plan_larger_than_one_configmap() -> None:
+    payload = "\n".join(json.dumps({"partition": i, "pad": "x" * 300}) for i in range(6000))
+    objs = sink_configmaps("run-1", "ns", payload)
+    manifest, parts = objs[-1], objs[:-1]
+    assert len(parts) == -(-len(payload.encode()) // CHUNK_BYTES) >= 2
+    assert manifest["metadata"]["name"] == "run-1-plan"
+    assert assemble(manifest, list(reversed(parts))) == payload
+
+
+def test_sink_refuses_missing_or_altered_parts() -> None:
+    payload = "".join(chr(97 + i % 26) for i in range(CHUNK_BYTES * 2 + 5))
+    objs = sink_configmaps("run-2", "ns", payload)
+    manifest, parts = objs[-1], objs[:-1]
+    with pytest.raises(SinkError, match="expected 3 parts"):
+        assemble(manifest, parts[:2])
+    tampered = [dict(p) for p in parts]
+    tampered[1] = {**parts[1], "binaryData": {"part": parts[0]["binaryData"]["part"]}}
+    with pytest.raises(SinkError, match="checksum"):
+        assemble(manifest, tampered)
