@@ -198,9 +198,21 @@ def load(result: PlanResult, output: Path) -> None:
     output.write_text(sinks.to_json_lines(result.rows, result.skipped, result.tombstones))
 
 
+def _request_text(where: str, namespace: str | None) -> str:
+    if where.startswith("configmap:"):
+        if not namespace:
+            raise SystemExit("--request configmap:NAME needs --namespace")
+        return sinks.read_configmap_key(namespace, where.removeprefix("configmap:"), "request.json")
+    return Path(where).read_text()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compute a retention plan (spark-submit).")
-    parser.add_argument("--request", type=Path, required=True, help="PlanRequest JSON")
+    parser.add_argument(
+        "--request",
+        required=True,
+        help="PlanRequest JSON: a file, or configmap:NAME (key request.json in --namespace)",
+    )
     out = parser.add_mutually_exclusive_group(required=True)
     out.add_argument("--output", type=Path, help="write JSON lines to this file")
     out.add_argument(

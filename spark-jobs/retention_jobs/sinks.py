@@ -4,6 +4,7 @@ chunks with a checksummed manifest written last (kafka_retention.core.spark_runs
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,19 +23,34 @@ def to_json_lines(
     return "".join(line + "\n" for line in lines)
 
 
+def _core_api() -> Any:
+    import kubernetes
+
+    try:
+        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=os.environ.get("KUBECONFIG")
+        )
+    return kubernetes.client.CoreV1Api()
+
+
+def read_configmap_key(namespace: str, name: str, key: str) -> str:
+    """The run's request, read by the driver with its service account."""
+    data = _core_api().read_namespaced_config_map(name, namespace).data or {}
+    if key not in data:
+        raise SystemExit(f"ConfigMap {namespace}/{name} has no key {key}")
+    return str(data[key])
+
+
 def write_configmaps(
     run: str, namespace: str, payload: str, owner: Mapping[str, Any] | None, api: Any = None
 ) -> int:
     """Create (or replace) the run's plan ConfigMaps; returns how many were written."""
-    import kubernetes
     from kubernetes.client.exceptions import ApiException
 
     if api is None:
-        try:
-            kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
-        api = kubernetes.client.CoreV1Api()
+        api = _core_api()
     objects = sink_configmaps(run, namespace, payload, owner)
     for obj in objects:  # parts first, the manifest last
         try:

@@ -69,14 +69,14 @@ def test_spark_submit_runs_the_plan_job_in_cluster_mode_without_waiting() -> Non
     assert conf["spark.executor.instances"] == "3"
     assert conf["spark.kubernetes.driver.pod.name"] == f"{spec().name}-driver"
     assert conf["spark.kubernetes.authenticate.submission.oauthTokenFile"] == "/t"
-    assert argv[-6:] == [
-        "--request",
-        "/etc/kafka-retention/request/request.json",
-        "--sink-configmaps",
-        spec().name,
-        "--namespace",
-        "team-a",
+    job = argv[
+        argv.index("local:///opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py") + 1 :
     ]
+    args = dict(zip(job[::2], job[1::2], strict=True))
+    assert args["--request"] == f"configmap:{spec().name}-request"
+    assert args["--sink-configmaps"] == spec().name
+    assert args["--namespace"] == "team-a"
+    assert json.loads(args["--owner-reference"])["uid"] == "uid-1"
 
 
 def test_spark_application_mirrors_the_same_run() -> None:

@@ -7,6 +7,7 @@ deletes anything, so that a restart finds it, and that write has to happen now.
 from __future__ import annotations
 
 import base64
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -33,7 +34,9 @@ def _client() -> kubernetes.client.ApiClient:
             try:
                 kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
             except kubernetes.config.ConfigException:
-                kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
+                kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=os.environ.get("KUBECONFIG")
+                )
             _api = kubernetes.client.ApiClient()
         return _api
 

@@ -134,7 +134,13 @@ class KubernetesRuns:
             env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
         )
         if done.returncode != 0:
-            tail = "\n".join((done.stderr or done.stdout).splitlines()[-15:])
+            # The JVM's message, without its stack frames, is what a user can act on.
+            lines = [
+                line
+                for line in (done.stderr or done.stdout).splitlines()
+                if not line.lstrip().startswith("at ") and "WARN" not in line
+            ]
+            tail = "\n".join(lines[-10:])
             raise RuntimeError(f"spark-submit failed (exit {done.returncode}):\n{tail}")
         return True
 

@@ -16,7 +16,6 @@ from kafka_retention.core.resources import GROUP
 RUN_LABEL = f"{GROUP}/run"
 PART_LABEL = f"{GROUP}/part"
 JOB_FILE = "local:///opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py"
-REQUEST_MOUNT = "/etc/kafka-retention/request"
 # A ConfigMap holds at most 1 MiB; leave room for metadata.
 CHUNK_BYTES = 900 * 1024
 
@@ -89,7 +88,7 @@ def request_configmap(spec: RunSpec) -> dict[str, Any]:
 def _job_args(spec: RunSpec) -> list[str]:
     return [
         "--request",
-        f"{REQUEST_MOUNT}/request.json",
+        f"configmap:{spec.name}-request",
         "--sink-configmaps",
         spec.name,
         "--namespace",
@@ -118,9 +117,6 @@ def spark_submit_argv(
         "spark.kubernetes.submission.waitAppCompletion": "false",
         f"spark.kubernetes.driver.label.{RUN_LABEL}": spec.name,
         f"spark.kubernetes.executor.label.{RUN_LABEL}": spec.name,
-        # The request ConfigMap, mounted into the driver.
-        "spark.kubernetes.driver.volumes.configMap.request.options.name": f"{spec.name}-request",
-        "spark.kubernetes.driver.volumes.configMap.request.mount.path": REQUEST_MOUNT,
         "spark.executor.instances": str(spec.executors),
         "spark.driver.memory": spec.driver_memory,
         "spark.executor.memory": spec.executor_memory,
@@ -161,13 +157,11 @@ def spark_application(spec: RunSpec) -> dict[str, Any]:
             "sparkVersion": "4.3.0",
             "sparkConf": dict(spec.spark_conf),
             "restartPolicy": {"type": "Never"},
-            "volumes": [{"name": "request", "configMap": {"name": f"{spec.name}-request"}}],
             "driver": {
                 "cores": 1,
                 "memory": spec.driver_memory,
                 "serviceAccount": spec.service_account,
                 "labels": {RUN_LABEL: spec.name},
-                "volumeMounts": [{"name": "request", "mountPath": REQUEST_MOUNT}],
             },
             "executor": {
                 "instances": spec.executors,
