@@ -25,3 +25,23 @@ RUN_SECONDS = Histogram(
     ["kind"],
     buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
 )
+BYTES_RECLAIMED = Counter(
+    "kafka_retention_bytes_reclaimed_estimate_total",
+    "Estimated bytes freed by deletions (records deleted times sampled record size).",
+    ["kind", "namespace", "name"],
+)
+PARTITIONS_CUT = Counter(
+    "kafka_retention_partitions_cut_total",
+    "Partitions whose log start offset a policy run moved.",
+    ["kind", "namespace", "name"],
+)
+UNCONSUMED_DELETED = Counter(
+    "kafka_retention_unconsumed_records_deleted_total",
+    "Records deleted before a deleteConsumed group had read them (maxRetention/deleteBefore).",
+    ["namespace", "name", "group", "topic"],
+)
+RUN_FAILURES = Counter(
+    "kafka_retention_run_failures_total",
+    "Policy runs that could not complete (Kafka unreachable, Secret missing, ...).",
+    ["namespace", "name", "reason"],
+)

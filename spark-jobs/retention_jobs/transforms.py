@@ -80,6 +80,8 @@ def plan(facts_df: DataFrame, rules: RetentionRules, now_ms: int) -> DataFrame:
         F.col("cut.recordsToDelete").alias("recordsToDelete"),
         F.col("cut.groups").alias("groups"),
         "error",
+        # Kept so the operator can re-check a cut with fresh offsets through the same core.
+        "timeOffsets",
     )
 
 

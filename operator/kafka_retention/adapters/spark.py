@@ -178,3 +178,12 @@ def _bundled_spark_submit() -> str:
     import pyspark
 
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+
+
+def plan_locally(request: Any, progress: Any = None) -> Any:
+    """Run the plan job on the process-wide local session; returns its PlanResult."""
+    from retention_jobs import plan_job
+
+    if progress is None:
+        return plan_job.run(local_session(), request)
+    return plan_job.run(local_session(), request, progress)

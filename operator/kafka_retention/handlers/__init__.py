@@ -1,5 +1,5 @@
 """Kopf handlers. Importing this package registers every handler with Kopf."""
 
-from kafka_retention.handlers import purge, settings
+from kafka_retention.handlers import purge, retention, settings
 
-__all__ = ["purge", "settings"]
+__all__ = ["purge", "retention", "settings"]

@@ -13,6 +13,7 @@ from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import StatusWriter, read_client_config
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.resources import GROUP, RECORD_PURGES, VERSION
+from kafka_retention.handlers.common import namespaced
 from kafka_retention.services import purge as service
 
 KIND = "RecordPurge"
@@ -31,17 +32,18 @@ def _connector(namespace: str) -> Any:
     return connect
 
 
-@kopf.on.create(GROUP, VERSION, RECORD_PURGES, id="purge")  # type: ignore[arg-type]
+@kopf.on.create(GROUP, VERSION, RECORD_PURGES, id="purge")
 def purge(
     body: kopf.Body,
     spec: kopf.Spec,
     status: kopf.Status,
     meta: kopf.Meta,
-    namespace: str,
+    namespace: str | None,
     name: str,
     retry: int,
     **_: Any,
 ) -> None:
+    namespace = namespaced(namespace)
     if status.get("phase") in service.FINAL_PHASES:
         return
     if not status.get("startedAt"):
