@@ -28,6 +28,9 @@ def e2e_ns(
     ns = f"e2e-{_slug(request)}"[:63].rstrip("-")
     stack.kubectl("create", "namespace", ns)
     yield ns
+    # Without a controller-manager a deleted namespace keeps its objects: delete the
+    # policies themselves, or their daemons would go on running for the whole session.
+    stack.kubectl("delete", "retentionpolicies", "--all", "-n", ns, "--timeout=60s", check=False)
     stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 

@@ -330,9 +330,11 @@ class RecordReader:
         open_ranges = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
         if not open_ranges:
             return
-        self._consumer.assign(
-            [KTP(tp.topic, tp.partition, start) for tp, (start, _) in open_ranges.items()]
-        )
+        assigned = [KTP(tp.topic, tp.partition, start) for tp, (start, _) in open_ranges.items()]
+        self._consumer.assign(assigned)
+        # A pause outlives unassign in librdkafka: a partition paused by an earlier read
+        # of this reader would otherwise deliver nothing now.
+        self._consumer.resume(assigned)
         try:
             last_progress = time.monotonic()
             while open_ranges:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,8 @@ def _run(args: argparse.Namespace) -> int:
         print("error: pass --namespace NS (repeatable) or --all-namespaces", file=sys.stderr)
         return 2
     kopf.configure(verbose=args.verbose, debug=args.debug)
+    # Spark's Python gateway logs every call at DEBUG: far too much even for --debug.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     if args.metrics_port:
         from prometheus_client import start_http_server
 

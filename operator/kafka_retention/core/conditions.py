@@ -15,6 +15,7 @@ class Reason(StrEnum):
     PLANNED = "Planned"
     INVALID_SPEC = "InvalidSpec"
     KAFKA_UNAVAILABLE = "KafkaUnavailable"
+    PLAN_FAILED = "PlanFailed"
     SECRET_UNAVAILABLE = "SecretUnavailable"  # noqa: S105 - a reason, not a password
     # Succeeded
     IN_PROGRESS = "InProgress"

@@ -74,19 +74,23 @@ def retention(
         while not stopped:
             generation = meta.get("generation")
             started = time.monotonic()
-            outcome = service.run_policy(
-                service.Policy(
-                    key=key,
-                    spec=dict(spec),
-                    status=store.status,
-                    generation=generation,
-                    store=store,
-                    client_config=client_config,
-                    connect=connect,
-                    plan=_planner,
-                    now=lambda: datetime.now(UTC),
+            try:
+                outcome = service.run_policy(
+                    service.Policy(
+                        key=key,
+                        spec=dict(spec),
+                        status=store.status,
+                        generation=generation,
+                        store=store,
+                        client_config=client_config,
+                        connect=connect,
+                        plan=_planner,
+                        now=lambda: datetime.now(UTC),
+                    )
                 )
-            )
+            except Exception as err:
+                logger.exception("policy run failed")
+                outcome = service.RunOutcome(False, f"RunFailed: {err}", next_run_in=30.0)
             metrics.RUN_SECONDS.labels(KIND).observe(time.monotonic() - started)
             _report(body, namespace, name, outcome, logger)
             # Sleep until the next run, waking early for a new generation of the spec.

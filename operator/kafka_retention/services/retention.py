@@ -87,6 +87,20 @@ OVERLAPS = OverlapRegistry()
 # --- the run ------------------------------------------------------------------------------
 
 
+class PlanFailed(RuntimeError):
+    """The plan job failed (a Spark task error, a scan that timed out); nothing is deleted
+    and the run is tried again after the retry delay."""
+
+
+def _first_line(err: BaseException) -> str:
+    """Spark wraps executor errors in long Java traces; the cause's own line is enough."""
+    text = str(err)
+    for line in text.splitlines():
+        if "KafkaUnavailable" in line or "Error:" in line or "Exception:" in line:
+            return line.strip()[:500]
+    return (text.splitlines() or [type(err).__name__])[0][:500]
+
+
 @dataclass
 class Policy:
     key: str  # namespace/name
@@ -131,7 +145,12 @@ def run_policy(p: Policy, retry_delay: float = 15.0) -> RunOutcome:
     interval = spec.interval_ms / 1000
     try:
         config = p.client_config(spec)
-        planned = p.plan(spec, config, int(started.timestamp() * 1000))
+        try:
+            planned = p.plan(spec, config, int(started.timestamp() * 1000))
+        except (KafkaUnavailable, SecretUnavailable):
+            raise
+        except Exception as err:
+            raise PlanFailed(_first_line(err)) from err
         kafka = p.connect(spec, config)
         rows = [r for r in planned.rows if not r.get("error")]
         failures = [
@@ -140,10 +159,12 @@ def run_policy(p: Policy, retry_delay: float = 15.0) -> RunOutcome:
         cuts, notes = _safe_cuts(p, spec, kafka, rows, started)
         deleted, delete_failures = _delete(kafka, cuts, spec.dry_run)
         failures += delete_failures
-    except (KafkaUnavailable, SecretUnavailable) as err:
+    except (KafkaUnavailable, SecretUnavailable, PlanFailed) as err:
         reason = (
             Reason.SECRET_UNAVAILABLE
             if isinstance(err, SecretUnavailable)
+            else Reason.PLAN_FAILED
+            if isinstance(err, PlanFailed)
             else Reason.KAFKA_UNAVAILABLE
         )
         delay = min(retry_delay, interval)

@@ -1,0 +1,233 @@
+"""RetentionPolicy end to end: the operator process plans with Spark and deletes on the
+real 3-broker cluster; every check reads log start offsets from Kafka itself."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from devstack.stack import Stack
+from tests.conftest import TopicFactory
+from tests.support import commit, events, get, log_starts, produce, wait_for
+
+HOUR = 3_600_000
+NO_RETENTION = {"retention.ms": "-1"}
+
+
+def apply_policy(stack: Stack, ns: str, name: str, **spec: Any) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "interval": "10s",
+            **spec,
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def eventually(check: Callable[[], bool], timeout: float = 90, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(0.5)
+
+
+def ran(stack: Stack, ns: str, name: str, after: str = "") -> dict[str, Any]:
+    """The policy once a run completed (after the given completedAt, if any)."""
+    return wait_for(
+        stack,
+        "retentionpolicy",
+        ns,
+        name,
+        lambda o: o.get("status", {}).get("lastRun", {}).get("completedAt", "") > after,
+        timeout=120,
+    )
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+
+
+@pytest.mark.stack
+def test_log_start_follows_the_slower_group_and_a_group_without_commit_protects(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, {0: 100, 1: 100, 2: 100})
+    fast, slow = f"{topic}-fast", f"{topic}-slow"
+    commit(bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
+    commit(bootstrap, slow, topic, {0: 40, 1: 60})  # nothing yet on partition 2
+    apply_policy(
+        stack, e2e_ns, "trim", topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow]}
+    )
+    eventually(lambda: log_starts(admin, topic, 3) == [40, 60, 0], what="first cut")
+    obj = ran(stack, e2e_ns, "trim")
+    assert condition(obj, "Ready")["status"] == "True"
+    assert obj["status"]["recordsDeletedTotal"] >= 100
+    # The slow group moves on, and reaches partition 2: the log start follows.
+    commit(bootstrap, slow, topic, {0: 85, 1: 75, 2: 50})
+    eventually(
+        lambda: log_starts(admin, topic, 3) == [85, 75, 50],
+        timeout=60,
+        what="cut following the slower group",
+    )
+    obj = ran(stack, e2e_ns, "trim", obj["status"]["lastRun"]["completedAt"])
+    table = stack.kubectl("get", "retentionpolicy", "trim", "-n", e2e_ns).stdout
+    assert table.split("\n")[0].split()[:4] == ["NAME", "READY", "TOPICS", "LAST"]
+    assert {e["reason"] for e in events(stack, e2e_ns, "trim")} >= {"RecordsDeleted"}
+
+
+@pytest.mark.stack
+def test_min_retention_holds_back_a_cut_on_recent_records(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    now = int(time.time() * 1000)
+    stamps = [now - 2 * HOUR + i for i in range(20)] + [now + i for i in range(10)]
+    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
+    group = f"{topic}-reader"
+    commit(bootstrap, group, topic, {0: 30})
+    apply_policy(
+        stack,
+        e2e_ns,
+        "young",
+        topics={"names": [topic]},
+        deleteConsumed={"groups": [group], "minRetention": "30m"},
+    )
+    ran(stack, e2e_ns, "young")
+    assert log_starts(admin, topic, 1) == [20]
+
+
+@pytest.mark.stack
+def test_delete_before_cuts_regardless_of_groups(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    base = (int(time.time() * 1000) // HOUR - 48) * HOUR
+    produce(bootstrap, topic, {0: 10}, timestamps={0: [base + h * HOUR for h in range(10)]})
+    cut = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((base + 6 * HOUR) / 1000))
+    never = f"{topic}-never-read"  # a deleteConsumed group with no commits at all
+    apply_policy(
+        stack,
+        e2e_ns,
+        "before",
+        topics={"names": [topic]},
+        deleteBefore=cut,
+        deleteConsumed={"groups": [never]},
+    )
+    obj = ran(stack, e2e_ns, "before")
+    assert log_starts(admin, topic, 1) == [6]
+    losses = obj["status"]["lastRun"]["unconsumedDeleted"]
+    assert losses == [{"group": never, "topic": topic, "records": 6}]
+
+
+@pytest.mark.stack
+def test_max_retention_cuts_past_an_idle_group_and_says_who_lost_what(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    now = int(time.time() * 1000)
+    stamps = [now - 3 * HOUR + i for i in range(20)] + [now + i for i in range(10)]
+    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
+    idle = f"{topic}-idle"
+    commit(bootstrap, idle, topic, {0: 5})
+    apply_policy(
+        stack,
+        e2e_ns,
+        "cap",
+        topics={"names": [topic]},
+        deleteConsumed={"groups": [idle]},
+        maxRetention="1h",
+    )
+    obj = ran(stack, e2e_ns, "cap")
+    assert log_starts(admin, topic, 1) == [20]
+    assert obj["status"]["lastRun"]["unconsumedDeleted"] == [
+        {"group": idle, "topic": topic, "records": 15}
+    ]
+    warnings = [
+        e["message"]
+        for e in events(stack, e2e_ns, "cap")
+        if e["reason"] == "UnconsumedRecordsDeleted"
+    ]
+    assert any(f"group {idle} lost 15 unread records of {topic}" in m for m in warnings)
+
+
+@pytest.mark.stack
+def test_dry_run_changes_nothing(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 50, 1: 50})
+    group = f"{topic}-g"
+    commit(bootstrap, group, topic, {0: 50, 1: 20})
+    apply_policy(
+        stack,
+        e2e_ns,
+        "preview",
+        topics={"names": [topic]},
+        dryRun=True,
+        deleteConsumed={"groups": [group]},
+    )
+    obj = ran(stack, e2e_ns, "preview")
+    assert log_starts(admin, topic, 2) == [0, 0]
+    assert "dry run: would delete 70 records" in condition(obj, "Ready")["message"]
+    assert obj["status"]["lastRun"]["recordsDeleted"] == 0
+
+
+@pytest.mark.stack
+def test_new_topic_matching_the_pattern_is_picked_up_and_compact_only_is_skipped(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    first = make_topic(partitions=1)
+    prefix = first.rsplit("-", 1)[0]
+    produce(bootstrap, first, {0: 20})
+    compacted = make_topic(partitions=1, config={"cleanup.policy": "compact"})
+    apply_policy(stack, e2e_ns, "pattern", topics={"pattern": f"{prefix}-.*"}, maxRetention="1ms")
+    obj = ran(stack, e2e_ns, "pattern")
+    assert log_starts(admin, first, 1) == [20]
+    notes = {t["name"]: t.get("note", "") for t in obj["status"]["topics"]}
+    assert "cleanup.policy=compact" in notes[compacted]
+    later = make_topic(partitions=1)
+    assert later.startswith(prefix)
+    produce(bootstrap, later, {0: 7})
+    eventually(
+        lambda: log_starts(admin, later, 1) == [7],
+        timeout=60,
+        what="topic created after the policy",
+    )
+
+
+@pytest.mark.stack
+def test_invalid_policies_are_refused_at_apply_time_or_named_in_a_condition(
+    stack: Stack, e2e_ns: str
+) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": "no-rule", "namespace": e2e_ns},
+        "spec": {"cluster": {"bootstrapServers": "127.0.0.1:1"}, "topics": {"names": ["t"]}},
+    }
+    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(body), check=False)
+    assert done.returncode != 0
+    assert "at least one deleting rule" in done.stderr
+    apply_policy(stack, e2e_ns, "bad-regex", topics={"pattern": "(unclosed"}, maxRetention="1d")
+    obj = wait_for(
+        stack,
+        "retentionpolicy",
+        e2e_ns,
+        "bad-regex",
+        lambda o: any(
+            c["reason"] == "InvalidSpec" for c in o.get("status", {}).get("conditions", [])
+        ),
+    )
+    assert "spec.topics.pattern" in condition(obj, "Ready")["message"]
+    assert get(stack, "retentionpolicy", e2e_ns, "bad-regex")["status"].get("lastRun") is None
