@@ -190,6 +190,68 @@ def scene_record_purge(stack: Stack) -> None:
     )
 
 
+def scene_retention_policy(stack: Stack) -> None:
+    banner("RetentionPolicy: an intermediate topic trimmed as its consumers advance")
+    bootstrap = stack.kafka.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"app-orders-{int(time.time())}-repartition"
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(3000):
+        producer.produce(topic, key=f"order-{i}".encode(), value=b"x" * 120, partition=i % 3)
+    producer.flush()
+    groups = {"enricher": [0, 0, 0], "auditor": [0, 0, 0]}
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": "repartition-topics", "namespace": NAMESPACE},
+        "spec": {
+            "cluster": {"bootstrapServers": bootstrap},
+            "topics": {"pattern": "^app-.*-repartition$"},
+            "interval": "10s",
+            "deleteConsumed": {"groups": list(groups)},
+        },
+    }
+    print("policy: delete what both enricher and auditor have read, every 10s")
+    print(stack.kubectl("apply", "-f", "-", stdin=json.dumps(body)).stdout.rstrip())
+    steps = [
+        {"enricher": [400, 300, 500], "auditor": [200, 250, 100]},
+        {"enricher": [800, 700, 900], "auditor": [600, 650, 700]},
+        {"enricher": [1000, 1000, 1000], "auditor": [1000, 950, 1000]},
+    ]
+    for step in steps:
+        for group, offsets in step.items():
+            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+            consumer.commit(
+                offsets=[TopicPartition(topic, p, o) for p, o in enumerate(offsets)],
+                asynchronous=False,
+            )
+            consumer.close()
+        print(f"\nconsumers advance: {step}")
+        expected = [min(step[g][p] for g in step) for p in range(3)]
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and _log_starts(admin, topic) != expected:
+            time.sleep(1)
+        offsets_table(admin, topic, 3, "after the next policy run")
+    show(stack, "get", "retentionpolicy", "-n", NAMESPACE)
+    stack.kubectl(
+        "delete",
+        "retentionpolicy",
+        "repartition-topics",
+        "-n",
+        NAMESPACE,
+        "--timeout=60s",
+        check=False,
+    )
+
+
+def _log_starts(admin: AdminClient, topic: str) -> list[int]:
+    earliest: Any = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+    futures = admin.list_offsets({TopicPartition(topic, p): earliest for p in range(3)})
+    found = {tp.partition: f.result().offset for tp, f in futures.items()}
+    return [found[p] for p in range(3)]
+
+
 def main() -> int:
     stack = Stack()
     banner("local stack: 3 Kafka brokers (KRaft), etcd, kube-apiserver")
@@ -214,6 +276,7 @@ def main() -> int:
             print("the operator exited early", file=sys.stderr)
             return 1
         scene_record_purge(stack)
+        scene_retention_policy(stack)
     finally:
         operator.terminate()
         operator.wait(timeout=30)

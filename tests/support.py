@@ -175,13 +175,16 @@ def events(stack: Stack, namespace: str, name: str) -> list[dict[str, Any]]:
 class OperatorProcess:
     """`kafka-retention run` as a child process, logging to a file."""
 
-    def __init__(self, stack: Stack, namespaces: list[str], log: Path) -> None:
+    def __init__(
+        self, stack: Stack, namespaces: list[str], log: Path, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.stack, self.namespaces, self.log = stack, namespaces, log
+        self.extra_args = extra_args
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> OperatorProcess:
         exe = Path(sys.executable).with_name("kafka-retention")
-        args = [str(exe), "run", "--verbose"]
+        args = [str(exe), "run", "--verbose", *self.extra_args]
         for ns in self.namespaces:
             args += ["--namespace", ns]
         with self.log.open("ab") as out:

@@ -11,7 +11,7 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
 from retention_jobs import extract, scans, schemas, sinks, transforms
-from retention_jobs.request import PlanRequest
+from retention_jobs.request import Connection, PlanRequest
 
 PARTITIONS_PER_TASK = 500
 Progress = Callable[[str], None]
@@ -222,19 +222,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--namespace", help="namespace of the sink ConfigMaps")
     parser.add_argument(
+        "--client-config-secret",
+        metavar="NAME",
+        help="Secret (in --namespace) of librdkafka client properties",
+    )
+    parser.add_argument(
         "--owner-reference",
         type=json.loads,
         default=None,
         help="ownerReference (JSON) for the sink ConfigMaps",
     )
     args = parser.parse_args(argv)
+    request = PlanRequest.from_json(_request_text(args.request, args.namespace))
+    if args.client_config_secret:
+        config = sinks.read_secret_data(args.namespace, args.client_config_secret)
+        request = replace(
+            request, connection=Connection(request.connection.bootstrap_servers, config)
+        )
     spark = SparkSession.builder.appName("kafka-retention-plan").getOrCreate()
     try:
-        result = run(
-            spark,
-            PlanRequest.from_json(args.request.read_text()),
-            progress=lambda m: print(m, file=sys.stderr, flush=True),
-        )
+        result = run(spark, request, progress=lambda m: print(m, file=sys.stderr, flush=True))
     finally:
         spark.stop()
     if args.output is not None:

@@ -23,6 +23,27 @@ def to_json_lines(
     return "".join(line + "\n" for line in lines)
 
 
+def from_json_lines(
+    payload: str,
+) -> tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]]]:
+    """Rows, skipped topics and tombstone rows back from to_json_lines' output."""
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    tombstones: list[dict[str, Any]] = []
+    for line in payload.splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        kind = item.pop("kind")
+        if kind == "partition":
+            rows.append(item)
+        elif kind == "skipped":
+            skipped[item["topic"]] = item["reason"]
+        elif kind == "tombstones":
+            tombstones.append(item)
+    return rows, skipped, tombstones
+
+
 def _core_api() -> Any:
     import kubernetes
 
@@ -41,6 +62,14 @@ def read_configmap_key(namespace: str, name: str, key: str) -> str:
     if key not in data:
         raise SystemExit(f"ConfigMap {namespace}/{name} has no key {key}")
     return str(data[key])
+
+
+def read_secret_data(namespace: str, name: str) -> dict[str, str]:
+    """librdkafka properties from the clientConfigSecret, read by the driver."""
+    import base64
+
+    data = _core_api().read_namespaced_secret(name, namespace).data or {}
+    return {k: base64.b64decode(v).decode() for k, v in data.items()}
 
 
 def write_configmaps(

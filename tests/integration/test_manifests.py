@@ -48,6 +48,10 @@ def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
         ("patch", "retentionpolicies.kafka-retention.io/status"),
         ("create", "events"),
         ("get", "secrets"),
+        ("create", "configmaps"),
+        ("deletecollection", "configmaps"),
+        ("create", "pods"),
+        ("create", "sparkapplications.sparkoperator.k8s.io"),
     ],
 )
 def test_operator_service_account_may(installed: Stack, verb: str, resource: str) -> None:
@@ -63,3 +67,21 @@ def test_operator_service_account_may_not_delete_secrets(installed: Stack) -> No
         "auth", "can-i", "delete", "secrets", "-n", "default", "--as", SA, check=False
     )
     assert done.stdout.strip() == "no"
+
+
+@pytest.mark.stack
+def test_spark_namespace_kit_lets_the_driver_write_its_plan(
+    installed: Stack, namespace: str
+) -> None:
+    rendered = installed.kubectl("kustomize", str(REPO / "manifests" / "spark-namespace")).stdout
+    installed.kubectl("apply", "-n", namespace, "-f", "-", stdin=rendered)
+    driver = f"system:serviceaccount:{namespace}:kafka-retention-spark"
+    for verb, resource in (("create", "configmaps"), ("create", "pods"), ("get", "secrets")):
+        done = installed.kubectl(
+            "auth", "can-i", verb, resource, "-n", namespace, "--as", driver, check=False
+        )
+        assert done.stdout.strip() == "yes", f"driver cannot {verb} {resource}"
+    other = installed.kubectl(
+        "auth", "can-i", "create", "configmaps", "-n", "default", "--as", driver, check=False
+    )
+    assert other.stdout.strip() == "no"

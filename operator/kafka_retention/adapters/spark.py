@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,41 @@ def plan_locally(request: Any, progress: Any = None) -> Any:
     if progress is None:
         return plan_job.run(local_session(), request)
     return plan_job.run(local_session(), request, progress)
+
+
+@dataclass
+class PodPlan:
+    rows: list[dict[str, Any]]
+    skipped: dict[str, str]
+    tombstones: list[dict[str, Any]]
+
+
+def plan_in_pods(
+    runs: KubernetesRuns | SparkOperatorRuns,
+    spec: spark_runs.RunSpec,
+    timeout_s: float,
+    poll_s: float = 2.0,
+) -> PodPlan:
+    """Start the run (or find it started), wait for its plan ConfigMaps, read them back,
+    and remove the run's ConfigMaps. A failed or timed-out run raises with its reason."""
+    from retention_jobs.sinks import from_json_lines
+
+    runs.submit(spec)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        # The manifest ConfigMap, written last, is the signal that the plan is complete.
+        payload = read_plan(spec.namespace, spec.name)
+        if payload is not None:
+            break
+        state = runs.state(spec)
+        if state.phase == "Failed":
+            raise RuntimeError(f"Spark run {spec.name} failed: {state.message}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"Spark run {spec.name} gave no plan within {timeout_s:.0f}s; "
+                f"last state {state.phase}: {state.message}"
+            )
+        time.sleep(poll_s)
+    kube.delete_configmaps(spec.namespace, f"{spark_runs.RUN_LABEL}={spec.name}")
+    rows, skipped, tombstones = from_json_lines(payload)
+    return PodPlan(rows, skipped, tombstones)

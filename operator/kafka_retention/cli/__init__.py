@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafka_retention import __version__
+from kafka_retention import __version__, config
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -19,6 +20,14 @@ def _run(args: argparse.Namespace) -> int:
     if not args.all_namespaces and not args.namespace:
         print("error: pass --namespace NS (repeatable) or --all-namespaces", file=sys.stderr)
         return 2
+    config.current = config.SparkConfig(
+        mode=args.spark_mode,
+        image=args.spark_image,
+        service_account=args.spark_service_account,
+        executors=args.spark_executors,
+        run_timeout_s=args.spark_run_timeout,
+        master=args.spark_master,
+    )
     kopf.configure(verbose=args.verbose, debug=args.debug)
     # Spark's Python gateway logs every call at DEBUG: far too much even for --debug.
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -96,6 +105,39 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         default=None,
         help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
+    )
+    defaults = config.SparkConfig()
+    run.add_argument(
+        "--spark-mode",
+        choices=["local", "kubernetes", "spark-operator"],
+        default=os.environ.get("KAFKA_RETENTION_SPARK_MODE", defaults.mode),
+        help="where plans run: local (in this process, default), kubernetes "
+        "(spark-submit cluster mode) or spark-operator (SparkApplication)",
+    )
+    run.add_argument(
+        "--spark-image",
+        default=defaults.image,
+        help=f"image of driver and executor pods (default {defaults.image})",
+    )
+    run.add_argument(
+        "--spark-service-account",
+        default=defaults.service_account,
+        help="service account of the driver pod",
+    )
+    run.add_argument(
+        "--spark-executors", type=int, default=defaults.executors, help="executor pods per run"
+    )
+    run.add_argument(
+        "--spark-run-timeout",
+        type=float,
+        default=defaults.run_timeout_s,
+        metavar="SECONDS",
+        help="give up on a pod run after this long",
+    )
+    run.add_argument(
+        "--spark-master",
+        default=defaults.master,
+        help="API server URL for spark-submit (kubernetes mode)",
     )
     run.add_argument(
         "--metrics-port",

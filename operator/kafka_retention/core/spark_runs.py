@@ -50,17 +50,23 @@ class RunSpec:
     driver_memory: str = "1g"
     executor_memory: str = "1g"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    # Which run of this generation: a continuous policy runs many times per generation
+    # (it passes its scheduled slot); a one-shot purge leaves it empty.
+    run_id: str = ""
+    # The driver reads SASL/TLS settings from this Secret itself: they never go into the
+    # request ConfigMap.
+    client_config_secret: str | None = None
 
     @property
     def name(self) -> str:
-        return run_name(self.owner.kind, self.owner.name, self.generation)
+        return run_name(self.owner.kind, self.owner.name, self.generation, self.run_id)
 
 
-def run_name(kind: str, name: str, generation: int) -> str:
-    """`kr-<kind>-<name>-g<generation>`: the same object and generation always give the
-    same run, so a restarted operator finds its run instead of starting a second one.
-    Long names are cut and suffixed with a hash to stay a valid 63-character DNS label."""
-    base = f"kr-{kind.lower()}-{name}-g{generation}"
+def run_name(kind: str, name: str, generation: int, run_id: str = "") -> str:
+    """`kr-<kind>-<name>-g<generation>[-<run>]`: the same object, generation and run always
+    give the same name, so a restarted operator finds its run instead of starting a
+    second one. Long names are cut and suffixed with a hash to stay a valid DNS label."""
+    base = f"kr-{kind.lower()}-{name}-g{generation}" + (f"-{run_id}" if run_id else "")
     if len(base) <= 52:  # room for Spark's own "-driver" / "-exec-N" suffixes
         return base
     digest = hashlib.sha256(base.encode()).hexdigest()[:8]
@@ -96,6 +102,11 @@ def _job_args(spec: RunSpec) -> list[str]:
         # The plan's ConfigMaps belong to the policy too, so they go when it goes.
         "--owner-reference",
         json.dumps(spec.owner.reference(), sort_keys=True),
+        *(
+            ["--client-config-secret", spec.client_config_secret]
+            if spec.client_config_secret
+            else []
+        ),
     ]
 
 

@@ -4,18 +4,24 @@ policy; a spec change (new generation) starts a run at once instead of waiting."
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 
-from kafka_retention import metrics
+from kafka_retention import config, metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import StatusWriter, read_client_config
-from kafka_retention.adapters.spark import plan_locally
+from kafka_retention.adapters.spark import (
+    KubernetesRuns,
+    SparkOperatorRuns,
+    plan_in_pods,
+    plan_locally,
+)
+from kafka_retention.core import spark_runs
 from kafka_retention.core.policy_spec import PolicySpec
-from kafka_retention.core.resources import GROUP, RETENTION_POLICIES, VERSION
+from kafka_retention.core.resources import API_VERSION, GROUP, RETENTION_POLICIES, VERSION
 from kafka_retention.handlers.common import namespaced
 from kafka_retention.services import retention as service
 
@@ -35,10 +41,41 @@ class RememberingWriter:
         self.status.update(status)
 
 
-def _planner(spec: PolicySpec, config: dict[str, str], now_ms: int) -> Any:
+def _planner(
+    body: kopf.Body, namespace: str, name: str, generation: int | None
+) -> Callable[[PolicySpec, dict[str, str], int], Any]:
+    """Where this run's plan is computed, by the operator's --spark-mode."""
     from retention_jobs.request import PlanRequest
 
-    return plan_locally(PlanRequest.for_policy(spec, config, now_ms))
+    cfg = config.current
+    if cfg.mode == "local":
+        return lambda spec, client, now_ms: plan_locally(
+            PlanRequest.for_policy(spec, client, now_ms)
+        )
+
+    def in_pods(spec: PolicySpec, _client: dict[str, str], now_ms: int) -> Any:
+        # Secrets stay out of the request: the driver reads clientConfigSecret itself.
+        request = PlanRequest.for_policy(spec, {}, now_ms)
+        run = spark_runs.RunSpec(
+            spark_runs.Owner(API_VERSION, KIND, name, str(body["metadata"]["uid"])),
+            namespace,
+            generation or 0,
+            cfg.image,
+            cfg.service_account,
+            request.to_json(),
+            executors=cfg.executors,
+            client_config_secret=spec.client_config_secret,
+            # One run per scheduled slot: a restarted operator waits for the run it started.
+            run_id=f"r{now_ms // spec.interval_ms}",
+        )
+        runs: KubernetesRuns | SparkOperatorRuns = (
+            KubernetesRuns(cfg.master, cfg.ca_cert, cfg.token_file)
+            if cfg.mode == "kubernetes"
+            else SparkOperatorRuns()
+        )
+        return plan_in_pods(runs, run, cfg.run_timeout_s)
+
+    return in_pods
 
 
 @kopf.daemon(
@@ -46,6 +83,8 @@ def _planner(spec: PolicySpec, config: dict[str, str], now_ms: int) -> Any:
     VERSION,
     RETENTION_POLICIES,
     id="retention",
+    # A run in progress (a Spark job) may finish for 30 s before it is cancelled.
+    cancellation_backoff=30.0,
     cancellation_timeout=120.0,
 )
 def retention(
@@ -84,7 +123,7 @@ def retention(
                         store=store,
                         client_config=client_config,
                         connect=connect,
-                        plan=_planner,
+                        plan=_planner(body, namespace, name, generation),
                         now=lambda: datetime.now(UTC),
                     )
                 )

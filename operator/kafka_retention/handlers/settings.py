@@ -19,5 +19,8 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         prefix=ANNOTATIONS_PREFIX, key="last-handled-configuration"
     )
     settings.posting.level = 20  # INFO and above become Kubernetes Events
+    # Policy daemons leave their wait at once when stopped; let Kopf see that at once
+    # too, rather than at its next polling of exiting daemons.
+    settings.background.instant_exit_timeout = 3.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
