@@ -209,3 +209,15 @@ class OperatorProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=60)
+
+
+def install_spark_operator_crd(stack: Stack) -> None:
+    """The stand-in SparkApplication CRD (tests/fixtures), established and discoverable."""
+    crd = Path(__file__).resolve().parent / "fixtures" / "sparkapplications-crd.yaml"
+    stack.kubectl("apply", "--server-side", "-f", str(crd))
+    stack.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/sparkapplications.sparkoperator.k8s.io",
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kafka_retention.adapters.kafka import RecordInfo, RecordReader
+from kafka_retention.adapters.kafka import RecordInfo, RecordReader, average_record_sizes
 from kafka_retention.core.facts import TopicPartition
 from retention_jobs.request import Connection
 
@@ -22,16 +22,14 @@ def average_sizes(
     items: Iterable[tuple[str, int, int, int]], conn: Connection, sample: int
 ) -> Iterator[SizeRow]:
     """(topic, partition, log start, end) -> average stored bytes of the first records."""
-    wanted = {TopicPartition(t, p): (start, min(end, start + sample)) for t, p, start, end in items}
-    sizes: dict[TopicPartition, list[int]] = {tp: [] for tp in wanted}
+    ranges = {TopicPartition(t, p): (start, end) for t, p, start, end in items}
     reader = _reader(conn)
     try:
-        for tp, rec in reader.read_many(wanted):
-            sizes[tp].append(rec.size)
+        found = average_record_sizes(reader, ranges, sample)
     finally:
         reader.close()
-    for tp, found in sizes.items():
-        yield tp.topic, tp.partition, (sum(found) / len(found)) if found else None
+    for tp in ranges:
+        yield tp.topic, tp.partition, found.get(tp)
 
 
 def time_lags(

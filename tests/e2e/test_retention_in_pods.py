@@ -18,9 +18,15 @@ from kafka_retention.adapters import kube
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
 from tests.conftest import TopicFactory
-from tests.support import OperatorProcess, commit, get, log_starts, produce, wait_for
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import (
+    OperatorProcess,
+    commit,
+    get,
+    install_spark_operator_crd,
+    log_starts,
+    produce,
+    wait_for,
+)
 
 
 def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
@@ -40,18 +46,7 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stack.kubectl(
-        "apply",
-        "--server-side",
-        "-f",
-        str(REPO / "tests" / "fixtures" / "sparkapplications-crd.yaml"),
-    )
-    stack.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/sparkapplications.sparkoperator.k8s.io",
-    )
+    install_spark_operator_crd(stack)
     monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
     monkeypatch.setattr(kube, "_api", None)
     topic = make_topic(partitions=2)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,7 @@ from kafka_retention.core.policy_spec import TopicSelector
 from kafka_retention.core.spark_runs import RUN_LABEL, Owner, RunSpec, SinkError
 from retention_jobs import sinks
 from retention_jobs.request import Connection, PlanRequest
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import install_spark_operator_crd
 
 
 @pytest.fixture
@@ -101,18 +99,7 @@ def test_kubernetes_mode_creates_one_driver_pod_and_reports_it_unscheduled(
 def test_spark_operator_mode_creates_an_owned_application_and_surfaces_its_failure(
     stack: Stack, namespace: str, kubeconfig: None
 ) -> None:
-    stack.kubectl(
-        "apply",
-        "--server-side",
-        "-f",
-        str(REPO / "tests" / "fixtures" / "sparkapplications-crd.yaml"),
-    )
-    stack.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/sparkapplications.sparkoperator.k8s.io",
-    )
+    install_spark_operator_crd(stack)
     spec = run_spec(owner_policy(stack, namespace), namespace)
     runs = SparkOperatorRuns()
     for _ in range(50):  # discovery of a just-established CRD can lag a moment

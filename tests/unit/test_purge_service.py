@@ -66,9 +66,9 @@ class FakeKafka:
         return out
 
     def average_record_bytes(
-        self, starts: Mapping[TopicPartition, int]
+        self, ranges: Mapping[TopicPartition, tuple[int, int]]
     ) -> dict[TopicPartition, float]:
-        return dict.fromkeys(starts, 100.0)
+        return dict.fromkeys(ranges, 100.0)
 
 
 class Store:

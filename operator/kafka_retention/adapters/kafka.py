@@ -96,6 +96,7 @@ class KafkaAdmin:
         client_config: Mapping[str, str] | None = None,
         timeout: float = 15.0,
     ) -> None:
+        self._bootstrap, self._client_config = bootstrap_servers, dict(client_config or {})
         self._config: dict[str, Any] = {
             **(client_config or {}),
             "bootstrap.servers": bootstrap_servers,
@@ -236,45 +237,17 @@ class KafkaAdmin:
     # --- records ----------------------------------------------------------------------
 
     def average_record_bytes(
-        self, starts: Mapping[TopicPartition, int], sample: int = 20, timeout: float = 5.0
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], sample: int = 20
     ) -> dict[TopicPartition, float]:
-        """Average stored size of up to `sample` records from each start offset.
+        """Average stored size of up to `sample` records from the start of each range.
 
-        Used only for byte estimates; partitions that yield nothing in time are left out.
+        Used only for byte estimates; partitions that yield nothing are left out.
         """
-        if not starts:
-            return {}
-        consumer = Consumer(
-            {
-                **self._config,
-                # Assign-only reader: it never joins or commits, so the group id never
-                # appears on the cluster.
-                "group.id": f"kafka-retention-sampler-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-            }
-        )
-        sizes: dict[TopicPartition, list[int]] = {tp: [] for tp in starts}
-        open_tps = set(starts)
+        reader = RecordReader(self._bootstrap, self._client_config)
         try:
-            consumer.assign([KTP(tp.topic, tp.partition, off) for tp, off in starts.items()])
-            deadline = time.monotonic() + timeout
-            while open_tps and time.monotonic() < deadline:
-                for msg in consumer.consume(num_messages=500, timeout=0.2):
-                    tp = TopicPartition(str(msg.topic()), int(msg.partition() or 0))
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            open_tps.discard(tp)
-                        continue
-                    if tp not in open_tps:
-                        continue
-                    sizes[tp].append(_stored_size(msg))
-                    if len(sizes[tp]) >= sample:
-                        open_tps.discard(tp)
+            return average_record_sizes(reader, ranges, sample)
         finally:
-            consumer.close()
-        return {tp: sum(s) / len(s) for tp, s in sizes.items() if s}
+            reader.close()
 
 
 @dataclass(frozen=True)
@@ -383,3 +356,14 @@ class RecordReader:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def average_record_sizes(
+    reader: RecordReader, ranges: Mapping[TopicPartition, tuple[int, int]], sample: int
+) -> dict[TopicPartition, float]:
+    """Average stored bytes of the first `sample` records of each [start, end) range."""
+    wanted = {tp: (start, min(end, start + sample)) for tp, (start, end) in ranges.items()}
+    sizes: dict[TopicPartition, list[int]] = {tp: [] for tp in wanted}
+    for tp, record in reader.read_many(wanted):
+        sizes[tp].append(record.size)
+    return {tp: sum(found) / len(found) for tp, found in sizes.items() if found}

@@ -64,7 +64,7 @@ class KafkaPort(Protocol):
         self, cuts: Mapping[TopicPartition, int]
     ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
     def average_record_bytes(
-        self, starts: Mapping[TopicPartition, int]
+        self, ranges: Mapping[TopicPartition, tuple[int, int]]
     ) -> Mapping[TopicPartition, float]: ...
 
 
@@ -318,12 +318,12 @@ def _entry(plan: PartitionPlan) -> dict[str, Any]:
 
 
 def _estimate(kafka: KafkaPort, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    starts = {
-        _tp(e): e["logStartBefore"]
+    ranges = {
+        _tp(e): (e["logStartBefore"], e["requestedOffset"])
         for e in entries
         if e["state"] == State.PLANNED and e["recordsToDelete"] > 0
     }
-    averages = kafka.average_record_bytes(starts)
+    averages = kafka.average_record_bytes(ranges)
     out = []
     for e in entries:
         e = dict(e)
