@@ -327,3 +327,17 @@ def test_kafka_lost_after_planning_keeps_the_stored_plan_for_the_next_run() -> N
     outcome = run(explicit((0, -1)), kafka, store)
     assert kafka.logs[T0][0] == 100
     assert outcome.records_deleted == 100
+
+
+def test_purge_too_large_for_its_stored_plan_fails_before_deleting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(service, "MAX_PLANNED_PARTITIONS", 1)
+    kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
+    store = Store()
+    outcome = run(explicit((0, 10), (1, 10)), kafka, store)
+    assert outcome.phase == "Failed"
+    assert "split it" in outcome.message
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    cond = {c["type"]: c for c in store.status["conditions"]}
+    assert cond["Succeeded"]["reason"] == "TooManyPartitions"

@@ -16,6 +16,7 @@ class Reason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     KAFKA_UNAVAILABLE = "KafkaUnavailable"
     PLAN_FAILED = "PlanFailed"
+    TOO_MANY_PARTITIONS = "TooManyPartitions"
     SECRET_UNAVAILABLE = "SecretUnavailable"  # noqa: S105 - a reason, not a password
     # Succeeded
     IN_PROGRESS = "InProgress"

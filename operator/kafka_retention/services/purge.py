@@ -36,6 +36,9 @@ FINAL_PHASES = frozenset({"Succeeded", "PartiallySucceeded", "Failed"})
 # Past this many results, successful partitions are folded into one entry per topic;
 # failures are always listed one by one.
 MAX_LISTED_RESULTS = 1000
+# The stored plan lives in status.results until the purge ends (the CRD caps the list);
+# a larger purge is refused before anything is deleted rather than run without a plan.
+MAX_PLANNED_PARTITIONS = 10_000
 
 
 class State(StrEnum):
@@ -127,6 +130,8 @@ def reconcile(p: Purge) -> Outcome:
             phase = "Planning"
             p.store.patch({**base, "phase": phase})
             entries = _plan(kafka, request)
+            if len(entries) > MAX_PLANNED_PARTITIONS and not request.dry_run:
+                return _too_large(p, len(entries))
             if request.dry_run:
                 return _finish(p, base, conditions, _estimate(kafka, entries), dry_run=True)
             # From here on the stored plan is what runs: a failure below must leave the
@@ -187,6 +192,28 @@ def _invalid(p: Purge, err: SpecError) -> Outcome:
         }
     )
     return Outcome("Failed", str(err), finished=True, failures=[str(err)], invalid_field=err.field)
+
+
+def _too_large(p: Purge, planned: int) -> Outcome:
+    message = (
+        f"the purge covers {planned} partitions; at most {MAX_PLANNED_PARTITIONS} fit "
+        "in one RecordPurge's stored plan: split it into several; nothing was deleted"
+    )
+    now = p.now()
+    conditions = _ready(p.status.get("conditions"), p, "False", Reason.TOO_MANY_PARTITIONS, message)
+    conditions = cond.set_condition(
+        conditions, "Succeeded", "False", Reason.TOO_MANY_PARTITIONS, message, p.generation, now
+    )
+    p.store.patch(
+        {
+            "phase": "Failed",
+            "observedGeneration": p.generation,
+            "completedAt": cond.timestamp(now),
+            "conditions": conditions,
+            "summary": {"partitions": planned, "purged": 0, "failed": planned, "recordsDeleted": 0},
+        }
+    )
+    return Outcome("Failed", message, finished=True, failures=[message])
 
 
 def _ready(
