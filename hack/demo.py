@@ -47,18 +47,17 @@ def start_operator(stack: Stack) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _offsets(admin: AdminClient, topic: str, partitions: int, kind: str) -> list[int]:
+    make: Any = OffsetSpec.earliest if kind == "earliest" else OffsetSpec.latest
+    spec = make()
+    futures = admin.list_offsets({TopicPartition(topic, p): spec for p in range(partitions)})
+    found = {tp.partition: f.result().offset for tp, f in futures.items()}
+    return [found[p] for p in range(partitions)]
+
+
 def offsets_table(admin: AdminClient, topic: str, partitions: int, label: str) -> None:
-    earliest: Any = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-    latest: Any = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    start = {
-        tp.partition: f.result().offset
-        for tp, f in admin.list_offsets(dict.fromkeys(tps, earliest)).items()
-    }
-    end = {
-        tp.partition: f.result().offset
-        for tp, f in admin.list_offsets(dict.fromkeys(tps, latest)).items()
-    }
+    start = _offsets(admin, topic, partitions, "earliest")
+    end = _offsets(admin, topic, partitions, "latest")
     print(f"{label}: {topic}")
     print("  partition  log-start  high-watermark  readable")
     for p in range(partitions):
@@ -230,7 +229,7 @@ def scene_retention_policy(stack: Stack) -> None:
         print(f"\nconsumers advance: {step}")
         expected = [min(step[g][p] for g in step) for p in range(3)]
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and _log_starts(admin, topic) != expected:
+        while time.monotonic() < deadline and _offsets(admin, topic, 3, "earliest") != expected:
             time.sleep(1)
         offsets_table(admin, topic, 3, "after the next policy run")
     show(stack, "get", "retentionpolicy", "-n", NAMESPACE)
@@ -243,13 +242,6 @@ def scene_retention_policy(stack: Stack) -> None:
         "--timeout=60s",
         check=False,
     )
-
-
-def _log_starts(admin: AdminClient, topic: str) -> list[int]:
-    earliest: Any = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-    futures = admin.list_offsets({TopicPartition(topic, p): earliest for p in range(3)})
-    found = {tp.partition: f.result().offset for tp, f in futures.items()}
-    return [found[p] for p in range(3)]
 
 
 def main() -> int:

@@ -9,11 +9,11 @@ only lower a planned cut.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.adapters.kube import SecretUnavailable
@@ -31,6 +31,7 @@ from kafka_retention.core.purge import (
     recheck,
 )
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.ports import KafkaPlanner, StatusStore
 
 FINAL_PHASES = frozenset({"Succeeded", "PartiallySucceeded", "Failed"})
 # Past this many results, successful partitions are folded into one entry per topic;
@@ -47,32 +48,6 @@ class State(StrEnum):
     RETRYING = "Retrying"
     FAILED = "Failed"
     DRY_RUN = "DryRun"
-
-
-class KafkaPort(Protocol):
-    def topic_partitions(self, topics: Iterable[str]) -> Mapping[str, list[int] | KafkaFailure]: ...
-    def topic_configs(
-        self, topics: Iterable[str]
-    ) -> Mapping[str, Mapping[str, str] | KafkaFailure]: ...
-    def offsets(
-        self, tps: Iterable[TopicPartition], kind: Any
-    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
-    def offsets_for_timestamp(
-        self, tps: Iterable[TopicPartition], timestamp_ms: int
-    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
-    def committed(
-        self, group: str, tps: Iterable[TopicPartition]
-    ) -> Mapping[TopicPartition, int | None]: ...
-    def delete_records(
-        self, cuts: Mapping[TopicPartition, int]
-    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
-    def average_record_bytes(
-        self, ranges: Mapping[TopicPartition, tuple[int, int]]
-    ) -> Mapping[TopicPartition, float]: ...
-
-
-class StatusStore(Protocol):
-    def patch(self, status: Mapping[str, Any]) -> None: ...
 
 
 class Retry(Exception):
@@ -105,7 +80,7 @@ class Purge:
     status: Mapping[str, Any]
     generation: int | None
     store: StatusStore
-    connect: Callable[[PurgeRequest], KafkaPort]
+    connect: Callable[[PurgeRequest], KafkaPlanner]
     now: Callable[[], datetime]
     retry_delay: float = 10.0
 
@@ -225,12 +200,12 @@ def _ready(
 # --- planning -------------------------------------------------------------------------
 
 
-def _plan(kafka: KafkaPort, request: PurgeRequest) -> list[dict[str, Any]]:
+def _plan(kafka: KafkaPlanner, request: PurgeRequest) -> list[dict[str, Any]]:
     given = gather_facts(kafka, request)
     return [_entry(plan) for plan in plan_purge(request, given)]
 
 
-def gather_facts(kafka: KafkaPort, request: PurgeRequest) -> PlanInput:
+def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
     """Every fact the plan depends on, read now. Retriable trouble aborts the whole read
     (KafkaUnavailable) so that nothing is ever planned from a partial picture."""
     given = PlanInput()
@@ -290,7 +265,7 @@ def gather_facts(kafka: KafkaPort, request: PurgeRequest) -> PlanInput:
 
 
 def read_partition_facts(
-    kafka: KafkaPort,
+    kafka: KafkaPlanner,
     request: PurgeRequest,
     tps: Sequence[TopicPartition],
     errors: dict[TopicPartition, str],
@@ -344,7 +319,7 @@ def _entry(plan: PartitionPlan) -> dict[str, Any]:
     return entry
 
 
-def _estimate(kafka: KafkaPort, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _estimate(kafka: KafkaPlanner, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ranges = {
         _tp(e): (e["logStartBefore"], e["requestedOffset"])
         for e in entries
@@ -377,7 +352,7 @@ def _planned_entries(status: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def _execute(
-    kafka: KafkaPort, request: PurgeRequest, entries: list[dict[str, Any]]
+    kafka: KafkaPlanner, request: PurgeRequest, entries: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     pending = {_tp(e): e for e in entries if e["state"] in (State.PLANNED, State.RETRYING)}
     if not pending:

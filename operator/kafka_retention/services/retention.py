@@ -10,7 +10,7 @@ wins; dryRun deletes nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -23,30 +23,15 @@ from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.ports import KafkaCutter, StatusStore
 
 MAX_TOPICS_LISTED = 500
 MAX_LOSSES_LISTED = 100
 
 
-class KafkaPort(Protocol):
-    def offsets(
-        self, tps: Iterable[TopicPartition], kind: Any
-    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
-    def committed(
-        self, group: str, tps: Iterable[TopicPartition]
-    ) -> Mapping[TopicPartition, int | None]: ...
-    def delete_records(
-        self, cuts: Mapping[TopicPartition, int]
-    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
-
-
 class Planned(Protocol):
     rows: list[dict[str, Any]]
     skipped: dict[str, str]
-
-
-class StatusStore(Protocol):
-    def patch(self, status: Mapping[str, Any]) -> None: ...
 
 
 # --- overlapping policies ---------------------------------------------------------------
@@ -109,7 +94,7 @@ class Policy:
     generation: int | None
     store: StatusStore
     client_config: Callable[[PolicySpec], dict[str, str]]
-    connect: Callable[[PolicySpec, dict[str, str]], KafkaPort]
+    connect: Callable[[PolicySpec, dict[str, str]], KafkaCutter]
     plan: Callable[[PolicySpec, dict[str, str], int], Planned]
     now: Callable[[], datetime]
     overlaps: OverlapRegistry = field(default_factory=lambda: OVERLAPS)
@@ -258,7 +243,7 @@ def _conds(
 
 
 def _safe_cuts(
-    p: Policy, spec: PolicySpec, kafka: KafkaPort, rows: Sequence[dict[str, Any]], now: datetime
+    p: Policy, spec: PolicySpec, kafka: KafkaCutter, rows: Sequence[dict[str, Any]], now: datetime
 ) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str]]:
     """(log start, cut) per partition worth cutting, after the fresh re-check and the
     overlap rule; plus a note per topic where another policy held a cut back."""
@@ -315,7 +300,7 @@ def _safe_cuts(
 
 
 def _delete(
-    kafka: KafkaPort, cuts: Mapping[TopicPartition, tuple[int, int]], dry_run: bool
+    kafka: KafkaCutter, cuts: Mapping[TopicPartition, tuple[int, int]], dry_run: bool
 ) -> tuple[dict[TopicPartition, tuple[int, int]], list[str]]:
     """(log start before, after) per partition; dry runs and failures move nothing."""
     if dry_run or not cuts:

@@ -1,0 +1,43 @@
+"""What the services need from the outside, as protocols: the adapters satisfy them, and
+unit tests pass in-memory fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from kafka_retention.adapters.kafka import KafkaFailure, OffsetKind
+from kafka_retention.core.facts import TopicPartition
+
+
+class StatusStore(Protocol):
+    def patch(self, status: Mapping[str, Any]) -> None: ...
+
+
+class KafkaCutter(Protocol):
+    """Enough Kafka to check a cut with fresh offsets, apply it and read it back."""
+
+    def offsets(
+        self, tps: Iterable[TopicPartition], kind: OffsetKind
+    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
+    def committed(
+        self, group: str, tps: Iterable[TopicPartition]
+    ) -> Mapping[TopicPartition, int | None]: ...
+    def delete_records(
+        self, cuts: Mapping[TopicPartition, int]
+    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
+
+
+class KafkaPlanner(KafkaCutter, Protocol):
+    """Plus what a purge plans from without Spark: metadata, configs, times, sizes."""
+
+    def topic_partitions(self, topics: Iterable[str]) -> Mapping[str, list[int] | KafkaFailure]: ...
+    def topic_configs(
+        self, topics: Iterable[str]
+    ) -> Mapping[str, Mapping[str, str] | KafkaFailure]: ...
+    def offsets_for_timestamp(
+        self, tps: Iterable[TopicPartition], timestamp_ms: int
+    ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
+    def average_record_bytes(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]]
+    ) -> Mapping[TopicPartition, float]: ...
