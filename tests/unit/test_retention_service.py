@@ -261,3 +261,12 @@ def test_totals_accumulate_across_runs(runs: int) -> None:
     assert store.status["recordsDeletedTotal"] == 40
     assert store.status["topics"][0]["recordsDeletedTotal"] == 40
     assert store.status["topics"][0]["recordsDeletedLastRun"] == 20
+
+
+def test_a_good_run_clears_the_previous_runs_error() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    store = Store()
+    store.status = {"lastRun": {"error": "t-0: NOT_LEADER_OR_FOLLOWER"}}
+    service.run_policy(policy(kafka, {"maxRetention": "1d"}, store))
+    assert store.status["lastRun"]["error"] is None  # null in a merge patch removes it

@@ -197,7 +197,8 @@ def run_policy(p: Policy, retry_delay: float = 15.0) -> RunOutcome:
                 "recordsDeleted": records,
                 "bytesReclaimedEstimate": bytes_,
                 "unconsumedDeleted": losses[:MAX_LOSSES_LISTED],
-                **({"error": "; ".join(failures[:5])} if failures else {}),
+                # A merge patch keeps fields it does not name: null clears an old error.
+                "error": "; ".join(failures[:5]) if failures else None,
             },
             "topics": topics[:MAX_TOPICS_LISTED],
             "conditions": _conds(
