@@ -90,7 +90,7 @@ def _kube() -> Path:
     major, minor = version.lstrip("v").split(".")[:2]
     _say(
         f"building kube-apiserver and kubectl {version} from Go modules "
-        "(first run only, ~15 min on 2 cores)"
+        "(first run only, ~3 min on 2 cores)"
     )
     started = time.monotonic()
     scratch = _atomic_dir(out)
