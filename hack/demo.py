@@ -232,6 +232,20 @@ def scene_retention_policy(stack: Stack) -> None:
         while time.monotonic() < deadline and _offsets(admin, topic, 3, "earliest") != expected:
             time.sleep(1)
         offsets_table(admin, topic, 3, "after the next policy run")
+    # The status is written just after the log starts move; let it land before showing it.
+    total = sum(_offsets(admin, topic, 3, "earliest"))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and stack.kubectl(
+        "get",
+        "retentionpolicy",
+        "repartition-topics",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.status.recordsDeletedTotal}",
+        check=False,
+    ).stdout.strip() != str(total):
+        time.sleep(0.5)
     show(stack, "get", "retentionpolicy", "-n", NAMESPACE)
     stack.kubectl(
         "delete",
