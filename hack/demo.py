@@ -87,27 +87,32 @@ def wait_final(stack: Stack, name: str, timeout: float = 60) -> dict[str, Any]:
     raise SystemExit(f"RecordPurge {name} did not finish in {timeout:.0f}s")
 
 
-def scene_record_purge(stack: Stack) -> None:
-    banner("RecordPurge: an audited DeleteRecords, planned, checked and verified")
-    bootstrap = stack.kafka.bootstrap_servers
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topic = f"orders-{int(time.time())}"
+def orders_topic(admin: AdminClient, bootstrap: str, topic: str) -> None:
+    """3 partitions of 1000 order records each."""
     admin.create_topics([NewTopic(topic, 3, 3)])[topic].result()
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(3000):
         producer.produce(topic, key=f"order-{i}".encode(), value=b"x" * 120, partition=i % 3)
     producer.flush()
-    # The billing job has read part of each partition; it must not lose what it has not read.
-    billing = Consumer({"bootstrap.servers": bootstrap, "group.id": f"billing-{topic}"})
-    billing.commit(
-        offsets=[
-            TopicPartition(topic, 0, 900),
-            TopicPartition(topic, 1, 400),
-            TopicPartition(topic, 2, 1000),
-        ],
-        asynchronous=False,
+
+
+def commit(bootstrap: str, group: str, topic: str, offsets: list[int]) -> None:
+    """What a consumer group leaves behind after reading up to `offsets` (per partition)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer.commit(
+        offsets=[TopicPartition(topic, p, o) for p, o in enumerate(offsets)], asynchronous=False
     )
-    billing.close()
+    consumer.close()
+
+
+def scene_record_purge(stack: Stack) -> None:
+    banner("RecordPurge: an audited DeleteRecords, planned, checked and verified")
+    bootstrap = stack.kafka.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"orders-{int(time.time())}"
+    orders_topic(admin, bootstrap, topic)
+    # The billing job has read part of each partition; it must not lose what it has not read.
+    commit(bootstrap, f"billing-{topic}", topic, [900, 400, 1000])
     print(f"produced 3000 records to {topic}; group billing-{topic} committed 900/400/1000")
     offsets_table(admin, topic, 3, "before")
 
@@ -194,11 +199,7 @@ def scene_retention_policy(stack: Stack) -> None:
     bootstrap = stack.kafka.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = f"app-orders-{int(time.time())}-repartition"
-    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result()
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for i in range(3000):
-        producer.produce(topic, key=f"order-{i}".encode(), value=b"x" * 120, partition=i % 3)
-    producer.flush()
+    orders_topic(admin, bootstrap, topic)
     groups = {"enricher": [0, 0, 0], "auditor": [0, 0, 0]}
     body = {
         "apiVersion": "kafka-retention.io/v1alpha1",
@@ -220,12 +221,7 @@ def scene_retention_policy(stack: Stack) -> None:
     ]
     for step in steps:
         for group, offsets in step.items():
-            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-            consumer.commit(
-                offsets=[TopicPartition(topic, p, o) for p, o in enumerate(offsets)],
-                asynchronous=False,
-            )
-            consumer.close()
+            commit(bootstrap, group, topic, offsets)
         print(f"\nconsumers advance: {step}")
         expected = [min(step[g][p] for g in step) for p in range(3)]
         deadline = time.monotonic() + 90

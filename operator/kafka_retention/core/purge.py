@@ -5,8 +5,8 @@ Pure: the service gathers facts through the Kafka adapter, this module decides.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any, Literal
@@ -166,22 +166,10 @@ class PartitionPlan:
     reason: str
     notes: tuple[str, ...] = ()
     error: str | None = None
-    retriable: bool = False
 
     @property
     def records_to_delete(self) -> int:
         return 0 if self.error else rules.records_deleted_by(self.target, self.log_start)
-
-    def failed(self, error: str, retriable: bool = False) -> PartitionPlan:
-        return replace(self, error=error, retriable=retriable)
-
-
-@dataclass(frozen=True)
-class Unplannable:
-    """A partition that could not be planned at all, with the reason."""
-
-    tp: TopicPartition
-    error: str
 
 
 @dataclass
@@ -280,11 +268,4 @@ def recheck(request: PurgeRequest, planned: PartitionPlan, fresh: PartitionFacts
     unclean leader election) since planning; a target is only ever lowered here, never
     raised, so a purge never deletes more than it showed in its plan.
     """
-    again = enforce_safety(request, fresh, rules.Cut(planned.target, planned.reason, planned.notes))
-    return replace(
-        again, log_start=planned.log_start if planned.log_start >= 0 else fresh.log_start
-    )
-
-
-def summarize_notes(plans: Iterable[PartitionPlan]) -> Sequence[str]:
-    return sorted({n for p in plans for n in p.notes})
+    return enforce_safety(request, fresh, rules.Cut(planned.target, planned.reason, planned.notes))

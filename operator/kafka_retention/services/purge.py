@@ -31,6 +31,7 @@ from kafka_retention.core.purge import (
     recheck,
 )
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.fresh import raise_if_retriable, read_facts
 from kafka_retention.services.ports import KafkaPlanner, StatusStore
 
 FINAL_PHASES = frozenset({"Succeeded", "PartiallySucceeded", "Failed"})
@@ -152,21 +153,9 @@ def reconcile(p: Purge) -> Outcome:
 
 
 def _invalid(p: Purge, err: SpecError) -> Outcome:
-    now = p.now()
-    conditions = _ready(p.status.get("conditions"), p, "False", Reason.INVALID_SPEC, str(err))
-    conditions = cond.set_condition(
-        conditions, "Succeeded", "False", Reason.INVALID_SPEC, str(err), p.generation, now
-    )
-    p.store.patch(
-        {
-            "phase": "Failed",
-            "observedGeneration": p.generation,
-            "completedAt": cond.timestamp(now),
-            "conditions": conditions,
-            "summary": {"partitions": 0, "purged": 0, "failed": 0, "recordsDeleted": 0},
-        }
-    )
-    return Outcome("Failed", str(err), finished=True, failures=[str(err)], invalid_field=err.field)
+    outcome = _refuse(p, Reason.INVALID_SPEC, str(err), partitions=0)
+    outcome.invalid_field = err.field
+    return outcome
 
 
 def _too_large(p: Purge, planned: int) -> Outcome:
@@ -174,10 +163,15 @@ def _too_large(p: Purge, planned: int) -> Outcome:
         f"the purge covers {planned} partitions; at most {MAX_PLANNED_PARTITIONS} fit "
         "in one RecordPurge's stored plan: split it into several; nothing was deleted"
     )
+    return _refuse(p, Reason.TOO_MANY_PARTITIONS, message, partitions=planned)
+
+
+def _refuse(p: Purge, reason: Reason, message: str, partitions: int) -> Outcome:
+    """End the purge as Failed before anything was deleted, saying why in both conditions."""
     now = p.now()
-    conditions = _ready(p.status.get("conditions"), p, "False", Reason.TOO_MANY_PARTITIONS, message)
+    conditions = _ready(p.status.get("conditions"), p, "False", reason, message)
     conditions = cond.set_condition(
-        conditions, "Succeeded", "False", Reason.TOO_MANY_PARTITIONS, message, p.generation, now
+        conditions, "Succeeded", "False", reason, message, p.generation, now
     )
     p.store.patch(
         {
@@ -185,7 +179,12 @@ def _too_large(p: Purge, planned: int) -> Outcome:
             "observedGeneration": p.generation,
             "completedAt": cond.timestamp(now),
             "conditions": conditions,
-            "summary": {"partitions": planned, "purged": 0, "failed": planned, "recordsDeleted": 0},
+            "summary": {
+                "partitions": partitions,
+                "purged": 0,
+                "failed": partitions,
+                "recordsDeleted": 0,
+            },
         }
     )
     return Outcome("Failed", message, finished=True, failures=[message])
@@ -212,14 +211,14 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
     topics = sorted(request.topic_names())
     for topic, parts in kafka.topic_partitions(topics).items():
         if isinstance(parts, KafkaFailure):
-            _raise_if_retriable(parts)
+            raise_if_retriable(parts)
             given.topic_errors[topic] = str(parts)
         else:
             given.topic_partitions[topic] = parts
     existing = [t for t in topics if t in given.topic_partitions]
     for topic, config in kafka.topic_configs(existing).items():
         if isinstance(config, KafkaFailure):
-            _raise_if_retriable(config)
+            raise_if_retriable(config)
             given.topic_errors[topic] = str(config)
             continue
         policy = config.get("cleanup.policy", "delete")
@@ -253,7 +252,7 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
     for ts, ts_tps in by_timestamp.items():
         for tp, off in kafka.offsets_for_timestamp(ts_tps, ts).items():
             if isinstance(off, KafkaFailure):
-                _raise_if_retriable(off)
+                raise_if_retriable(off)
                 given.partition_errors[tp] = str(off)
             else:
                 for_times.setdefault(tp, {})[ts] = off if off >= 0 else None
@@ -271,31 +270,9 @@ def read_partition_facts(
     errors: dict[TopicPartition, str],
 ) -> dict[TopicPartition, PartitionFacts]:
     """Log start, high watermark and the guard groups' committed offsets, read now."""
-    earliest = kafka.offsets(tps, "earliest")
-    latest = kafka.offsets(tps, "latest")
-    committed: dict[str, Mapping[TopicPartition, int | None]] = {
-        g: kafka.committed(g, [tp for tp in tps if g in request.guard_groups(tp.topic)])
-        for g in request.all_groups()
-    }
-    facts: dict[TopicPartition, PartitionFacts] = {}
-    for tp in tps:
-        start, end = earliest.get(tp), latest.get(tp)
-        problem = next((x for x in (start, end) if isinstance(x, KafkaFailure)), None)
-        if problem is not None:
-            _raise_if_retriable(problem)
-            errors[tp] = str(problem)
-            continue
-        if not isinstance(start, int) or not isinstance(end, int):
-            raise KafkaUnavailable(f"no offsets returned for {tp}")
-        facts[tp] = PartitionFacts(
-            tp, start, end, {g: committed[g].get(tp) for g in request.guard_groups(tp.topic)}
-        )
+    facts, failed = read_facts(kafka, tps, lambda tp: request.guard_groups(tp.topic))
+    errors.update(failed)
     return facts
-
-
-def _raise_if_retriable(failure: KafkaFailure) -> None:
-    if failure.retriable:
-        raise KafkaUnavailable(str(failure))
 
 
 def _entry(plan: PartitionPlan) -> dict[str, Any]:

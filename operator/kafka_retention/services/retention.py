@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -19,10 +19,11 @@ from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.adapters.kube import SecretUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.fresh import read_facts
 from kafka_retention.services.ports import KafkaCutter, StatusStore
 
 MAX_TOPICS_LISTED = 500
@@ -174,6 +175,7 @@ def run_policy(p: Policy, retry_delay: float = 15.0) -> RunOutcome:
         row = by_row[(tp.topic, tp.partition)]
         if row.get("recordsToDelete") and row.get("bytesToDeleteEstimate") is not None:
             bytes_ += int(row["bytesToDeleteEstimate"] * n / row["recordsToDelete"])
+    partitions_cut = sum(1 for before, after in deleted.values() if after > before)
     losses = _losses(rows, cuts, deleted, spec)
     topics = _topic_summary(p, spec, planned, rows, deleted, by_topic, notes)
     total = int(p.status.get("recordsDeletedTotal") or 0) + records
@@ -193,7 +195,7 @@ def run_policy(p: Policy, retry_delay: float = 15.0) -> RunOutcome:
                 "startedAt": cond.timestamp(started),
                 "completedAt": cond.timestamp(finished),
                 "partitionsPlanned": len(planned.rows),
-                "partitionsCut": sum(1 for b, a in deleted.values() if a > b),
+                "partitionsCut": partitions_cut,
                 "recordsDeleted": records,
                 "bytesReclaimedEstimate": bytes_,
                 "unconsumedDeleted": losses[:MAX_LOSSES_LISTED],
@@ -216,7 +218,7 @@ def run_policy(p: Policy, retry_delay: float = 15.0) -> RunOutcome:
         next_run_in=interval,
         records_deleted=records,
         bytes_reclaimed=bytes_,
-        partitions_cut=sum(1 for b, a in deleted.values() if a > b),
+        partitions_cut=partitions_cut,
         deleted_by_topic=by_topic,
         losses=losses,
         failures=failures,
@@ -270,33 +272,23 @@ def _safe_cuts(
             )
     if not wanted:
         return {}, notes
-    tps = list(wanted)
-    starts, ends = kafka.offsets(tps, "earliest"), kafka.offsets(tps, "latest")
-    committed = {g: kafka.committed(g, tps) for g in spec.rules.groups()}
+    groups = spec.rules.groups()
+    fresh_facts, errors = read_facts(kafka, list(wanted), lambda _tp: groups)
+    if errors:
+        tp, problem = next(iter(errors.items()))
+        raise KafkaUnavailable(f"fresh offsets of {tp}: {problem}")
     now_ms = int(now.timestamp() * 1000)
     cuts: dict[TopicPartition, tuple[int, int]] = {}
     for tp, row in wanted.items():
-        start, end = starts.get(tp), ends.get(tp)
-        if not isinstance(start, int) or not isinstance(end, int):
-            problem = start if isinstance(start, KafkaFailure) else end
-            raise KafkaUnavailable(f"fresh offsets of {tp}: {problem}")
-        fresh = plan_partition(
-            PartitionFacts(
-                tp,
-                start,
-                end,
-                {g: committed[g].get(tp) for g in committed},
-                {int(k): v for k, v in (row.get("timeOffsets") or {}).items()},
-            ),
-            spec.rules,
-            now_ms,
-        )
+        facts = fresh_facts[tp]
+        times = {int(k): v for k, v in (row.get("timeOffsets") or {}).items()}
+        fresh = plan_partition(replace(facts, offsets_for_times=times), spec.rules, now_ms)
         target = min(int(row["targetOffset"]), fresh.target)
         others = p.overlaps.others(cluster, p.key, tp)
         if others:
             target = min(target, *others.values())
-        if target > start:
-            cuts[tp] = (start, target)
+        if target > facts.log_start:
+            cuts[tp] = (facts.log_start, target)
     return cuts, notes
 
 

@@ -1,0 +1,48 @@
+"""The read every destructive step starts from: offsets and committed offsets, now."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
+from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.services.ports import KafkaCutter
+
+
+def raise_if_retriable(failure: KafkaFailure) -> None:
+    if failure.retriable:
+        raise KafkaUnavailable(str(failure))
+
+
+def read_facts(
+    kafka: KafkaCutter,
+    tps: Sequence[TopicPartition],
+    groups_of: Callable[[TopicPartition], Iterable[str]],
+) -> tuple[dict[TopicPartition, PartitionFacts], dict[TopicPartition, str]]:
+    """Log start, high watermark and the committed offset of each partition's groups.
+
+    Retriable trouble raises KafkaUnavailable, so nothing is decided on a partial picture;
+    a partition that fails for good is returned among the errors instead.
+    """
+    earliest = kafka.offsets(tps, "earliest")
+    latest = kafka.offsets(tps, "latest")
+    wanted: dict[str, list[TopicPartition]] = {}
+    for tp in tps:
+        for group in groups_of(tp):
+            wanted.setdefault(group, []).append(tp)
+    committed: dict[str, Mapping[TopicPartition, int | None]] = {
+        group: kafka.committed(group, group_tps) for group, group_tps in wanted.items()
+    }
+    facts: dict[TopicPartition, PartitionFacts] = {}
+    errors: dict[TopicPartition, str] = {}
+    for tp in tps:
+        start, end = earliest.get(tp), latest.get(tp)
+        problem = next((x for x in (start, end) if isinstance(x, KafkaFailure)), None)
+        if problem is not None:
+            raise_if_retriable(problem)
+            errors[tp] = str(problem)
+            continue
+        if not isinstance(start, int) or not isinstance(end, int):
+            raise KafkaUnavailable(f"no offsets returned for {tp}")
+        facts[tp] = PartitionFacts(tp, start, end, {g: committed[g].get(tp) for g in groups_of(tp)})
+    return facts, errors
