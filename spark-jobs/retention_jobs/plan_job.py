@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
+from kafka_retention.core import topics as topic_rules
 from retention_jobs import extract, scans, schemas, sinks, transforms
 from retention_jobs.request import Connection, PlanRequest
 
@@ -51,17 +52,14 @@ def run(spark: SparkSession, request: PlanRequest, progress: Progress = _quiet) 
         if isinstance(config, KafkaFailure) or config is None:
             skipped[topic] = f"topic config unreadable: {config}"
             continue
-        policy = [p.strip() for p in config.get("cleanup.policy", "delete").split(",")]
-        if "compact" in policy:
+        if topic_rules.is_compacted(config):
             compacted.append(topic)
-            delete_retention.append((topic, int(config.get("delete.retention.ms", "86400000"))))
-        if "delete" in policy:
+            delete_retention.append((topic, topic_rules.delete_retention_ms(config)))
+        refusal = topic_rules.delete_refusal(topic, config)
+        if refusal is None:
             delete_topics.append(topic)
         else:
-            skipped[topic] = (
-                f"cleanup.policy={config.get('cleanup.policy')}: DeleteRecords "
-                "only works where cleanup.policy includes delete"
-            )
+            skipped[topic] = refusal
     parts = admin.topic_partitions(delete_topics + [t for t in compacted if t not in delete_topics])
     partitions: dict[str, list[int]] = {}
     for topic, found in parts.items():

@@ -1,7 +1,12 @@
-"""End-to-end fixtures: one operator process for the session, watching `e2e-*` namespaces."""
+"""End-to-end fixtures: one operator process for the session, watching `e2e-*` namespaces.
+
+KAFKA_RETENTION_E2E_PREFIX changes `e2e` to another prefix, so two test sessions can share
+one running stack (`make dev-up`) without their operators acting on each other's objects.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,11 +16,13 @@ from devstack.stack import Stack
 from tests.conftest import _slug
 from tests.support import OperatorProcess
 
+PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e")
+
 
 @pytest.fixture(scope="session")
 def operator(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    proc = OperatorProcess(stack, ["e2e-*"], log).start()
+    proc = OperatorProcess(stack, [f"{PREFIX}-*"], log).start()
     yield proc
     code = proc.stop()
     assert code == 0, f"operator exited {code}; log: {log}"
@@ -25,7 +32,7 @@ def operator(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def e2e_ns(
     stack: Stack, operator: OperatorProcess, request: pytest.FixtureRequest
 ) -> Iterator[str]:
-    ns = f"e2e-{_slug(request)}"[:63].rstrip("-")
+    ns = f"{PREFIX}-{_slug(request)}"[:63].rstrip("-")
     stack.kubectl("create", "namespace", ns)
     yield ns
     # Without a controller-manager a deleted namespace keeps its objects: delete the

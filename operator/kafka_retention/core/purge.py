@@ -21,7 +21,6 @@ BeforeKind = Literal["timestamp", "committedBy", "highWatermark"]
 # scripts and searches find it.
 OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
-POLICY_VIOLATION = "POLICY_VIOLATION"
 
 
 @dataclass(frozen=True)

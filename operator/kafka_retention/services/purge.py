@@ -21,7 +21,6 @@ from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.purge import (
-    POLICY_VIOLATION,
     UNKNOWN_TOPIC_OR_PARTITION,
     PartitionPlan,
     PlanInput,
@@ -31,6 +30,8 @@ from kafka_retention.core.purge import (
     recheck,
 )
 from kafka_retention.core.specs import SpecError
+from kafka_retention.core.topics import POLICY_VIOLATION, delete_refusal
+from kafka_retention.services.cutting import delete_and_verify
 from kafka_retention.services.fresh import raise_if_retriable, read_facts
 from kafka_retention.services.ports import KafkaPlanner, StatusStore
 
@@ -221,12 +222,9 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
             raise_if_retriable(config)
             given.topic_errors[topic] = str(config)
             continue
-        policy = config.get("cleanup.policy", "delete")
-        if "delete" not in [p.strip() for p in policy.split(",")]:
-            given.topic_errors[topic] = (
-                f"{POLICY_VIOLATION}: topic {topic} has cleanup.policy={policy}; Kafka only "
-                "deletes records from topics whose cleanup.policy includes delete"
-            )
+        refusal = delete_refusal(topic, config)
+        if refusal is not None:
+            given.topic_errors[topic] = refusal
     tps: list[TopicPartition] = []
     for cut in request.partitions:
         known = given.topic_partitions.get(cut.tp.topic)
@@ -357,23 +355,14 @@ def _execute(
             _purged(e, facts.log_start)  # nothing left to do: done before, or a no-op
         else:
             cuts[tp] = safe.target
-    results = kafka.delete_records(cuts)
-    verified = kafka.offsets(list(cuts), "earliest") if cuts else {}
-    for tp, target in cuts.items():
-        e, result = pending[tp], results.get(tp)
-        if isinstance(result, KafkaFailure):
-            _failed(e, result)
-            continue
-        after = verified.get(tp)
-        if isinstance(after, int) and after >= target:
-            _purged(e, after)
+    for tp, applied in delete_and_verify(kafka, cuts).items():
+        e = pending[tp]
+        if applied.failure is not None:
+            _failed(e, applied.failure)
+        elif applied.done and applied.log_start_after is not None:
+            _purged(e, applied.log_start_after)
         else:
-            # The call succeeded but the log start has not been read back at the cut yet
-            # (a follower lagging); look again on the next run rather than claim success.
-            e |= {
-                "state": str(State.RETRYING),
-                "error": f"low watermark read back as {after}, expected {target}",
-            }
+            e |= {"state": str(State.RETRYING), "error": applied.unverified}
     return entries
 
 

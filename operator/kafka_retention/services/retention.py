@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
+from kafka_retention.adapters.kafka import KafkaUnavailable
 from kafka_retention.adapters.kube import SecretUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
@@ -23,6 +23,7 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.cutting import delete_and_verify
 from kafka_retention.services.fresh import read_facts
 from kafka_retention.services.ports import KafkaCutter, StatusStore
 
@@ -298,19 +299,18 @@ def _delete(
     """(log start before, after) per partition; dry runs and failures move nothing."""
     if dry_run or not cuts:
         return {tp: (b, b) for tp, (b, _) in cuts.items()}, []
-    results = kafka.delete_records({tp: target for tp, (_, target) in cuts.items()})
-    verified = kafka.offsets(list(cuts), "earliest")
     out: dict[TopicPartition, tuple[int, int]] = {}
     failures = []
+    applied = delete_and_verify(kafka, {tp: target for tp, (_, target) in cuts.items()})
     for tp, (before, _) in cuts.items():
-        result, after = results.get(tp), verified.get(tp)
-        if isinstance(result, KafkaFailure):
-            failures.append(f"{tp}: {result}")
+        result = applied[tp]
+        if result.failure is not None:
+            failures.append(f"{tp}: {result.failure}")
             out[tp] = (before, before)
-        elif isinstance(after, int):
-            out[tp] = (before, after)
+        elif result.log_start_after is not None:
+            out[tp] = (before, result.log_start_after)
         else:
-            failures.append(f"{tp}: log start not read back: {after}")
+            failures.append(f"{tp}: {result.unverified}")
             out[tp] = (before, before)
     return out, failures
 
