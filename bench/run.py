@@ -27,7 +27,7 @@ from devstack import paths
 from devstack.stack import Stack
 from kafka_retention.adapters.spark import local_session
 from kafka_retention.core.policy import RetentionRules
-from kafka_retention.core.policy_spec import TopicSelector
+from kafka_retention.core.policy_spec import PolicySpec, TopicSelector
 from retention_jobs import plan_job, scans
 from retention_jobs.request import Connection, PlanRequest, Scans
 
@@ -103,12 +103,16 @@ def bench_planning(
     prefix = f"bench{label}-{RUN}"
     say(f"creating {topics} x {per_topic} partitions for the {label} planning run")
     make_partitions(admin, bootstrap, prefix, topics, per_topic)
-    request = PlanRequest(
-        Connection(bootstrap),
+    policy = PolicySpec(
+        bootstrap,
+        None,
         TopicSelector(pattern=f"{prefix}-.*"),
         RetentionRules(consumed_groups=GROUPS, watched_groups=GROUPS),
-        int(time.time() * 1000),
-        Scans(time_lag=False, unconsumed=False),
+        300_000,
+        dry_run=True,
+    )
+    request = PlanRequest.for_policy(
+        policy, {}, int(time.time() * 1000), Scans(time_lag=False, unconsumed=False)
     )
     spark = local_session()
     plan_job.run(spark, request)  # warm-up: Python workers, JIT

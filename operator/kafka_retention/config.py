@@ -1,8 +1,9 @@
-"""Operator-wide configuration from `kafka-retention run` flags (or their env variables)."""
+"""Operator-wide configuration, built once from `kafka-retention run` flags and handed to
+the handlers through Kopf's memo (never a mutable global)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from kafka_retention import __version__
@@ -23,4 +24,20 @@ class SparkConfig:
     token_file: str | None = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105
 
 
-current = SparkConfig()
+@dataclass(frozen=True)
+class SchedulingConfig:
+    # Batches (one per cluster) that run at once; each is one thread while it runs.
+    workers: int = 4
+    # Policies of one batch applied at once after planning (fresh re-check, delete).
+    apply_workers: int = 4
+    # Policies due within this many seconds of each other join the same batch.
+    batch_window_s: float = 5.0
+    # Batches whose partitions (the union over their policies) stay within this are
+    # planned in the operator process; larger ones go to Spark (BENCHMARKS.md).
+    in_process_max_partitions: int = 2_000
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 RECORDS_DELETED = Counter(
     "kafka_retention_records_deleted_total",
@@ -44,4 +44,26 @@ RUN_FAILURES = Counter(
     "kafka_retention_run_failures_total",
     "Policy runs that could not complete (Kafka unreachable, Secret missing, ...).",
     ["namespace", "name", "reason"],
+)
+
+# --- the RetentionPolicy scheduler -------------------------------------------------------
+
+POLICIES = Gauge("kafka_retention_policies", "RetentionPolicies the operator schedules.")
+QUEUE_DEPTH = Gauge(
+    "kafka_retention_scheduler_queue_depth", "RetentionPolicies due to run and not running yet."
+)
+RUNNING = Gauge("kafka_retention_scheduler_running", "RetentionPolicies running now.")
+LATE = Gauge(
+    "kafka_retention_policies_late",
+    "RetentionPolicies waiting longer than their slack past their due time.",
+)
+LATENESS = Histogram(
+    "kafka_retention_policy_start_lateness_seconds",
+    "How long after its due time a policy run started.",
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
+BATCH_SIZE = Histogram(
+    "kafka_retention_batch_policies",
+    "Policies planned together in one batch (one cluster, one tick).",
+    buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
 )

@@ -7,7 +7,7 @@ fails the task and so the run: a plan is never built from a partial picture.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
 from kafka_retention.core.facts import TopicPartition
@@ -49,12 +49,12 @@ def read_offsets(
 
 
 def read_commits(
-    groups: Iterable[str], conn: Connection, partitions: dict[str, list[int]]
+    groups: Iterable[str], conn: Connection, partitions: Mapping[str, Mapping[str, list[int]]]
 ) -> Iterator[CommitRow]:
-    """One admin call per group (the API takes one group at a time): committed offsets
-    on every selected partition, None where the group has none."""
-    tps = [TopicPartition(t, p) for t, parts in partitions.items() for p in parts]
+    """One admin call per group (the API takes one group at a time): committed offsets on
+    the partitions of the policies that name the group, None where it has none."""
     admin = KafkaAdmin(conn.bootstrap_servers, conn.client_config)
     for group in groups:
+        tps = [TopicPartition(t, p) for t, parts in partitions[group].items() for p in parts]
         for tp, offset in admin.committed(group, tps).items():
             yield group, tp.topic, tp.partition, offset

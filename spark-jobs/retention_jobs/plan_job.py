@@ -10,7 +10,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -40,64 +40,100 @@ def _quiet(_: str) -> None:
 
 
 def run(spark: SparkSession, request: PlanRequest, progress: Progress = _quiet) -> PlanResult:
-    conn = request.connection
-    admin = KafkaAdmin(conn.bootstrap_servers, conn.client_config)
-    selected = request.topics.select(admin.topic_names())
-    configs = admin.topic_configs(selected)
-    skipped: dict[str, str] = {}
-    delete_topics, compacted = [], []
+    """The plan of a request of one policy (the `plan` command, tests)."""
+    (result,) = run_batch(spark, request, progress).values()
+    return result
+
+
+@dataclass
+class _Topics:
+    """What the cluster says about the union of the policies' topics."""
+
+    selected: dict[str, list[str]]  # policy id -> topics it matches
+    partitions: dict[str, list[int]]  # every topic that can be read
+    deletable: list[str]  # cleanup.policy includes delete
+    compacted: list[str]
+    delete_retention: list[tuple[str, int]]
+    problems: dict[str, str]  # topic -> why it is not planned
+
+
+def _read_topics(admin: KafkaAdmin, request: PlanRequest) -> _Topics:
+    names = admin.topic_names()
+    selected = {p.id: p.topics.select(names) for p in request.policies}
+    union = sorted({t for topics in selected.values() for t in topics})
+    configs = admin.topic_configs(union)
+    problems: dict[str, str] = {}
+    deletable, compacted = [], []
     delete_retention: list[tuple[str, int]] = []
-    for topic in selected:
+    for topic in union:
         config = configs.get(topic)
         if isinstance(config, KafkaFailure) or config is None:
-            skipped[topic] = f"topic config unreadable: {config}"
+            problems[topic] = f"topic config unreadable: {config}"
             continue
         if topic_rules.is_compacted(config):
             compacted.append(topic)
             delete_retention.append((topic, topic_rules.delete_retention_ms(config)))
         refusal = topic_rules.delete_refusal(topic, config)
         if refusal is None:
-            delete_topics.append(topic)
+            deletable.append(topic)
         else:
-            skipped[topic] = refusal
-    parts = admin.topic_partitions(delete_topics + [t for t in compacted if t not in delete_topics])
+            problems[topic] = refusal
     partitions: dict[str, list[int]] = {}
-    for topic, found in parts.items():
+    for topic, found in admin.topic_partitions(sorted(set(deletable) | set(compacted))).items():
         if isinstance(found, KafkaFailure):
             if found.retriable:
                 raise KafkaUnavailable(str(found))
-            skipped[topic] = str(found)
+            problems[topic] = str(found)
         else:
             partitions[topic] = found
-    sc = spark.sparkContext
-    tps = [(t, p) for t in delete_topics if t in partitions for p in partitions[t]]
-    progress(
-        f"{len(selected)} topics matched, {len(tps)} partitions to plan, "
-        f"{len(request.rules.groups())} groups"
-    )
+    return _Topics(selected, partitions, deletable, compacted, delete_retention, problems)
 
-    times = request.rules.lookup_times(request.now_ms)
-    slices = max(1, math.ceil(len(tps) / PARTITIONS_PER_TASK))
+
+def run_batch(
+    spark: SparkSession, request: PlanRequest, progress: Progress = _quiet
+) -> dict[str, PlanResult]:
+    """Plan every policy of the request in one job: offsets and committed offsets are read
+    once over the union of their partitions, then each policy's rules cut its own rows."""
+    conn = request.connection
+    admin = KafkaAdmin(conn.bootstrap_servers, conn.client_config)
+    topics = _read_topics(admin, request)
+    sc = spark.sparkContext
+    planned_topics = [t for t in topics.deletable if t in topics.partitions]
+    tps = [(t, p) for t in planned_topics for p in topics.partitions[t]]
+    groups = list(request.groups())
+    progress(
+        f"{len(request.policies)} policies, {len(planned_topics)} topics, "
+        f"{len(tps)} partitions to plan, {len(groups)} groups"
+    )
     offsets = (
-        sc.parallelize(tps, slices)
-        .mapPartitions(partial(extract.read_offsets, conn=conn, times=times))
+        sc.parallelize(tps, max(1, math.ceil(len(tps) / PARTITIONS_PER_TASK)))
+        .mapPartitions(partial(extract.read_offsets, conn=conn, times=request.lookup_times()))
         .toDF(schemas.OFFSETS)
     )
-    groups = list(request.rules.groups())
-    planned = {t: partitions[t] for t in delete_topics if t in partitions}
+    # Each group's commits are read on the partitions of the policies that name it.
+    group_partitions: dict[str, dict[str, list[int]]] = {g: {} for g in groups}
+    membership: list[tuple[str, str]] = []
+    for policy in request.policies:
+        mine = [t for t in topics.selected[policy.id] if t in planned_topics]
+        membership += [(policy.id, t) for t in mine]
+        for g in policy.rules.groups():
+            group_partitions[g].update({t: topics.partitions[t] for t in mine})
     commits = (
         sc.parallelize(groups, max(1, len(groups)))
-        .mapPartitions(partial(extract.read_commits, conn=conn, partitions=planned))
+        .mapPartitions(partial(extract.read_commits, conn=conn, partitions=group_partitions))
         .toDF(schemas.COMMITS)
     )
-    plan = transforms.plan(
-        transforms.facts(offsets, commits), request.rules, request.now_ms
-    ).cache()
+    members = spark.createDataFrame(membership, "policy string, topic string")
+    facts = transforms.facts(offsets, commits).join(members, "topic")
+    rules = {p.id: p.rules for p in request.policies}
+    plan = transforms.plan_policies(facts, rules, request.now_ms).cache()
     progress("reading offsets and committed offsets on executors; computing cuts")
-    to_size = [
-        (r.topic, r.partition, r.logStartOffset, r.highWatermark)
-        for r in plan.where("recordsToDelete > 0").collect()
-    ]
+    to_size = sorted(
+        {
+            (r.topic, r.partition, r.logStartOffset, r.highWatermark)
+            for r in plan.where("recordsToDelete > 0").collect()
+        }
+    )
     progress(f"sampling record sizes at the log start of {len(to_size)} partitions")
     sizes = _scan(
         spark,
@@ -106,51 +142,82 @@ def run(spark: SparkSession, request: PlanRequest, progress: Progress = _quiet) 
         schemas.SIZES,
     )
     plan = transforms.with_bytes_estimate(plan, sizes)
-
     if groups and (request.scans.time_lag or request.scans.unconsumed):
-        group_rows = transforms.group_rows(plan).collect()
-        lag_items = [
-            (g.topic, g.partition, g.group, g.committedOffset, g.highWatermark)
-            for g in group_rows
-            if request.scans.time_lag and g.committedOffset is not None
-        ]
-        lost_items = [
-            (
-                g.topic,
-                g.partition,
-                g.group,
-                max(g.logStartOffset, g.committedOffset or 0),
-                g.targetOffset,
-            )
-            for g in group_rows
-            if request.scans.unconsumed and g.unconsumedToDelete > 0
-        ]
-        progress(
-            f"scanning records: {len(lag_items)} group time lags, "
-            f"{len(lost_items)} unconsumed ranges"
-        )
-        lags = _scan(
-            spark,
-            lag_items,
-            partial(scans.time_lags, conn=conn, now_ms=request.now_ms),
-            schemas.LAGS,
-        )
-        lost = _scan(
-            spark,
-            lost_items,
-            partial(scans.unconsumed, conn=conn, key_sample=request.scans.key_sample),
-            schemas.UNCONSUMED,
-        )
-        plan = transforms.with_group_scans(plan, lags, lost)
+        plan = _group_scans(spark, request, plan, progress)
 
     rows = [r.asDict(recursive=True) for r in plan.orderBy("topic", "partition").collect()]
     tombstones: list[dict[str, Any]] = []
-    if request.scans.tombstones and compacted:
-        tombstones = _tombstones(
-            spark, request, admin, compacted, partitions, delete_retention, progress
+    if request.scans.tombstones and topics.compacted:
+        tombstones = _tombstones(spark, request, admin, topics, progress)
+    progress(f"planned {len(rows)} rows")
+    out: dict[str, PlanResult] = {}
+    for policy in request.policies:
+        matched = set(topics.selected[policy.id])
+        out[policy.id] = PlanResult(
+            [
+                {k: v for k, v in r.items() if k != "policy"}
+                for r in rows
+                if r["policy"] == policy.id
+            ],
+            {t: why for t, why in topics.problems.items() if t in matched},
+            [r for r in tombstones if r["topic"] in matched],
         )
-    progress(f"planned {len(rows)} partitions")
-    return PlanResult(rows, skipped, tombstones)
+    return out
+
+
+def _group_scans(
+    spark: SparkSession, request: PlanRequest, plan: DataFrame, progress: Progress
+) -> DataFrame:
+    conn = request.connection
+    group_rows = transforms.group_rows(plan).collect()
+    # A time lag belongs to a partition and group, whatever policy asks for it.
+    lag_items = sorted(
+        {
+            (g.topic, g.partition, g.group, g.committedOffset, g.highWatermark)
+            for g in group_rows
+            if request.scans.time_lag and g.committedOffset is not None
+        }
+    )
+    lost_items = [
+        (
+            g.policy,
+            g.topic,
+            g.partition,
+            g.group,
+            max(g.logStartOffset, g.committedOffset or 0),
+            g.targetOffset,
+        )
+        for g in group_rows
+        if request.scans.unconsumed and g.unconsumedToDelete > 0
+    ]
+    progress(
+        f"scanning records: {len(lag_items)} group time lags, {len(lost_items)} unconsumed ranges"
+    )
+    lags = _scan(
+        spark,
+        lag_items,
+        partial(scans.time_lags, conn=conn, now_ms=request.now_ms),
+        schemas.LAGS,
+    )
+    lost = _scan(
+        spark,
+        lost_items,
+        partial(_unconsumed_per_policy, conn=conn, key_sample=request.scans.key_sample),
+        f"policy string, {schemas.UNCONSUMED}",
+    )
+    return transforms.with_group_scans(plan, lags, lost)
+
+
+def _unconsumed_per_policy(
+    items: Iterable[tuple[str, str, int, str, int, int]], conn: Connection, key_sample: int
+) -> Iterator[tuple[Any, ...]]:
+    """scans.unconsumed, per policy: two policies may cut one partition differently."""
+    by_policy: dict[str, list[tuple[str, int, str, int, int]]] = {}
+    for policy, topic, partition, group, start, end in items:
+        by_policy.setdefault(policy, []).append((topic, partition, group, start, end))
+    for policy, ranges in by_policy.items():
+        for row in scans.unconsumed(ranges, conn, key_sample):
+            yield (policy, *row)
 
 
 def _scan(spark: SparkSession, items: list[Any], fn: Callable[..., Any], schema: str) -> DataFrame:
@@ -165,14 +232,12 @@ def _tombstones(
     spark: SparkSession,
     request: PlanRequest,
     admin: KafkaAdmin,
-    compacted: list[str],
-    partitions: dict[str, list[int]],
-    delete_retention: list[tuple[str, int]],
+    topics: _Topics,
     progress: Progress,
 ) -> list[dict[str, Any]]:
     from kafka_retention.core.facts import TopicPartition
 
-    tps = [TopicPartition(t, p) for t in compacted for p in partitions.get(t, [])]
+    tps = [TopicPartition(t, p) for t in topics.compacted for p in topics.partitions.get(t, [])]
     starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
     items = [
         (tp.topic, tp.partition, starts[tp], ends[tp])
@@ -183,10 +248,14 @@ def _tombstones(
     scanned = _scan(
         spark,
         items,
-        partial(scans.tombstones, conn=request.connection, oldest_kept=request.scans.key_sample),
+        partial(
+            scans.tombstones, conn=request.connection, oldest_kept=request.scans.tombstone_sample
+        ),
         schemas.TOMBSTONES,
     )
-    retention = spark.createDataFrame(delete_retention, "topic string, deleteRetentionMs long")
+    retention = spark.createDataFrame(
+        topics.delete_retention, "topic string, deleteRetentionMs long"
+    )
     aged = transforms.tombstone_ages(scanned, retention, request.now_ms)
     return [r.asDict(recursive=True) for r in aged.orderBy("topic", "partition").collect()]
 
@@ -194,6 +263,14 @@ def _tombstones(
 def load(result: PlanResult, output: Path) -> None:
     """JSON lines: one plan row per partition, then skipped topics and tombstone rows."""
     output.write_text(sinks.to_json_lines(result.rows, result.skipped, result.tombstones))
+
+
+def batch_lines(results: dict[str, PlanResult]) -> str:
+    """A batch's plans as JSON lines, each line naming its policy (sinks.by_policy)."""
+    return "".join(
+        sinks.to_json_lines(r.rows, r.skipped, r.tombstones, policy=pid)
+        for pid, r in sorted(results.items())
+    )
 
 
 def _request_text(where: str, namespace: str | None) -> str:
@@ -225,10 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         help="Secret (in --namespace) of librdkafka client properties",
     )
     parser.add_argument(
-        "--owner-reference",
+        "--owner-references",
         type=json.loads,
         default=None,
-        help="ownerReference (JSON) for the sink ConfigMaps",
+        help="ownerReferences (a JSON list) for the sink ConfigMaps",
     )
     args = parser.parse_args(argv)
     request = PlanRequest.from_json(_request_text(args.request, args.namespace))
@@ -239,14 +316,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     spark = SparkSession.builder.appName("kafka-retention-plan").getOrCreate()
     try:
-        result = run(spark, request, progress=lambda m: print(m, file=sys.stderr, flush=True))
+        results = run_batch(
+            spark, request, progress=lambda m: print(m, file=sys.stderr, flush=True)
+        )
     finally:
         spark.stop()
+    payload = batch_lines(results)
     if args.output is not None:
-        load(result, args.output)
+        args.output.write_text(payload)
     else:
-        payload = sinks.to_json_lines(result.rows, result.skipped, result.tombstones)
-        sinks.write_configmaps(args.sink_configmaps, args.namespace, payload, args.owner_reference)
+        sinks.write_configmaps(args.sink_configmaps, args.namespace, payload, args.owner_references)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -28,14 +29,26 @@ class Scans:
     unconsumed: bool = True
     tombstones: bool = False
     key_sample: int = 10  # keys (and offsets) kept per group and partition
+    tombstone_sample: int = 10  # oldest tombstones (offset, time) kept per partition
     size_sample: int = 20  # records read at each log start to estimate bytes
 
 
 @dataclass(frozen=True)
-class PlanRequest:
-    connection: Connection
+class PolicyRequest:
+    """One policy of a batch: its id (namespace/name in the operator), topics and rules."""
+
+    id: str
     topics: TopicSelector
     rules: RetentionRules
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Plan a batch of policies on one cluster in one job, over the union of their
+    partitions; each policy still gets its own plan, decided by the planning core."""
+
+    connection: Connection
+    policies: tuple[PolicyRequest, ...]
     now_ms: int
     scans: Scans = field(default_factory=Scans)
 
@@ -46,14 +59,34 @@ class PlanRequest:
         client_config: dict[str, str],
         now_ms: int,
         scans: Scans | None = None,
+        policy_id: str = "policy",
+    ) -> PlanRequest:
+        """A batch of one (the `plan` command, tests)."""
+        return cls.for_policies(
+            policy.bootstrap_servers, client_config, {policy_id: policy}, now_ms, scans
+        )
+
+    @classmethod
+    def for_policies(
+        cls,
+        bootstrap_servers: str,
+        client_config: dict[str, str],
+        policies: Mapping[str, PolicySpec],
+        now_ms: int,
+        scans: Scans | None = None,
     ) -> PlanRequest:
         return cls(
-            Connection(policy.bootstrap_servers, client_config),
-            policy.topics,
-            policy.rules,
+            Connection(bootstrap_servers, client_config),
+            tuple(PolicyRequest(pid, p.topics, p.rules) for pid, p in sorted(policies.items())),
             now_ms,
             scans or Scans(),
         )
+
+    def groups(self) -> tuple[str, ...]:
+        return tuple(sorted({g for p in self.policies for g in p.rules.groups()}))
+
+    def lookup_times(self) -> tuple[int, ...]:
+        return tuple(sorted({t for p in self.policies for t in p.rules.lookup_times(self.now_ms)}))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -61,18 +94,24 @@ class PlanRequest:
     @classmethod
     def from_json(cls, text: str) -> PlanRequest:
         raw: dict[str, Any] = json.loads(text)
-        topics = raw["topics"]
-        rules = raw["rules"]
         return cls(
             Connection(**raw["connection"]),
-            TopicSelector(tuple(topics["names"]), topics["pattern"], tuple(topics["exclude"])),
-            RetentionRules(
-                consumed_groups=tuple(rules["consumed_groups"]),
-                min_retention_ms=rules["min_retention_ms"],
-                delete_before_ms=rules["delete_before_ms"],
-                max_retention_ms=rules["max_retention_ms"],
-                watched_groups=tuple(rules["watched_groups"]),
-            ),
+            tuple(_policy_from(p) for p in raw["policies"]),
             raw["now_ms"],
             Scans(**raw["scans"]),
         )
+
+
+def _policy_from(raw: Mapping[str, Any]) -> PolicyRequest:
+    topics, rules = raw["topics"], raw["rules"]
+    return PolicyRequest(
+        raw["id"],
+        TopicSelector(tuple(topics["names"]), topics["pattern"], tuple(topics["exclude"])),
+        RetentionRules(
+            consumed_groups=tuple(rules["consumed_groups"]),
+            min_retention_ms=rules["min_retention_ms"],
+            delete_before_ms=rules["delete_before_ms"],
+            max_retention_ms=rules["max_retention_ms"],
+            watched_groups=tuple(rules["watched_groups"]),
+        ),
+    )

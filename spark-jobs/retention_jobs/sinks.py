@@ -5,43 +5,54 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka_retention.core.spark_runs import sink_configmaps
 
 
 def to_json_lines(
-    rows: list[dict[str, Any]], skipped: Mapping[str, str], tombstones: list[dict[str, Any]]
+    rows: list[dict[str, Any]],
+    skipped: Mapping[str, str],
+    tombstones: list[dict[str, Any]],
+    policy: str | None = None,
 ) -> str:
-    lines = [json.dumps({"kind": "partition", **r}) for r in rows]
+    """One JSON line per plan row, skipped topic and tombstone row; with `policy`, each
+    line names the policy of a batch it belongs to."""
+    tag = {} if policy is None else {"policy": policy}
+    lines = [json.dumps({"kind": "partition", **tag, **r}) for r in rows]
     lines += [
-        json.dumps({"kind": "skipped", "topic": t, "reason": why})
+        json.dumps({"kind": "skipped", **tag, "topic": t, "reason": why})
         for t, why in sorted(skipped.items())
     ]
-    lines += [json.dumps({"kind": "tombstones", **r}) for r in tombstones]
+    lines += [json.dumps({"kind": "tombstones", **tag, **r}) for r in tombstones]
     return "".join(line + "\n" for line in lines)
 
 
-def from_json_lines(
-    payload: str,
-) -> tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]]]:
+PlanParts = tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]]]
+
+
+def from_json_lines(payload: str) -> PlanParts:
     """Rows, skipped topics and tombstone rows back from to_json_lines' output."""
-    rows: list[dict[str, Any]] = []
-    skipped: dict[str, str] = {}
-    tombstones: list[dict[str, Any]] = []
+    return by_policy(payload).get("", ([], {}, []))
+
+
+def by_policy(payload: str) -> dict[str, PlanParts]:
+    """A batch's lines back, per policy (lines without a policy under "")."""
+    out: dict[str, PlanParts] = {}
     for line in payload.splitlines():
         if not line.strip():
             continue
         item = json.loads(line)
         kind = item.pop("kind")
+        rows, skipped, tombstones = out.setdefault(item.pop("policy", ""), ([], {}, []))
         if kind == "partition":
             rows.append(item)
         elif kind == "skipped":
             skipped[item["topic"]] = item["reason"]
         elif kind == "tombstones":
             tombstones.append(item)
-    return rows, skipped, tombstones
+    return out
 
 
 def _core_api() -> Any:
@@ -73,14 +84,18 @@ def read_secret_data(namespace: str, name: str) -> dict[str, str]:
 
 
 def write_configmaps(
-    run: str, namespace: str, payload: str, owner: Mapping[str, Any] | None, api: Any = None
+    run: str,
+    namespace: str,
+    payload: str,
+    owners: Sequence[Mapping[str, Any]] | None,
+    api: Any = None,
 ) -> int:
     """Create (or replace) the run's plan ConfigMaps; returns how many were written."""
     from kubernetes.client.exceptions import ApiException
 
     if api is None:
         api = _core_api()
-    objects = sink_configmaps(run, namespace, payload, owner)
+    objects = sink_configmaps(run, namespace, payload, owners=owners or ())
     for obj in objects:  # parts first, the manifest last
         try:
             api.create_namespaced_config_map(namespace, obj)

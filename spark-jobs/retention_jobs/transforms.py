@@ -31,13 +31,14 @@ def facts(offsets: DataFrame, commits: DataFrame) -> DataFrame:
 
 
 def _cut(
+    policy: str,
     topic: str,
     partition: int,
     log_start: int | None,
     hw: int | None,
     time_offsets: Mapping[int, int | None] | None,
     committed: Mapping[str, int | None] | None,
-    rules: RetentionRules,
+    rules_by_policy: Mapping[str, RetentionRules],
     now_ms: int,
 ) -> tuple[Any, ...] | None:
     if log_start is None or hw is None:
@@ -50,7 +51,7 @@ def _cut(
             dict(committed or {}),
             dict(time_offsets or {}),
         ),
-        rules,
+        rules_by_policy[policy],
         now_ms,
     )
     return (
@@ -64,12 +65,30 @@ def _cut(
 
 
 def plan(facts_df: DataFrame, rules: RetentionRules, now_ms: int) -> DataFrame:
-    """The cut of every partition, by the planning core."""
-    cut_udf = F.udf(partial(_cut, rules=rules, now_ms=now_ms), _CUT, useArrow=False)
+    """The cut of every partition for one policy, by the planning core."""
+    one = facts_df.withColumn("policy", F.lit(""))
+    return plan_policies(one, {"": rules}, now_ms).drop("policy")
+
+
+def plan_policies(
+    facts_df: DataFrame, rules_by_policy: Mapping[str, RetentionRules], now_ms: int
+) -> DataFrame:
+    """The cut of every (policy, partition) row, each by its own policy's rules: many
+    policies planned in one job over the union of their partitions."""
+    cut_udf = F.udf(
+        partial(_cut, rules_by_policy=dict(rules_by_policy), now_ms=now_ms), _CUT, useArrow=False
+    )
     cut: Column = cut_udf(
-        "topic", "partition", "logStartOffset", "highWatermark", "timeOffsets", "committed"
+        "policy",
+        "topic",
+        "partition",
+        "logStartOffset",
+        "highWatermark",
+        "timeOffsets",
+        "committed",
     )
     return facts_df.withColumn("cut", cut).select(
+        "policy",
         *KEY,
         "logStartOffset",
         "highWatermark",
@@ -99,12 +118,18 @@ def with_bytes_estimate(plan_df: DataFrame, sizes: DataFrame) -> DataFrame:
     )
 
 
+def _row_key(plan_df: DataFrame) -> list[str]:
+    """A plan row is one partition, or one (policy, partition) when policies share a job."""
+    return ["policy", *KEY] if "policy" in plan_df.columns else KEY
+
+
 def group_rows(plan_df: DataFrame) -> DataFrame:
     """One row per (partition, watched group), for the group scans."""
+    key = _row_key(plan_df)
     return plan_df.select(
-        *KEY, "logStartOffset", "highWatermark", "targetOffset", F.explode("groups").alias("g")
+        *key, "logStartOffset", "highWatermark", "targetOffset", F.explode("groups").alias("g")
     ).select(
-        *KEY,
+        *key,
         "logStartOffset",
         "highWatermark",
         "targetOffset",
@@ -115,11 +140,13 @@ def group_rows(plan_df: DataFrame) -> DataFrame:
 
 
 def with_group_scans(plan_df: DataFrame, lags: DataFrame, lost: DataFrame) -> DataFrame:
-    """Fold the scans back into each partition's groups array (sorted by group)."""
+    """Fold the scans back into each partition's groups array (sorted by group). Time lags
+    belong to a partition and group; what a cut loses also depends on the policy's cut."""
+    key = _row_key(plan_df)
     per_group = (
-        group_rows(plan_df).join(lags, [*KEY, "group"], "left").join(lost, [*KEY, "group"], "left")
+        group_rows(plan_df).join(lags, [*KEY, "group"], "left").join(lost, [*key, "group"], "left")
     )
-    groups = per_group.groupBy(*KEY).agg(
+    groups = per_group.groupBy(*key).agg(
         F.sort_array(
             F.collect_list(
                 F.struct(
@@ -135,7 +162,7 @@ def with_group_scans(plan_df: DataFrame, lags: DataFrame, lost: DataFrame) -> Da
     )
     return (
         plan_df.drop("groups")
-        .join(groups, KEY, "left")
+        .join(groups, key, "left")
         .withColumn("groups", F.coalesce("groups", F.array()))
     )
 

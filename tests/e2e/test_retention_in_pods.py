@@ -57,7 +57,15 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         stack,
         [namespace],
         tmp_path / "operator.log",
-        ("--spark-mode", "spark-operator", "--spark-image", "kafka-retention-operator:test"),
+        (
+            "--spark-mode",
+            "spark-operator",
+            "--spark-image",
+            "kafka-retention-operator:test",
+            # Plan even this tiny policy with Spark, as a large one would be.
+            "--in-process-max-partitions",
+            "0",
+        ),
     ).start()
     try:
         body = {
@@ -79,7 +87,7 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
             time.sleep(0.5)
         (app,) = apps
         name = app["metadata"]["name"]
-        assert name.startswith("kr-retentionpolicy-in-pods-g1-r")
+        assert name.startswith("kr-batch-")
         assert app["metadata"]["ownerReferences"][0]["uid"] == policy_uid
         assert app["spec"]["image"] == "kafka-retention-operator:test"
         assert log_starts(admin, topic, 2) == [0, 0]  # nothing before the plan exists
@@ -92,12 +100,13 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
             )
         )
         assert request.connection.client_config == {}  # secrets never go in ConfigMaps
-        result = plan_job.run(spark, request)
+        assert [p.id for p in request.policies] == [f"{namespace}/in-pods"]
+        results = plan_job.run_batch(spark, request)
         sinks.write_configmaps(
             args["--sink-configmaps"],
             namespace,
-            sinks.to_json_lines(result.rows, result.skipped, []),
-            json.loads(args["--owner-reference"]),
+            plan_job.batch_lines(results),
+            json.loads(args["--owner-references"]),
         )
         stack.kubectl(
             "patch",

@@ -159,7 +159,7 @@ def test_tombstone_inventory_on_a_compacted_topic(
         now_ms=now,
         topics={"names": [topic]},
         maxRetention="1d",
-        scans=Scans(tombstones=True, key_sample=2),
+        scans=Scans(tombstones=True, tombstone_sample=2),
     )
     assert topic in result.skipped  # compact-only: DeleteRecords cannot apply
     assert "cleanup.policy=compact" in result.skipped[topic]

@@ -12,11 +12,10 @@ import pytest
 from devstack.stack import Stack
 from kafka_retention.adapters import kube
 from kafka_retention.adapters.spark import KubernetesRuns, SparkOperatorRuns, read_plan
-from kafka_retention.core.policy import RetentionRules
-from kafka_retention.core.policy_spec import TopicSelector
-from kafka_retention.core.spark_runs import RUN_LABEL, Owner, RunSpec, SinkError
+from kafka_retention.core.policy_spec import parse_policy_spec
+from kafka_retention.core.spark_runs import RUN_LABEL, Owner, RunSpec, SinkError, run_name
 from retention_jobs import sinks
-from retention_jobs.request import Connection, PlanRequest
+from retention_jobs.request import PlanRequest
 from tests.support import install_spark_operator_crd
 
 
@@ -48,14 +47,21 @@ def owner_policy(stack: Stack, namespace: str) -> Owner:
 
 
 def run_spec(owner: Owner, namespace: str) -> RunSpec:
-    request = PlanRequest(
-        Connection("127.0.0.1:39091"),
-        TopicSelector(names=("t",)),
-        RetentionRules(max_retention_ms=86_400_000),
-        1_800_000_000_000,
+    policy = parse_policy_spec(
+        {
+            "cluster": {"bootstrapServers": "127.0.0.1:39091"},
+            "topics": {"names": ["t"]},
+            "maxRetention": "1d",
+        }
     )
+    request = PlanRequest.for_policy(policy, {}, 1_800_000_000_000, policy_id=f"{namespace}/t")
     return RunSpec(
-        owner, namespace, 1, "kafka-retention-operator:test", "default", request.to_json()
+        (owner,),
+        run_name("RetentionPolicy", "pipeline", 1),
+        namespace,
+        "kafka-retention-operator:test",
+        "default",
+        request.to_json(),
     )
 
 
@@ -82,8 +88,9 @@ def test_kubernetes_mode_creates_one_driver_pod_and_reports_it_unscheduled(
             "get", "configmap", f"{spec.name}-request", "-n", namespace, "-o", "json"
         ).stdout
     )
-    assert request["metadata"]["ownerReferences"][0]["uid"] == spec.owner.uid
-    assert json.loads(request["data"]["request.json"])["topics"]["names"] == ["t"]
+    assert request["metadata"]["ownerReferences"][0]["uid"] == spec.owners[0].uid
+    (policy,) = json.loads(request["data"]["request.json"])["policies"]
+    assert policy["topics"]["names"] == ["t"]
     state = runs.state(spec)
     assert state.phase == "Pending"
     assert not state.finished
@@ -113,7 +120,7 @@ def test_spark_operator_mode_creates_an_owned_application_and_surfaces_its_failu
     app = json.loads(
         stack.kubectl("get", "sparkapplication", spec.name, "-n", namespace, "-o", "json").stdout
     )
-    assert app["metadata"]["ownerReferences"][0]["uid"] == spec.owner.uid
+    assert app["metadata"]["ownerReferences"][0]["uid"] == spec.owners[0].uid
     assert app["spec"]["image"] == "kafka-retention-operator:test"
     assert runs.state(spec).phase == "Pending"
     assert runs.submit(spec) is False
@@ -155,7 +162,7 @@ def test_plan_comes_back_through_configmaps_and_a_missing_part_is_refused(
     ]  # about 2 MB: three parts
     payload = sinks.to_json_lines(rows, {"c": "compact"}, [])
     run = "kr-test-sink-g1"
-    written = sinks.write_configmaps(run, namespace, payload, owner.reference())
+    written = sinks.write_configmaps(run, namespace, payload, [owner.reference()])
     assert written >= 3
     assert read_plan(namespace, run) == payload
     stack.kubectl("delete", "configmap", f"{run}-plan-0001", "-n", namespace)

@@ -1,19 +1,19 @@
-"""The RetentionPolicy service with an in-memory Kafka and planner: safety of every run."""
+"""RetentionPolicy runs with an in-memory Kafka that answers as Kafka does: batches,
+the fresh re-check, overlapping policies, failures, and what status says."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
-from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.policy import plan_partition
-from kafka_retention.core.policy_spec import PolicySpec
-from kafka_retention.services import retention as service
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
+from kafka_retention.services import retention_run
+from kafka_retention.services.policy_batches import Due, Environment, run_batch
+from kafka_retention.services.policy_planning import plan_in_process, select
+from kafka_retention.services.retention_run import PolicyRun, RunOutcome
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -21,75 +21,74 @@ T0 = TopicPartition("t", 0)
 
 
 class FakeKafka:
+    """Offsets, commits and configs in memory, with Kafka's answers: DeleteRecords past
+    the high watermark is OFFSET_OUT_OF_RANGE, on a compact-only topic POLICY_VIOLATION,
+    and at or below the log start changes nothing."""
+
     def __init__(self) -> None:
         self.logs: dict[TopicPartition, list[int]] = {}
         self.commits: dict[str, dict[TopicPartition, int]] = {}
-        self.times: dict[TopicPartition, dict[int, int | None]] = {}
+        self.times: dict[TopicPartition, dict[int, int]] = {}
+        self.configs: dict[str, dict[str, str]] = {}
         self.deletes: list[dict[TopicPartition, int]] = []
+        self.calls: list[str] = []
+        self.down = False
+
+    def _call(self, what: str) -> None:
+        self.calls.append(what)
+        if self.down:
+            raise KafkaUnavailable("_TRANSPORT: all brokers down")
+
+    def topic_names(self) -> list[str]:
+        self._call("topic_names")
+        return sorted({tp.topic for tp in self.logs} | set(self.configs))
+
+    def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
+        self._call("topic_partitions")
+        return {t: sorted(tp.partition for tp in self.logs if tp.topic == t) for t in topics}
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str] | KafkaFailure]:
+        self._call("topic_configs")
+        return {t: self.configs.get(t, {"cleanup.policy": "delete"}) for t in topics}
 
     def offsets(self, tps: Iterable[TopicPartition], kind: Any) -> dict[TopicPartition, int]:
+        self._call(f"offsets:{kind}")
         return {tp: self.logs[tp][0 if kind == "earliest" else 1] for tp in tps}
+
+    def offsets_for_timestamp(
+        self, tps: Iterable[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        self._call("offsets_for_timestamp")
+        return {tp: self.times.get(tp, {}).get(timestamp_ms, -1) for tp in tps}
 
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int | None]:
+        self._call(f"committed:{group}")
         return {tp: self.commits.get(group, {}).get(tp) for tp in tps}
+
+    def average_record_bytes(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]]
+    ) -> dict[TopicPartition, float]:
+        return dict.fromkeys(ranges, 100.0)
 
     def delete_records(
         self, cuts: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, int | KafkaFailure]:
+        self._call("delete_records")
         self.deletes.append(dict(cuts))
+        out: dict[TopicPartition, int | KafkaFailure] = {}
         for tp, off in cuts.items():
-            self.logs[tp][0] = max(self.logs[tp][0], off)
-        return {tp: self.logs[tp][0] for tp in cuts}
-
-
-@dataclass
-class FakePlan:
-    rows: list[dict[str, Any]]
-    skipped: dict[str, str] = field(default_factory=dict)
-
-
-def planner(kafka: FakeKafka, skipped: dict[str, str] | None = None) -> Any:
-    """Plans with the real core from the fake's facts, as the Spark job would."""
-
-    def plan(spec: PolicySpec, _config: dict[str, str], now_ms: int) -> FakePlan:
-        rows = []
-        for tp, (start, end) in sorted(kafka.logs.items()):
-            times = kafka.times.get(tp, {})
-            facts = PartitionFacts(
-                tp,
-                start,
-                end,
-                {g: kafka.commits.get(g, {}).get(tp) for g in spec.rules.groups()},
-                {t: times.get(t) for t in spec.rules.lookup_times(now_ms)},
-            )
-            cut = plan_partition(facts, spec.rules, now_ms)
-            rows.append(
-                {
-                    "topic": tp.topic,
-                    "partition": tp.partition,
-                    "logStartOffset": start,
-                    "highWatermark": end,
-                    "targetOffset": cut.target,
-                    "rule": cut.rule,
-                    "recordsToDelete": cut.records_to_delete,
-                    "bytesToDeleteEstimate": cut.records_to_delete * 100,
-                    "timeOffsets": dict(facts.offsets_for_times),
-                    "error": None,
-                    "groups": [
-                        {
-                            "group": g.group,
-                            "committedOffset": g.committed_offset,
-                            "unconsumedToDelete": g.unconsumed_to_delete,
-                        }
-                        for g in cut.groups
-                    ],
-                }
-            )
-        return FakePlan(rows, skipped or {})
-
-    return plan
+            start, end = self.logs[tp]
+            policy = self.configs.get(tp.topic, {}).get("cleanup.policy", "delete")
+            if "delete" not in policy:
+                out[tp] = KafkaFailure("POLICY_VIOLATION", "compact only", False)
+            elif off > end or off < -1:
+                out[tp] = KafkaFailure("OFFSET_OUT_OF_RANGE", f"{off} vs {end}", False)
+            else:
+                self.logs[tp][0] = max(start, end if off == -1 else off)
+                out[tp] = self.logs[tp][0]
+        return out
 
 
 class Store:
@@ -100,26 +99,34 @@ class Store:
         self.status.update(status)
 
 
-def policy(
-    kafka: FakeKafka,
-    spec: dict[str, Any],
-    store: Store,
-    key: str = "ns/p",
-    overlaps: service.OverlapRegistry | None = None,
-    plan: Any = None,
-) -> service.Policy:
-    return service.Policy(
-        key=key,
-        spec={"cluster": {"bootstrapServers": "k:9092"}, "topics": {"names": ["t"]}, **spec},
-        status=dict(store.status),
-        generation=1,
-        store=store,
-        client_config=lambda _: {},
-        connect=lambda _s, _c: kafka,
-        plan=plan or planner(kafka),
-        now=lambda: NOW,
-        overlaps=overlaps or service.OverlapRegistry(),
+def spec_of(**fields: Any) -> dict[str, Any]:
+    return {"cluster": {"bootstrapServers": "k:9092"}, "topics": {"names": ["t"]}, **fields}
+
+
+def due(store: Store, key: str = "ns/p", **fields: Any) -> Due:
+    return Due(PolicyRun(key, dict(store.status), 1, store, lambda: NOW), spec_of(**fields))
+
+
+def env(kafka: FakeKafka, spark: Any = None, line: int = 2000) -> Environment:
+    return Environment(
+        client_config=lambda _s, _ns: {},
+        connect=lambda _b, _c: kafka,
+        spark=spark,
+        in_process_max_partitions=line,
+        retry_delay=15,
     )
+
+
+def run_one(
+    kafka: FakeKafka, store: Store, others: Mapping[str, PolicySpec] | None = None, **fields: Any
+) -> RunOutcome:
+    outcomes = run_batch([due(store, **fields)], others or {}, env(kafka), lambda: NOW)
+    return outcomes["ns/p"]
+
+
+def ready(store: Store) -> dict[str, Any]:
+    conditions: dict[str, dict[str, Any]] = {c["type"]: c for c in store.status["conditions"]}
+    return conditions["Ready"]
 
 
 def test_log_start_moves_to_the_slowest_group() -> None:
@@ -127,50 +134,104 @@ def test_log_start_moves_to_the_slowest_group() -> None:
     kafka.logs[T0] = [0, 100]
     kafka.commits = {"a": {T0: 80}, "b": {T0: 30}}
     store = Store()
-    outcome = service.run_policy(policy(kafka, {"deleteConsumed": {"groups": ["a", "b"]}}, store))
+    outcome = run_one(kafka, store, deleteConsumed={"groups": ["a", "b"]})
     assert kafka.logs[T0][0] == 30
     assert outcome.records_deleted == 30
     assert store.status["lastRun"]["recordsDeleted"] == 30
     assert store.status["recordsDeletedTotal"] == 30
     assert store.status["topics"][0]["logStartLag"] == 0
+    assert (ready(store)["status"], ready(store)["reason"]) == ("True", "RunSucceeded")
+
+
+def _plan(kafka: FakeKafka, spec: PolicySpec) -> Any:
+    members = [Member("ns/p", spec)]
+    return plan_in_process(kafka, members, select(kafka, members), NOW_MS)["ns/p"]
 
 
 def test_a_group_that_rewound_after_planning_lowers_the_cut() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]
     kafka.commits = {"a": {T0: 60}}
-    planned = planner(kafka)
-
-    def plan_then_rewind(spec: PolicySpec, config: dict[str, str], now_ms: int) -> FakePlan:
-        result: FakePlan = planned(spec, config, now_ms)
-        kafka.commits["a"][T0] = 25  # the group resets its offsets meanwhile
-        return result
-
-    service.run_policy(
-        policy(kafka, {"deleteConsumed": {"groups": ["a"]}}, Store(), plan=plan_then_rewind)
-    )
-    assert kafka.logs[T0][0] == 25
+    spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}))
+    plan = _plan(kafka, spec)
+    assert plan.rows[0]["targetOffset"] == 60
+    kafka.commits["a"][T0] = 25  # the group resets its offsets meanwhile
+    store = Store()
+    run = PolicyRun("ns/p", {}, 1, store, lambda: NOW)
+    retention_run.apply_plan(run, spec, plan, kafka, {}, NOW)
+    assert kafka.deletes == [{T0: 25}]
 
 
-def test_overlapping_policies_both_get_the_more_conservative_cut() -> None:
+def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]
-    kafka.commits = {"a": {T0: 70}, "b": {T0: 40}}
-    shared = service.OverlapRegistry()
-    first, second = Store(), Store()
-    service.run_policy(
-        policy(kafka, {"deleteConsumed": {"groups": ["b"]}}, first, "ns/slow", shared)
+    kafka.times[T0] = {NOW_MS - 3_600_000: -1}  # every record older than an hour
+    spec = parse_policy_spec(spec_of(maxRetention="1h"))
+    plan = _plan(kafka, spec)
+    assert plan.rows[0]["targetOffset"] == 100
+    kafka.logs[T0] = [0, 80]  # an unclean leader election lost the last 20 records
+    run = PolicyRun("ns/p", {}, 1, Store(), lambda: NOW)
+    outcome = retention_run.apply_plan(run, spec, plan, kafka, {}, NOW)
+    assert kafka.deletes == [{T0: 80}]
+    assert outcome.failures == []
+
+
+def test_a_log_start_already_past_the_planned_cut_deletes_nothing() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 40}}
+    spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}))
+    plan = _plan(kafka, spec)
+    kafka.logs[T0] = [70, 100]  # the broker's own retention went further meanwhile
+    store = Store()
+    outcome = retention_run.apply_plan(
+        PolicyRun("ns/p", {}, 1, store, lambda: NOW), spec, plan, kafka, {}, NOW
     )
+    assert kafka.deletes == []
+    assert outcome.records_deleted == 0
+    assert store.status["lastRun"]["partitionsCut"] == 0
+
+
+def test_an_overlapping_policy_holds_the_cut_back_without_having_run() -> None:
+    """Nothing is remembered between runs: a fresh operator (or a second replica) that
+    runs the faster policy first still holds it at the slower policy's cut."""
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"fast": {T0: 70}, "slow": {T0: 40}}
+    slow = parse_policy_spec(spec_of(deleteConsumed={"groups": ["slow"]}))
+    store = Store()
+    run_one(kafka, store, {"ns/slow": slow}, deleteConsumed={"groups": ["fast"]})
     assert kafka.logs[T0][0] == 40
-    service.run_policy(
-        policy(kafka, {"deleteConsumed": {"groups": ["a"]}}, second, "ns/fast", shared)
-    )
-    assert kafka.logs[T0][0] == 40  # held at the other policy's cut
-    assert "ns/slow" in second.status["topics"][0]["note"]
-    service.run_policy(
-        policy(kafka, {"deleteConsumed": {"groups": ["b"]}}, first, "ns/slow", shared)
-    )
-    assert "ns/fast" in first.status["topics"][0]["note"]
+    assert "ns/slow" in store.status["topics"][0]["note"]
+    kafka.commits["slow"][T0] = 90
+    run_one(kafka, store, {"ns/slow": slow}, deleteConsumed={"groups": ["fast"]})
+    assert kafka.logs[T0][0] == 70  # now the faster group's own offset bounds it
+
+
+def test_an_overlapping_policy_with_a_time_rule_is_evaluated_with_fresh_times() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 90}}
+    kafka.times[T0] = {NOW_MS - 3_600_000: 30}
+    # The peer keeps an hour of records: its own cut is offset 30 (minRetention floor).
+    peer = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"], "minRetention": "1h"}))
+    run_one(kafka, Store(), {"ns/peer": peer}, deleteConsumed={"groups": ["a"]})
+    assert kafka.logs[T0][0] == 30
+
+
+def test_a_dry_run_peer_or_one_on_another_cluster_holds_nobody_back() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 70}}
+    idle = {"deleteConsumed": {"groups": ["never-committed"]}}
+    others = {
+        "ns/dry": parse_policy_spec(spec_of(dryRun=True, **idle)),
+        "ns/elsewhere": parse_policy_spec(
+            {**spec_of(**idle), "cluster": {"bootstrapServers": "other:9092"}}
+        ),
+    }
+    run_one(kafka, Store(), others, deleteConsumed={"groups": ["a"]})
+    assert kafka.logs[T0][0] == 70
 
 
 def test_dry_run_deletes_nothing() -> None:
@@ -178,46 +239,34 @@ def test_dry_run_deletes_nothing() -> None:
     kafka.logs[T0] = [0, 100]
     kafka.commits = {"a": {T0: 50}}
     store = Store()
-    outcome = service.run_policy(
-        policy(kafka, {"deleteConsumed": {"groups": ["a"]}, "dryRun": True}, store)
-    )
+    outcome = run_one(kafka, store, deleteConsumed={"groups": ["a"]}, dryRun=True)
     assert kafka.deletes == []
     assert kafka.logs[T0][0] == 0
     assert outcome.message == "dry run: would delete 50 records from 1 partitions"
     assert store.status["lastRun"]["recordsDeleted"] == 0
 
 
-def test_invalid_spec_plans_and_deletes_nothing_and_names_the_field() -> None:
+def test_invalid_spec_reads_and_deletes_nothing_and_names_the_field() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]
-
-    def never(*_: Any) -> FakePlan:
-        raise AssertionError("planned an invalid policy")
-
     store = Store()
-    outcome = service.run_policy(policy(kafka, {"maxRetention": "soon"}, store, plan=never))
+    outcome = run_one(kafka, store, maxRetention="soon")
     assert outcome.invalid_field == "spec.maxRetention"
-    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
-    assert ready["reason"] == "InvalidSpec"
-    assert "spec.maxRetention" in ready["message"]
-    assert kafka.deletes == []
+    assert outcome.next_run_in == float("inf")
+    assert ready(store)["reason"] == "InvalidSpec"
+    assert "spec.maxRetention" in ready(store)["message"]
+    assert kafka.calls == []
 
 
 def test_unreachable_kafka_deletes_nothing_and_retries_sooner() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]
-
-    def down(*_: Any) -> FakePlan:
-        raise KafkaUnavailable("_TRANSPORT: all brokers down")
-
+    kafka.down = True
     store = Store()
-    outcome = service.run_policy(
-        policy(kafka, {"maxRetention": "1d", "interval": "5m"}, store, plan=down), retry_delay=15
-    )
+    outcome = run_one(kafka, store, maxRetention="1d", interval="5m")
     assert outcome.next_run_in == 15
     assert kafka.deletes == []
-    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
-    assert (ready["status"], ready["reason"]) == ("False", "KafkaUnavailable")
+    assert (ready(store)["status"], ready(store)["reason"]) == ("False", "KafkaUnavailable")
 
 
 def test_max_retention_past_an_idle_group_reports_the_loss() -> None:
@@ -226,41 +275,37 @@ def test_max_retention_past_an_idle_group_reports_the_loss() -> None:
     kafka.commits = {"idle": {T0: 10}}
     kafka.times[T0] = {NOW_MS - 3_600_000: 60}
     store = Store()
-    outcome = service.run_policy(
-        policy(kafka, {"deleteConsumed": {"groups": ["idle"]}, "maxRetention": "1h"}, store)
-    )
+    outcome = run_one(kafka, store, deleteConsumed={"groups": ["idle"]}, maxRetention="1h")
     assert kafka.logs[T0][0] == 60
     assert outcome.losses == [{"group": "idle", "topic": "t", "records": 50}]
-    assert store.status["lastRun"]["unconsumedDeleted"] == outcome.losses
+    assert store.status["lastRun"]["unconsumedDeleted"] == [
+        {"group": "idle", "topic": "t", "records": 50}
+    ]
 
 
-def test_compact_only_topic_is_listed_with_a_note() -> None:
+def test_compact_only_topic_is_skipped_by_the_service_with_a_note() -> None:
     kafka = FakeKafka()
+    kafka.logs[TopicPartition("c", 0)] = [0, 100]
+    kafka.configs["c"] = {"cleanup.policy": "compact"}
     store = Store()
-    service.run_policy(
-        policy(
-            kafka,
-            {"maxRetention": "1d"},
-            store,
-            plan=planner(kafka, {"c": "cleanup.policy=compact: ..."}),
-        )
-    )
+    run_one(kafka, store, topics={"names": ["c"]}, maxRetention="1d")
     (topic,) = store.status["topics"]
     assert topic["name"] == "c"
-    assert topic["note"].startswith("skipped: cleanup.policy=compact")
+    assert topic["note"].startswith("skipped: POLICY_VIOLATION")
+    assert "cleanup.policy=compact" in topic["note"]
+    assert kafka.deletes == []
 
 
-@pytest.mark.parametrize("runs", [2])
-def test_totals_accumulate_across_runs(runs: int) -> None:
+def test_totals_accumulate_across_runs() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]
     store = Store()
-    for step in range(runs):
-        kafka.commits = {"a": {T0: 20 * (step + 1)}}
-        service.run_policy(policy(kafka, {"deleteConsumed": {"groups": ["a"]}}, store))
+    for committed in (15, 40):
+        kafka.commits = {"a": {T0: committed}}
+        run_one(kafka, store, deleteConsumed={"groups": ["a"]})
     assert store.status["recordsDeletedTotal"] == 40
     assert store.status["topics"][0]["recordsDeletedTotal"] == 40
-    assert store.status["topics"][0]["recordsDeletedLastRun"] == 20
+    assert store.status["topics"][0]["recordsDeletedLastRun"] == 25
 
 
 def test_a_good_run_clears_the_previous_runs_error() -> None:
@@ -268,5 +313,91 @@ def test_a_good_run_clears_the_previous_runs_error() -> None:
     kafka.logs[T0] = [0, 100]
     store = Store()
     store.status = {"lastRun": {"error": "t-0: NOT_LEADER_OR_FOLLOWER"}}
-    service.run_policy(policy(kafka, {"maxRetention": "1d"}, store))
+    run_one(kafka, store, maxRetention="1d")
     assert store.status["lastRun"]["error"] is None  # null in a merge patch removes it
+
+
+def test_a_batch_reads_the_cluster_once_for_all_its_policies() -> None:
+    kafka = FakeKafka()
+    for p in range(3):
+        kafka.logs[TopicPartition("t", p)] = [0, 100]
+    kafka.commits = {"a": {TopicPartition("t", p): 50 for p in range(3)}}
+    stores = {f"ns/p{i}": Store() for i in range(50)}
+    items = [due(s, key, deleteConsumed={"groups": ["a"]}) for key, s in stores.items()]
+    outcomes = run_batch(items, {}, env(kafka), lambda: NOW)
+    assert all(o.ok for o in outcomes.values())
+    planning = kafka.calls[: kafka.calls.index("delete_records")]
+    # One metadata, config and partition read for the batch; offsets and the group's
+    # commits read once to plan, then once more by the first policy's fresh re-check.
+    assert planning.count("topic_names") == 1
+    assert planning.count("topic_configs") == 1
+    assert [TopicPartition("t", p) for p in range(3)] == sorted(kafka.deletes[0])
+    assert [kafka.logs[TopicPartition("t", p)][0] for p in range(3)] == [50, 50, 50]
+
+
+class FakeSpark:
+    def __init__(self, kafka: FakeKafka, fail: bool = False) -> None:
+        self.kafka, self.fail = kafka, fail
+        self.planned: list[list[str]] = []
+
+    def __call__(
+        self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
+    ) -> dict[str, Any]:
+        self.planned.append([m.key for m in members])
+        if self.fail:
+            raise RuntimeError(
+                "An error occurred while calling o91.collect.\n"
+                "KafkaUnavailable: executor lost\n\tat org.apache.spark"
+            )
+        return plan_in_process(self.kafka, members, select(self.kafka, members), now_ms)
+
+
+def test_small_policies_are_planned_in_process_and_a_large_one_with_spark() -> None:
+    kafka = FakeKafka()
+    for p in range(10):
+        kafka.logs[TopicPartition("big", p)] = [0, 100]
+    kafka.logs[T0] = [0, 100]
+    spark = FakeSpark(kafka)
+    stores = {"ns/small": Store(), "ns/large": Store()}
+    items = [
+        due(stores["ns/small"], "ns/small", maxRetention="1d"),
+        due(stores["ns/large"], "ns/large", topics={"names": ["big"]}, maxRetention="1d"),
+    ]
+    outcomes = run_batch(items, {}, env(kafka, spark, line=5), lambda: NOW)
+    assert spark.planned == [["ns/large"]]
+    assert outcomes["ns/small"].ok
+    assert outcomes["ns/large"].ok
+
+
+def test_a_failed_spark_plan_fails_only_the_policies_planned_with_it() -> None:
+    kafka = FakeKafka()
+    for p in range(10):
+        kafka.logs[TopicPartition("big", p)] = [0, 100]
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 30}}
+    stores = {"ns/small": Store(), "ns/large": Store()}
+    items = [
+        due(stores["ns/small"], "ns/small", deleteConsumed={"groups": ["a"]}),
+        due(stores["ns/large"], "ns/large", topics={"names": ["big"]}, maxRetention="1d"),
+    ]
+    outcomes = run_batch(items, {}, env(kafka, FakeSpark(kafka, fail=True), line=5), lambda: NOW)
+    assert outcomes["ns/small"].ok
+    assert kafka.logs[T0][0] == 30
+    assert not outcomes["ns/large"].ok
+    assert ready(stores["ns/large"])["reason"] == "PlanFailed"
+    assert ready(stores["ns/large"])["message"] == "KafkaUnavailable: executor lost"
+    assert all(kafka.logs[TopicPartition("big", p)][0] == 0 for p in range(10))
+
+
+def test_a_run_that_started_past_its_slack_says_it_was_late() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    store = Store()
+    item = Due(
+        PolicyRun("ns/p", {}, 1, store, lambda: NOW, late_by=95, slack=30),
+        spec_of(maxRetention="1d"),
+    )
+    run_batch([item], {}, env(kafka), lambda: NOW)
+    schedule = {c["type"]: c for c in store.status["conditions"]}["OnSchedule"]
+    assert (schedule["status"], schedule["reason"]) == ("False", "Late")
+    assert "started 95s after it was due" in schedule["message"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -13,6 +14,7 @@ from kafka_retention.core.spark_runs import (
     RunSpec,
     SinkError,
     assemble,
+    batch_run_name,
     request_configmap,
     run_name,
     sink_configmaps,
@@ -23,11 +25,14 @@ from kafka_retention.core.spark_runs import (
 OWNER = Owner("kafka-retention.io/v1alpha1", "RetentionPolicy", "pipeline", "uid-1")
 
 
-def spec(executors: int = 2) -> RunSpec:
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def spec(executors: int = 2, owners: tuple[Owner, ...] = (OWNER,)) -> RunSpec:
     return RunSpec(
-        OWNER,
+        owners,
+        "kr-retentionpolicy-pipeline-g7",
         "team-a",
-        7,
         "kafka-retention-operator:0.1.0",
         "kafka-retention",
         '{"x": 1}',
@@ -37,11 +42,21 @@ def spec(executors: int = 2) -> RunSpec:
 
 def test_run_name_is_deterministic_and_a_short_dns_label() -> None:
     assert run_name("RetentionPolicy", "pipeline", 7) == "kr-retentionpolicy-pipeline-g7"
-    assert run_name("RetentionPolicy", "pipeline", 7) == spec().name
     long_a = run_name("RetentionPolicy", "a" * 80, 1)
     long_b = run_name("RetentionPolicy", "a" * 79 + "b", 1)
     assert len(long_a) <= 52
+    assert DNS_LABEL.match(long_a), long_a
     assert long_a != long_b
+
+
+def test_a_batch_run_is_named_by_its_members_generations_and_slot() -> None:
+    name = batch_run_name(["ns/b@1", "ns/a@3"], "r42")
+    assert name == batch_run_name(["ns/a@3", "ns/b@1"], "r42")  # order of members: no matter
+    assert name != batch_run_name(["ns/a@4", "ns/b@1"], "r42")  # a new generation: a new run
+    assert name != batch_run_name(["ns/a@3", "ns/b@1"], "r43")  # the next slot: a new run
+    assert DNS_LABEL.match(name), name
+    assert name.startswith("kr-batch-")
+    assert name.endswith("-r42")
 
 
 def test_every_object_of_a_run_is_owned_by_the_policy_and_labelled() -> None:
@@ -49,8 +64,17 @@ def test_every_object_of_a_run_is_owned_by_the_policy_and_labelled() -> None:
         meta = obj["metadata"]
         assert meta["ownerReferences"][0]["uid"] == "uid-1"
         assert meta["ownerReferences"][0]["controller"] is True
-        assert meta["labels"][RUN_LABEL] == spec().name
+        assert meta["labels"][RUN_LABEL] == "kr-retentionpolicy-pipeline-g7"
         assert meta["namespace"] == "team-a"
+
+
+def test_a_batch_run_is_owned_by_every_policy_and_controlled_by_none() -> None:
+    other = Owner("kafka-retention.io/v1alpha1", "RetentionPolicy", "other", "uid-2")
+    meta = request_configmap(spec(owners=(OWNER, other)))["metadata"]
+    assert [(o["uid"], o["controller"]) for o in meta["ownerReferences"]] == [
+        ("uid-1", False),
+        ("uid-2", False),
+    ]
 
 
 def test_spark_submit_runs_the_plan_job_in_cluster_mode_without_waiting() -> None:
@@ -67,7 +91,7 @@ def test_spark_submit_runs_the_plan_job_in_cluster_mode_without_waiting() -> Non
     assert conf["spark.kubernetes.submission.waitAppCompletion"] == "false"
     assert conf["spark.kubernetes.container.image"] == "kafka-retention-operator:0.1.0"
     assert conf["spark.executor.instances"] == "3"
-    assert conf["spark.kubernetes.driver.pod.name"] == f"{spec().name}-driver"
+    assert conf["spark.kubernetes.driver.pod.name"] == "kr-retentionpolicy-pipeline-g7-driver"
     assert conf["spark.kubernetes.authenticate.submission.oauthTokenFile"] == "/t"
     job = argv[
         argv.index("local:///opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py") + 1 :
@@ -76,7 +100,7 @@ def test_spark_submit_runs_the_plan_job_in_cluster_mode_without_waiting() -> Non
     assert args["--request"] == f"configmap:{spec().name}-request"
     assert args["--sink-configmaps"] == spec().name
     assert args["--namespace"] == "team-a"
-    assert json.loads(args["--owner-reference"])["uid"] == "uid-1"
+    assert [o["uid"] for o in json.loads(args["--owner-references"])] == ["uid-1"]
 
 
 def test_spark_application_mirrors_the_same_run() -> None:

@@ -10,12 +10,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafka_retention.adapters import kube
+from kafka_retention.config import SparkConfig
 from kafka_retention.core import spark_runs
+from kafka_retention.core.policy_spec import Member
+from kafka_retention.core.resources import API_VERSION
 
 _lock = threading.Lock()
 _session: Any = None
@@ -190,22 +194,16 @@ def plan_locally(request: Any, progress: Any = None) -> Any:
     return plan_job.run(local_session(), request, progress)
 
 
-@dataclass
-class PodPlan:
-    rows: list[dict[str, Any]]
-    skipped: dict[str, str]
-    tombstones: list[dict[str, Any]]
-
-
 def plan_in_pods(
     runs: KubernetesRuns | SparkOperatorRuns,
     spec: spark_runs.RunSpec,
     timeout_s: float,
     poll_s: float = 2.0,
-) -> PodPlan:
+) -> dict[str, Any]:
     """Start the run (or find it started), wait for its plan ConfigMaps, read them back,
-    and remove the run's ConfigMaps. A failed or timed-out run raises with its reason."""
-    from retention_jobs.sinks import from_json_lines
+    and remove the run's ConfigMaps. A failed or timed-out run raises with its reason.
+    Returns (rows, skipped, tombstones) per policy of the run's batch."""
+    from retention_jobs.sinks import by_policy
 
     runs.submit(spec)
     deadline = time.monotonic() + timeout_s
@@ -224,5 +222,64 @@ def plan_in_pods(
             )
         time.sleep(poll_s)
     kube.delete_configmaps(spec.namespace, f"{spark_runs.RUN_LABEL}={spec.name}")
-    rows, skipped, tombstones = from_json_lines(payload)
-    return PodPlan(rows, skipped, tombstones)
+    return dict(by_policy(payload))
+
+
+@dataclass
+class BatchPlan:
+    rows: list[dict[str, Any]]
+    skipped: dict[str, str]
+
+
+class BatchPlanner:
+    """Plans a batch of policies (one cluster, one tick) in one Spark job, where the
+    operator's --spark-mode says: the local session, spark-submit pods, or a
+    SparkApplication. Called with (members, client config, now in ms)."""
+
+    def __init__(self, cfg: SparkConfig) -> None:
+        self.cfg = cfg
+
+    def __call__(
+        self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
+    ) -> dict[str, BatchPlan]:
+        from retention_jobs.request import PlanRequest
+
+        specs = {m.key: m.spec for m in members}
+        bootstrap = members[0].spec.bootstrap_servers
+        if self.cfg.mode == "local":
+            from retention_jobs import plan_job
+
+            request = PlanRequest.for_policies(bootstrap, client_config, specs, now_ms)
+            results = plan_job.run_batch(local_session(), request)
+            return {k: BatchPlan(r.rows, r.skipped) for k, r in results.items()}
+        # Secrets stay out of the request: the driver reads clientConfigSecret itself.
+        request = PlanRequest.for_policies(bootstrap, {}, specs, now_ms)
+        runs: KubernetesRuns | SparkOperatorRuns = (
+            KubernetesRuns(self.cfg.master, self.cfg.ca_cert, self.cfg.token_file)
+            if self.cfg.mode == "kubernetes"
+            else SparkOperatorRuns()
+        )
+        parts = plan_in_pods(
+            runs, self.run_spec(members, request.to_json(), now_ms), self.cfg.run_timeout_s
+        )
+        return {k: BatchPlan(rows, skipped) for k, (rows, skipped, _) in parts.items()}
+
+    def run_spec(
+        self, members: Sequence[Member], request_json: str, now_ms: int
+    ) -> spark_runs.RunSpec:
+        """One run per batch and scheduled slot: the same members (and generations) in the
+        same slot get the same name, so a restarted operator waits for the run it started."""
+        shortest = min(m.spec.interval_ms for m in members)
+        name = spark_runs.batch_run_name(
+            [f"{m.key}@{m.generation}" for m in members], f"r{now_ms // shortest}"
+        )
+        return spark_runs.RunSpec(
+            tuple(spark_runs.Owner(API_VERSION, "RetentionPolicy", m.name, m.uid) for m in members),
+            name,
+            members[0].namespace,
+            self.cfg.image,
+            self.cfg.service_account,
+            request_json,
+            executors=self.cfg.executors,
+            client_config_secret=members[0].spec.client_config_secret,
+        )

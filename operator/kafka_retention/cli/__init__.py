@@ -20,13 +20,21 @@ def _run(args: argparse.Namespace) -> int:
     if not args.all_namespaces and not args.namespace:
         print("error: pass --namespace NS (repeatable) or --all-namespaces", file=sys.stderr)
         return 2
-    config.current = config.SparkConfig(
-        mode=args.spark_mode,
-        image=args.spark_image,
-        service_account=args.spark_service_account,
-        executors=args.spark_executors,
-        run_timeout_s=args.spark_run_timeout,
-        master=args.spark_master,
+    operator_config = config.OperatorConfig(
+        spark=config.SparkConfig(
+            mode=args.spark_mode,
+            image=args.spark_image,
+            service_account=args.spark_service_account,
+            executors=args.spark_executors,
+            run_timeout_s=args.spark_run_timeout,
+            master=args.spark_master,
+        ),
+        scheduling=config.SchedulingConfig(
+            workers=args.workers,
+            apply_workers=args.apply_workers,
+            batch_window_s=args.batch_window,
+            in_process_max_partitions=args.in_process_max_partitions,
+        ),
     )
     kopf.configure(verbose=args.verbose, debug=args.debug)
     # Spark's Python gateway logs every call at DEBUG: far too much even for --debug.
@@ -41,6 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         standalone=args.peering is None,
         peering_name=args.peering,
         liveness_endpoint=args.liveness,
+        memo=kopf.Memo(config=operator_config),
     )
     return 0
 
@@ -138,6 +147,38 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-master",
         default=defaults.master,
         help="API server URL for spark-submit (kubernetes mode)",
+    )
+    sched = config.SchedulingConfig()
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=sched.workers,
+        metavar="N",
+        help=f"RetentionPolicy batches (one per cluster) run at once (default {sched.workers})",
+    )
+    run.add_argument(
+        "--apply-workers",
+        type=int,
+        default=sched.apply_workers,
+        metavar="N",
+        help="policies of one batch re-checked and applied at once "
+        f"(default {sched.apply_workers})",
+    )
+    run.add_argument(
+        "--batch-window",
+        type=float,
+        default=sched.batch_window_s,
+        metavar="SECONDS",
+        help="policies of one cluster due within this many seconds run as one batch "
+        f"(default {sched.batch_window_s:g})",
+    )
+    run.add_argument(
+        "--in-process-max-partitions",
+        type=int,
+        default=sched.in_process_max_partitions,
+        metavar="N",
+        help="plan batches of up to N partitions in the operator process, larger ones "
+        f"with Spark (default {sched.in_process_max_partitions}; 0: always Spark)",
     )
     run.add_argument(
         "--metrics-port",

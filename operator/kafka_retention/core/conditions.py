@@ -25,6 +25,14 @@ class Reason(StrEnum):
     DRY_RUN_COMPLETED = "DryRunCompleted"
     PARTIALLY_FAILED = "PartiallyFailed"
     FAILED = "Failed"
+    # RetentionPolicy Ready after a run, and Degraded when every partition went well
+    RUN_SUCCEEDED = "RunSucceeded"
+    ALL_APPLIED = "AllApplied"
+    # RetentionPolicy OnSchedule
+    ON_TIME = "OnTime"
+    LATE = "Late"
+    # Ready, when the API server refused to store the object's state
+    STATE_NOT_PERSISTED = "StateNotPersisted"
 
 
 def timestamp(moment: datetime) -> str:

@@ -40,6 +40,25 @@ class PolicySpec:
     dry_run: bool
 
 
+@dataclass(frozen=True)
+class Member:
+    """A policy in a batch planned together, with what pod runs need to name it as an
+    owner of their objects."""
+
+    key: str  # namespace/name
+    spec: PolicySpec
+    uid: str = ""
+    generation: int = 0
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[-1]
+
+
 def _duration(value: Any, path: str) -> int:
     try:
         return parse_duration_ms(str(value))

@@ -27,22 +27,25 @@ class Owner:
     name: str
     uid: str
 
-    def reference(self) -> dict[str, Any]:
+    def reference(self, controller: bool = True) -> dict[str, Any]:
         return {
             "apiVersion": self.api_version,
             "kind": self.kind,
             "name": self.name,
             "uid": self.uid,
-            "controller": True,
+            "controller": controller,
             "blockOwnerDeletion": True,
         }
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    owner: Owner
+    """One Spark run outside the operator process. A batch of policies planned together
+    has every policy as an owner, so its objects go when the last of them goes."""
+
+    owners: tuple[Owner, ...]
+    name: str
     namespace: str
-    generation: int
     image: str
     service_account: str
     request_json: str
@@ -50,23 +53,32 @@ class RunSpec:
     driver_memory: str = "1g"
     executor_memory: str = "1g"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
-    # Which run of this generation: a continuous policy runs many times per generation
-    # (it passes its scheduled slot); a one-shot purge leaves it empty.
-    run_id: str = ""
     # The driver reads SASL/TLS settings from this Secret itself: they never go into the
     # request ConfigMap.
     client_config_secret: str | None = None
 
-    @property
-    def name(self) -> str:
-        return run_name(self.owner.kind, self.owner.name, self.generation, self.run_id)
+    def owner_references(self) -> list[dict[str, Any]]:
+        # Kubernetes allows one controller among an object's owners.
+        sole = len(self.owners) == 1
+        return [o.reference(controller=sole) for o in self.owners]
 
 
 def run_name(kind: str, name: str, generation: int, run_id: str = "") -> str:
     """`kr-<kind>-<name>-g<generation>[-<run>]`: the same object, generation and run always
     give the same name, so a restarted operator finds its run instead of starting a
     second one. Long names are cut and suffixed with a hash to stay a valid DNS label."""
-    base = f"kr-{kind.lower()}-{name}-g{generation}" + (f"-{run_id}" if run_id else "")
+    return _dns_label(f"kr-{kind.lower()}-{name}-g{generation}" + (f"-{run_id}" if run_id else ""))
+
+
+def batch_run_name(members: Sequence[str], slot: str) -> str:
+    """`kr-batch-<digest>-<slot>` for policies planned together: the same members (with
+    their generations) in the same scheduled slot give the same name."""
+    digest = hashlib.sha256("\n".join(sorted(members)).encode()).hexdigest()[:10]
+    return _dns_label(f"kr-batch-{digest}-{slot}")
+
+
+def _dns_label(base: str) -> str:
+    base = base.lower()
     if len(base) <= 52:  # room for Spark's own "-driver" / "-exec-N" suffixes
         return base
     digest = hashlib.sha256(base.encode()).hexdigest()[:8]
@@ -78,7 +90,7 @@ def _meta(spec: RunSpec, name: str) -> dict[str, Any]:
         "name": name,
         "namespace": spec.namespace,
         "labels": {RUN_LABEL: spec.name, "app.kubernetes.io/managed-by": "kafka-retention"},
-        "ownerReferences": [spec.owner.reference()],
+        "ownerReferences": spec.owner_references(),
     }
 
 
@@ -99,9 +111,9 @@ def _job_args(spec: RunSpec) -> list[str]:
         spec.name,
         "--namespace",
         spec.namespace,
-        # The plan's ConfigMaps belong to the policy too, so they go when it goes.
-        "--owner-reference",
-        json.dumps(spec.owner.reference(), sort_keys=True),
+        # The plan's ConfigMaps belong to the policies too, so they go when they go.
+        "--owner-references",
+        json.dumps(spec.owner_references(), sort_keys=True),
         *(
             ["--client-config-secret", spec.client_config_secret]
             if spec.client_config_secret
@@ -192,7 +204,11 @@ class SinkError(ValueError):
 
 
 def sink_configmaps(
-    run: str, namespace: str, payload: str, owner: Mapping[str, Any] | None = None
+    run: str,
+    namespace: str,
+    payload: str,
+    owner: Mapping[str, Any] | None = None,
+    owners: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """The plan (JSON lines) cut into ConfigMaps `<run>-plan-NNNN`, then `<run>-plan` with
     the count and a checksum; the manifest is written last so a reader never assembles a
@@ -200,8 +216,11 @@ def sink_configmaps(
     data = payload.encode()
     chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     meta_base: dict[str, Any] = {"namespace": namespace, "labels": {RUN_LABEL: run}}
-    if owner is not None:
-        meta_base["ownerReferences"] = [dict(owner)]
+    references = [dict(o) for o in ([owner] if owner is not None else [])] + [
+        dict(o) for o in owners
+    ]
+    if references:
+        meta_base["ownerReferences"] = references
     out = [
         {
             "apiVersion": "v1",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import kopf
@@ -18,7 +19,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=ANNOTATIONS_PREFIX, key="last-handled-configuration"
     )
-    settings.posting.level = 20  # INFO and above become Kubernetes Events
+    settings.posting.level = logging.INFO  # INFO and above become Kubernetes Events
     # Policy daemons leave their wait at once when stopped; let Kopf see that at once
     # too, rather than at its next polling of exiting daemons.
     settings.background.instant_exit_timeout = 3.0

@@ -41,3 +41,9 @@ class KafkaPlanner(KafkaCutter, Protocol):
     def average_record_bytes(
         self, ranges: Mapping[TopicPartition, tuple[int, int]]
     ) -> Mapping[TopicPartition, float]: ...
+
+
+class PolicyKafka(KafkaPlanner, Protocol):
+    """Plus the topic list, which RetentionPolicies select from by name and pattern."""
+
+    def topic_names(self) -> list[str]: ...

@@ -1,0 +1,267 @@
+"""Every RetentionPolicy of the operator, run by one scheduler in the operator's event
+loop: no thread or task per policy, a bounded pool of workers for batches.
+
+The loop wakes at least once a second, starts the batches the scheduler hands out (one
+per cluster), marks policies that wait past their slack as late (a condition and a
+metric), and keeps queue depth, running and lateness metrics current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+from kafka_retention import metrics
+from kafka_retention.adapters.kube import ApiException, StatusWriter
+from kafka_retention.core import conditions as cond
+from kafka_retention.core.conditions import Reason
+from kafka_retention.core.durations import parse_duration_ms
+from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
+from kafka_retention.core.resources import RETENTION_POLICIES
+from kafka_retention.core.specs import SpecError
+from kafka_retention.services.policy_batches import Due, Environment, run_batch
+from kafka_retention.services.retention_run import PolicyRun, RunOutcome, set_schedule
+from kafka_retention.services.scheduler import Entry, Scheduler
+
+log = logging.getLogger(__name__)
+Report = Callable[[Mapping[str, Any], RunOutcome], None]
+
+
+class PolicyStatus:
+    """Writes one policy's status and remembers what it wrote, so the next run starts from
+    it even before the watch delivers it back. A policy deleted meanwhile is not an error;
+    a status the API server refuses is said in the Ready condition with its cause."""
+
+    def __init__(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        self.writer = StatusWriter(RETENTION_POLICIES, namespace, name)
+        self.status: dict[str, Any] = dict(status)
+
+    def patch(self, status: Mapping[str, Any]) -> None:
+        try:
+            self.writer.patch(status)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            self._refused(exc)
+            raise
+        self.status.update(status)
+
+    def _refused(self, exc: ApiException) -> None:
+        message = f"status not stored: HTTP {exc.status} {exc.reason}: {str(exc.body)[:500]}"
+        conditions = cond.set_condition(
+            self.status.get("conditions"),
+            "Ready",
+            "False",
+            Reason.STATE_NOT_PERSISTED,
+            message,
+            None,
+            datetime.now(UTC),
+        )
+        try:
+            self.writer.patch({"conditions": conditions})
+        except ApiException:
+            log.exception("could not store the StateNotPersisted condition either")
+
+
+def cluster_of(spec: Mapping[str, Any], namespace: str, per_namespace: bool) -> Hashable:
+    """Policies batch together when they reach the same cluster the same way: the same
+    bootstrap servers and client Secret (Secrets are namespaced), and in pod modes the
+    same namespace (a run's ConfigMaps and pods live in one)."""
+    cluster = spec.get("cluster") or {}
+    secret = cluster.get("clientConfigSecret")
+    return (
+        str(cluster.get("bootstrapServers", "")).strip(),
+        secret or "",
+        namespace if secret or per_namespace else "",
+    )
+
+
+def interval_of(spec: Mapping[str, Any]) -> float:
+    try:
+        return parse_duration_ms(str(spec.get("interval", "5m"))) / 1000
+    except ValueError:
+        return 300.0
+
+
+def _epoch(text: Any) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class Fleet:
+    def __init__(
+        self,
+        env: Environment,
+        report: Report,
+        workers: int = 4,
+        window: float = 5.0,
+        per_namespace: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.env, self.report, self.clock = env, report, clock
+        self.per_namespace = per_namespace
+        self.scheduler = Scheduler(window=window)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="policy")
+        # Status chores (late marks) never queue behind busy batch workers.
+        self.chores = ThreadPoolExecutor(max_workers=1, thread_name_prefix="policy-chores")
+        self.valid: dict[str, PolicySpec] = {}
+        self.stores: dict[str, PolicyStatus] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._batches: set[asyncio.Task[None]] = set()
+
+    # --- what the API server says ------------------------------------------------------
+
+    def upsert(self, body: Mapping[str, Any]) -> None:
+        meta, spec = body.get("metadata") or {}, body.get("spec") or {}
+        namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+        key = f"{namespace}/{name}"
+        try:
+            self.valid[key] = parse_policy_spec(spec)
+        except SpecError:
+            self.valid.pop(key, None)
+        status = body.get("status") or {}
+        if key not in self.stores:
+            self.stores[key] = PolicyStatus(namespace, name, status)
+        generation = meta.get("generation")
+        resume_at = (
+            _epoch(status.get("nextRunAt"))
+            if status.get("observedGeneration") == generation
+            else None
+        )
+        self.scheduler.upsert(
+            key,
+            cluster_of(spec, namespace, self.per_namespace),
+            interval_of(spec),
+            generation,
+            body,
+            self.clock(),
+            resume_at=resume_at,
+        )
+        metrics.POLICIES.set(len(self.scheduler.entries))
+        self._wake.set()
+
+    def remove(self, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        self.scheduler.remove(key)
+        self.valid.pop(key, None)
+        self.stores.pop(key, None)
+        metrics.POLICIES.set(len(self.scheduler.entries))
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the loop in the current task's context (Kopf's event posting lives in
+        context variables, so events the loop posts need the context of a handler)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for task in list(self._batches):
+            task.cancel()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.chores.shutdown(wait=False, cancel_futures=True)
+
+    async def _run(self) -> None:
+        while True:
+            now = self.clock()
+            for batch in self.scheduler.take(now):
+                task = asyncio.get_running_loop().create_task(self._batch(batch))
+                self._batches.add(task)
+                task.add_done_callback(self._batches.discard)
+            late = self.scheduler.late(now)
+            if late:
+                await asyncio.get_running_loop().run_in_executor(
+                    self.chores, self._say_late, late, now
+                )
+            metrics.QUEUE_DEPTH.set(self.scheduler.queue_depth(now))
+            metrics.RUNNING.set(sum(1 for e in self.scheduler.entries.values() if e.running))
+            metrics.LATE.set(
+                sum(1 for e in self.scheduler.entries.values() if e.late_reported and not e.running)
+            )
+            wait = min(1.0, max(0.05, self.scheduler.next_due() - self.clock()))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+    def _say_late(self, late: list[Entry], now: float) -> None:
+        """A policy that cannot start on time says so while it waits."""
+        for entry in late:
+            store = self.stores.get(entry.key)
+            if store is None:
+                continue
+            run = PolicyRun(
+                entry.key,
+                store.status,
+                entry.generation,
+                store,
+                lambda: datetime.now(UTC),
+                late_by=now - entry.due,
+                slack=entry.slack,
+            )
+            try:
+                store.patch({"conditions": set_schedule(store.status.get("conditions"), run)})
+            except ApiException:
+                log.exception("could not mark %s late", entry.key)
+
+    async def _batch(self, batch: list[Entry]) -> None:
+        cluster = batch[0].cluster
+        started = self.clock()
+        due = []
+        for entry in batch:
+            late_by = max(0.0, started - entry.due)
+            metrics.LATENESS.observe(late_by)
+            store = self.stores[entry.key]
+            meta = entry.body.get("metadata") or {}
+            run = PolicyRun(
+                entry.key,
+                dict(store.status),
+                entry.generation,
+                store,
+                lambda: datetime.now(UTC),
+                late_by=late_by,
+                slack=entry.slack,
+            )
+            due.append(Due(run, dict(entry.body.get("spec") or {}), str(meta.get("uid", ""))))
+        metrics.BATCH_SIZE.observe(len(due))
+        others = dict(self.valid)
+        outcomes: dict[str, RunOutcome] = {}
+        try:
+            outcomes = await asyncio.get_running_loop().run_in_executor(
+                self.pool, run_batch, due, others, self.env, lambda: datetime.now(UTC)
+            )
+        except Exception as err:
+            log.exception("batch of %d policies failed", len(due))
+            outcomes = {
+                d.run.key: RunOutcome(False, f"RunFailed: {err}", next_run_in=30.0) for d in due
+            }
+        finally:
+            elapsed = self.clock() - started
+            metrics.RUN_SECONDS.labels("RetentionPolicy").observe(elapsed)
+            self.scheduler.finish(
+                cluster,
+                {
+                    d.run.key: outcomes[d.run.key].next_run_in if d.run.key in outcomes else 30.0
+                    for d in due
+                },
+                self.clock(),
+            )
+            self._wake.set()
+        for entry in batch:
+            outcome = outcomes.get(entry.key)
+            if outcome is not None and entry.key in self.scheduler.entries:
+                self.report(entry.body, outcome)

@@ -1,0 +1,180 @@
+"""Run a batch: the RetentionPolicies on one cluster that are due together.
+
+The batch is planned once (services.policy_planning), small policies first in this
+process and the rest in one Spark job, so a huge topic delays only the policies planned
+with it; then each policy's plan is checked again and applied on a small thread pool,
+each with its own status, so one policy's trouble is its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kafka_retention.adapters.kafka import KafkaUnavailable
+from kafka_retention.adapters.kube import SecretUnavailable
+from kafka_retention.core.conditions import Reason
+from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
+from kafka_retention.core.specs import SpecError
+from kafka_retention.services import retention_run
+from kafka_retention.services.policy_planning import (
+    BatchPlanner,
+    Planned,
+    plan_in_process,
+    select,
+)
+from kafka_retention.services.ports import PolicyKafka
+from kafka_retention.services.retention_run import PolicyRun, RunOutcome
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Due:
+    """A policy the scheduler hands over: its spec as stored and where its status goes."""
+
+    run: PolicyRun
+    spec: Mapping[str, Any]
+    uid: str = ""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """How a batch reaches the world; the handler builds it from the operator's flags."""
+
+    client_config: Callable[[PolicySpec, str], dict[str, str]]  # (spec, namespace)
+    connect: Callable[[str, dict[str, str]], PolicyKafka]
+    spark: BatchPlanner | None
+    in_process_max_partitions: int = 2_000
+    apply_workers: int = 4
+    retry_delay: float = 15.0
+
+
+class PlanFailed(RuntimeError):
+    """The plan job failed (a Spark task error, a scan that timed out); nothing is deleted
+    and the run is tried again after the retry delay."""
+
+
+def first_line(err: BaseException) -> str:
+    """Spark wraps executor errors in long Java traces; the cause's own line is enough."""
+    text = str(err)
+    for line in text.splitlines():
+        if "KafkaUnavailable" in line or "Error:" in line or "Exception:" in line:
+            return line.strip()[:500]
+    return (text.splitlines() or [type(err).__name__])[0][:500]
+
+
+def run_batch(
+    due: Sequence[Due],
+    others: Mapping[str, PolicySpec],
+    env: Environment,
+    now: Callable[[], datetime],
+) -> dict[str, RunOutcome]:
+    """Every due policy's outcome. `others` are all valid policies the operator knows
+    (as stored in the API server), for the overlap rule."""
+    started = now()
+    now_ms = int(started.timestamp() * 1000)
+    outcomes: dict[str, RunOutcome] = {}
+    members: list[Member] = []
+    specs: dict[str, tuple[Due, PolicySpec]] = {}
+    for item in due:
+        try:
+            spec = parse_policy_spec(item.spec)
+        except SpecError as err:
+            outcomes[item.run.key] = retention_run.invalid(item.run, err)
+            continue
+        specs[item.run.key] = (item, spec)
+        members.append(Member(item.run.key, spec, item.uid, item.run.generation or 0))
+    if not members:
+        return outcomes
+
+    def fail_all(keys: Sequence[str], reason: Reason, err: BaseException) -> None:
+        for key in keys:
+            item, spec = specs[key]
+            outcomes[key] = retention_run.failed(
+                item.run, spec, reason, err, started, env.retry_delay
+            )
+
+    keys = [m.key for m in members]
+    first = members[0]
+    try:
+        config = env.client_config(first.spec, first.namespace)
+        kafka = env.connect(first.spec.bootstrap_servers, config)
+        selection = select(kafka, members)
+    except SecretUnavailable as err:
+        fail_all(keys, Reason.SECRET_UNAVAILABLE, err)
+        return outcomes
+    except KafkaUnavailable as err:
+        fail_all(keys, Reason.KAFKA_UNAVAILABLE, err)
+        return outcomes
+    small, large = split(members, selection.selected, selection.partitions, env)
+
+    def apply(plans: Mapping[str, Planned]) -> None:
+        def one(key: str) -> tuple[str, RunOutcome]:
+            item, spec = specs[key]
+            peers = {k: s for k, s in others.items() if k != key}
+            try:
+                return key, retention_run.apply_plan(
+                    item.run, spec, plans[key], kafka, peers, started, env.retry_delay
+                )
+            except Exception as err:  # one policy's trouble is its own
+                log.exception("run of %s failed", key)
+                return key, RunOutcome(
+                    False, f"RunFailed: {first_line(err)}", next_run_in=env.retry_delay
+                )
+
+        with ThreadPoolExecutor(max_workers=max(1, env.apply_workers)) as pool:
+            outcomes.update(pool.map(one, sorted(plans)))
+
+    if small:
+        try:
+            apply(plan_in_process(kafka, small, selection, now_ms))
+        except KafkaUnavailable as err:
+            fail_all([m.key for m in small if m.key not in outcomes], Reason.KAFKA_UNAVAILABLE, err)
+    if large and env.spark is not None:
+        try:
+            try:
+                plans = env.spark(large, config, now_ms)
+            except (KafkaUnavailable, SecretUnavailable):
+                raise
+            except Exception as err:
+                raise PlanFailed(first_line(err)) from err
+            apply(plans)
+        except PlanFailed as err:
+            fail_all([m.key for m in large], Reason.PLAN_FAILED, err)
+        except KafkaUnavailable as err:
+            fail_all([m.key for m in large if m.key not in outcomes], Reason.KAFKA_UNAVAILABLE, err)
+        except SecretUnavailable as err:
+            fail_all([m.key for m in large], Reason.SECRET_UNAVAILABLE, err)
+    return outcomes
+
+
+def split(
+    members: Sequence[Member],
+    selected: Mapping[str, Sequence[str]],
+    partitions: Mapping[str, Sequence[int]],
+    env: Environment,
+) -> tuple[list[Member], list[Member]]:
+    """Policies planned here (smallest first, while the union of their partitions stays
+    within the line) and those left for Spark. Without Spark, everything is planned here."""
+    if env.spark is None:
+        return list(members), []
+
+    def size(member: Member) -> int:
+        return sum(len(partitions.get(t, ())) for t in selected[member.key])
+
+    small: list[Member] = []
+    union: set[str] = set()
+    large: list[Member] = []
+    for member in sorted(members, key=lambda m: (size(m), m.key)):
+        grown = union | set(selected[member.key])
+        if sum(len(partitions.get(t, ())) for t in grown) <= env.in_process_max_partitions:
+            small.append(member)
+            union = grown
+        else:
+            large.append(member)
+    return small, large

@@ -1,0 +1,191 @@
+"""Plan a batch of RetentionPolicies on one cluster: in this process through the planning
+core when the batch is small, else with one Spark job over the union of its partitions.
+
+Where the line is: a batch of at most `in_process_max_partitions` partitions (the union
+over its policies) is planned here. Below that, one Spark job costs more in scheduling and
+Python workers than it saves (BENCHMARKS.md measures both sides); above it, Spark spreads
+the reads over executors and, in pod modes, over machines. In-process plans skip the
+record scans (time lag, samples of unread keys): their offsets, cuts, unread counts and
+byte estimates are the same as Spark's, from the same core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kafka_retention.adapters.kafka import KafkaFailure
+from kafka_retention.core import topics as topic_rules
+from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.policy import plan_partition
+from kafka_retention.core.policy_spec import Member
+from kafka_retention.services.fresh import raise_if_retriable
+from kafka_retention.services.ports import PolicyKafka
+
+
+@dataclass
+class PolicyPlan:
+    """One policy's share of a batch plan: a row per partition, and topics not planned."""
+
+    rows: list[dict[str, Any]]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+class Planned(Protocol):
+    """A plan as any planner returns it (PolicyPlan here, the Spark job's PlanResult)."""
+
+    rows: list[dict[str, Any]]
+    skipped: dict[str, str]
+
+
+class BatchPlanner(Protocol):
+    """Plans a batch in one Spark job (local session or pods): a plan per member key."""
+
+    def __call__(
+        self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
+    ) -> Mapping[str, Planned]: ...
+
+
+@dataclass
+class Selection:
+    """What the cluster says about the batch's topics, read once for all its policies."""
+
+    selected: dict[str, list[str]]  # policy key -> topics it matches
+    partitions: dict[str, list[int]]  # topics that take DeleteRecords, with partitions
+    problems: dict[str, str]  # topic -> why it is not planned
+
+    def partition_count(self) -> int:
+        return sum(len(p) for p in self.partitions.values())
+
+    def skipped(self, key: str) -> dict[str, str]:
+        return {t: self.problems[t] for t in self.selected[key] if t in self.problems}
+
+
+def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
+    names = kafka.topic_names()
+    selected = {m.key: m.spec.topics.select(names) for m in members}
+    union = sorted({t for ts in selected.values() for t in ts})
+    problems: dict[str, str] = {}
+    deletable = []
+    for topic, config in kafka.topic_configs(union).items():
+        if isinstance(config, KafkaFailure):
+            raise_if_retriable(config)
+            problems[topic] = f"topic config unreadable: {config}"
+            continue
+        refusal = topic_rules.delete_refusal(topic, config)
+        if refusal is None:
+            deletable.append(topic)
+        else:
+            problems[topic] = refusal
+    partitions: dict[str, list[int]] = {}
+    for topic, found in kafka.topic_partitions(deletable).items():
+        if isinstance(found, KafkaFailure):
+            raise_if_retriable(found)
+            problems[topic] = str(found)
+        else:
+            partitions[topic] = found
+    return Selection(selected, partitions, problems)
+
+
+def plan_in_process(
+    kafka: PolicyKafka, members: Sequence[Member], selection: Selection, now_ms: int
+) -> dict[str, PolicyPlan]:
+    """Every member's plan from one read of offsets, times and committed offsets."""
+    tps = [TopicPartition(t, p) for t, parts in sorted(selection.partitions.items()) for p in parts]
+    earliest, latest = kafka.offsets(tps, "earliest"), kafka.offsets(tps, "latest")
+    times = sorted({t for m in members for t in m.spec.rules.lookup_times(now_ms)})
+    at_time = {t: kafka.offsets_for_timestamp(tps, t) for t in times}
+    commits = _commits(kafka, members, selection)
+    plans: dict[str, PolicyPlan] = {}
+    to_size: dict[TopicPartition, tuple[int, int]] = {}
+    for member in members:
+        rows = []
+        for topic in selection.selected[member.key]:
+            for partition in selection.partitions.get(topic, []):
+                tp = TopicPartition(topic, partition)
+                row = _row(member, tp, earliest, latest, at_time, commits, now_ms)
+                rows.append(row)
+                if row.get("recordsToDelete"):
+                    to_size[tp] = (row["logStartOffset"], row["highWatermark"])
+        plans[member.key] = PolicyPlan(rows, selection.skipped(member.key))
+    averages = kafka.average_record_bytes(to_size) if to_size else {}
+    for plan in plans.values():
+        for row in plan.rows:
+            if row.get("error"):
+                continue
+            avg = averages.get(TopicPartition(row["topic"], row["partition"]))
+            row["bytesToDeleteEstimate"] = (
+                0
+                if not row["recordsToDelete"]
+                else (None if avg is None else round(avg * row["recordsToDelete"]))
+            )
+    return plans
+
+
+def _commits(
+    kafka: PolicyKafka, members: Sequence[Member], selection: Selection
+) -> dict[str, Mapping[TopicPartition, int | None]]:
+    """Each group's commits on the partitions of the policies that name it (one call each)."""
+    wanted: dict[str, set[TopicPartition]] = {}
+    for member in members:
+        mine = [
+            TopicPartition(t, p)
+            for t in selection.selected[member.key]
+            for p in selection.partitions.get(t, [])
+        ]
+        for group in member.spec.rules.groups():
+            wanted.setdefault(group, set()).update(mine)
+    return {group: kafka.committed(group, sorted(tps)) for group, tps in sorted(wanted.items())}
+
+
+def _row(
+    member: Member,
+    tp: TopicPartition,
+    earliest: Mapping[TopicPartition, int | KafkaFailure],
+    latest: Mapping[TopicPartition, int | KafkaFailure],
+    at_time: Mapping[int, Mapping[TopicPartition, int | KafkaFailure]],
+    commits: Mapping[str, Mapping[TopicPartition, int | None]],
+    now_ms: int,
+) -> dict[str, Any]:
+    """One plan row, in the shape the Spark job writes (retention_jobs.transforms)."""
+    row: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}
+    start, end = earliest.get(tp), latest.get(tp)
+    times: dict[int, int | None] = {}
+    problem: KafkaFailure | None = next(
+        (x for x in (start, end) if isinstance(x, KafkaFailure)), None
+    )
+    for t in member.spec.rules.lookup_times(now_ms):
+        found = at_time[t].get(tp)
+        if isinstance(found, KafkaFailure):
+            problem = problem or found
+        else:
+            times[t] = found if found is not None and found >= 0 else None
+    if problem is not None:
+        raise_if_retriable(problem)
+        return {**row, "targetOffset": None, "error": str(problem)}
+    if not isinstance(start, int) or not isinstance(end, int):
+        return {**row, "targetOffset": None, "error": f"no offsets returned for {tp}"}
+    rules = member.spec.rules
+    committed = {g: commits[g].get(tp) for g in rules.groups()}
+    cut = plan_partition(PartitionFacts(tp, start, end, committed, times), rules, now_ms)
+    return {
+        **row,
+        "logStartOffset": start,
+        "highWatermark": end,
+        "targetOffset": cut.target,
+        "rule": cut.rule,
+        "reason": cut.reason,
+        "notes": list(cut.notes),
+        "recordsToDelete": cut.records_to_delete,
+        "groups": [
+            {
+                "group": g.group,
+                "committedOffset": g.committed_offset,
+                "unconsumedToDelete": g.unconsumed_to_delete,
+            }
+            for g in cut.groups
+        ],
+        "error": None,
+        "timeOffsets": times,
+    }

@@ -1,0 +1,91 @@
+"""What a RetentionPolicy run reports: unread records it deleted, and the per-topic
+summary in status (bounded; the busiest topics first)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy_spec import PolicySpec
+
+MAX_TOPICS_LISTED = 500
+MAX_LOSSES_LISTED = 100
+
+
+def losses(
+    rows: Sequence[Mapping[str, Any]],
+    cuts: Mapping[TopicPartition, tuple[int, int]],
+    moved: Mapping[TopicPartition, tuple[int, int]],
+    spec: PolicySpec,
+) -> list[dict[str, Any]]:
+    """Records deleted (or, in a dry run, to be deleted) that a deleteConsumed group had
+    not read: only maxRetention and deleteBefore can cause that."""
+    per: dict[tuple[str, str], int] = {}
+    for row in rows:
+        tp = TopicPartition(row["topic"], row["partition"])
+        if tp not in cuts:
+            continue
+        before, after = moved.get(tp, cuts[tp])
+        applied = cuts[tp][1] if spec.dry_run else after
+        for g in row.get("groups") or []:
+            if g["group"] not in spec.rules.consumed_groups:
+                continue
+            committed = g["committedOffset"]
+            read_to = max(before, committed if committed is not None else before)
+            lost = max(0, applied - read_to)
+            if lost:
+                per[(g["group"], tp.topic)] = per.get((g["group"], tp.topic), 0) + lost
+    return [{"group": g, "topic": t, "records": n} for (g, t), n in sorted(per.items())]
+
+
+def topic_summary(
+    previous: Sequence[Mapping[str, Any]],
+    spec: PolicySpec,
+    rows: Sequence[Mapping[str, Any]],
+    skipped: Mapping[str, str],
+    moved: Mapping[TopicPartition, tuple[int, int]],
+    deleted_by_topic: Mapping[str, int],
+    notes: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """One entry per topic: partitions, how far the log start lags the slowest group,
+    records deleted last run and in total, and a note where something needs saying."""
+    before = {t["name"]: t for t in previous}
+    per: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        topic = per.setdefault(
+            row["topic"], {"name": row["topic"], "partitions": 0, "logStartLag": 0}
+        )
+        topic["partitions"] += 1
+        committed = [
+            g["committedOffset"]
+            for g in row.get("groups") or []
+            if g["group"] in spec.rules.consumed_groups
+        ]
+        if committed and None not in committed:
+            slowest = min(c for c in committed if c is not None)
+            tp = TopicPartition(row["topic"], row["partition"])
+            start_now = moved[tp][1] if tp in moved else row["logStartOffset"]
+            topic["logStartLag"] += max(0, slowest - start_now)
+    out = []
+    for name, topic in per.items():
+        last = deleted_by_topic.get(name, 0)
+        topic["recordsDeletedLastRun"] = last
+        topic["recordsDeletedTotal"] = (
+            int(before.get(name, {}).get("recordsDeletedTotal", 0)) + last
+        )
+        if name in notes:
+            topic["note"] = notes[name]
+        out.append(topic)
+    for name, why in skipped.items():
+        out.append(
+            {
+                "name": name,
+                "partitions": 0,
+                "recordsDeletedLastRun": 0,
+                "recordsDeletedTotal": int(before.get(name, {}).get("recordsDeletedTotal", 0)),
+                "note": f"skipped: {why}",
+            }
+        )
+    ranked = sorted(out, key=lambda t: (-int(t.get("recordsDeletedTotal", 0)), t["name"]))
+    return ranked[:MAX_TOPICS_LISTED]

@@ -1,0 +1,317 @@
+"""One RetentionPolicy run, once its batch is planned: check every cut again with fresh
+offsets through the same planning core, hold it back to what overlapping policies allow,
+delete, verify, and write status.
+
+Safety, in order: nothing is deleted on an invalid spec or from a failed read; a planned
+cut is re-checked against offsets and committed offsets read just before DeleteRecords
+and may only be lowered there; where policies overlap on a partition the smallest cut
+wins (core.overlap); dryRun deletes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
+from kafka_retention.core import conditions as cond
+from kafka_retention.core.conditions import Reason
+from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.overlap import conservative_cut, peers_on_topic
+from kafka_retention.core.policy import RetentionRules
+from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.core.specs import SpecError
+from kafka_retention.services import retention_report as report
+from kafka_retention.services.cutting import delete_and_verify
+from kafka_retention.services.fresh import read_facts
+from kafka_retention.services.policy_planning import Planned
+from kafka_retention.services.ports import KafkaCutter, PolicyKafka, StatusStore
+
+
+@dataclass
+class PolicyRun:
+    """One policy as its run sees it: the status it starts from and where it writes."""
+
+    key: str  # namespace/name
+    status: Mapping[str, Any]
+    generation: int | None
+    store: StatusStore
+    now: Callable[[], datetime]
+    # How late the run started against its schedule (seconds), and the slack allowed.
+    late_by: float = 0.0
+    slack: float = float("inf")
+
+
+@dataclass
+class RunOutcome:
+    ok: bool
+    message: str
+    next_run_in: float
+    invalid_field: str | None = None
+    # Ready's reason when the run failed (KafkaUnavailable, PlanFailed, ...).
+    reason: Reason | None = None
+    records_deleted: int = 0
+    bytes_reclaimed: int = 0
+    partitions_cut: int = 0
+    deleted_by_topic: dict[str, int] = field(default_factory=dict)
+    losses: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+def invalid(run: PolicyRun, err: SpecError) -> RunOutcome:
+    """An invalid spec: say which field, plan and delete nothing, wait for a new spec."""
+    run.store.patch(
+        {
+            "observedGeneration": run.generation,
+            "conditions": _conditions(run, "False", Reason.INVALID_SPEC, str(err)),
+        }
+    )
+    return RunOutcome(
+        False,
+        str(err),
+        next_run_in=float("inf"),
+        invalid_field=err.field,
+        reason=Reason.INVALID_SPEC,
+    )
+
+
+def failed(
+    run: PolicyRun,
+    spec: PolicySpec,
+    reason: Reason,
+    err: BaseException,
+    started: datetime,
+    retry_delay: float,
+) -> RunOutcome:
+    """The run could not plan or read (Kafka down, Secret missing, plan job failed):
+    nothing was deleted; try again sooner than the interval."""
+    delay = min(retry_delay, spec.interval_ms / 1000)
+    run.store.patch(
+        {
+            "observedGeneration": run.generation,
+            "nextRunAt": cond.timestamp(started + timedelta(seconds=delay)),
+            "lastRun": {**(run.status.get("lastRun") or {}), "error": str(err)},
+            "conditions": _conditions(run, "False", reason, str(err)),
+        }
+    )
+    return RunOutcome(False, f"{reason}: {err}", next_run_in=delay, reason=reason)
+
+
+def apply_plan(
+    run: PolicyRun,
+    spec: PolicySpec,
+    plan: Planned,
+    kafka: PolicyKafka,
+    others: Mapping[str, PolicySpec],
+    started: datetime,
+    retry_delay: float = 15.0,
+) -> RunOutcome:
+    """Re-check, hold back for overlapping policies, delete, verify and report."""
+    rows = [r for r in plan.rows if not r.get("error")]
+    failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
+    try:
+        cuts, notes = _safe_cuts(run, spec, kafka, rows, others, started)
+    except KafkaUnavailable as err:
+        return failed(run, spec, Reason.KAFKA_UNAVAILABLE, err, started, retry_delay)
+    moved, delete_failures = _delete(kafka, cuts, spec.dry_run)
+    failures += delete_failures
+    finished = run.now()
+    by_row = {(r["topic"], r["partition"]): r for r in rows}
+    records = bytes_ = 0
+    by_topic: dict[str, int] = {}
+    for tp, (before, after) in moved.items():
+        n = max(0, after - before)
+        records += n
+        by_topic[tp.topic] = by_topic.get(tp.topic, 0) + n
+        row = by_row[(tp.topic, tp.partition)]
+        if row.get("recordsToDelete") and row.get("bytesToDeleteEstimate") is not None:
+            bytes_ += int(row["bytesToDeleteEstimate"] * n / row["recordsToDelete"])
+    partitions_cut = sum(1 for before, after in moved.values() if after > before)
+    lost = report.losses(rows, cuts, moved, spec)
+    topics = report.topic_summary(
+        run.status.get("topics") or [], spec, rows, plan.skipped, moved, by_topic, notes
+    )
+    if spec.dry_run:
+        would = sum(target - before for before, target in cuts.values())
+        message = f"dry run: would delete {would} records from {len(cuts)} partitions"
+    else:
+        message = f"deleted {records} records from {len(by_topic)} topics"
+    interval = spec.interval_ms / 1000
+    degraded = "; ".join(failures[:5])
+    run.store.patch(
+        {
+            "observedGeneration": run.generation,
+            "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
+            "recordsDeletedTotal": int(run.status.get("recordsDeletedTotal") or 0) + records,
+            "nextRunAt": cond.timestamp(finished + timedelta(seconds=interval)),
+            "lastRun": {
+                "startedAt": cond.timestamp(started),
+                "completedAt": cond.timestamp(finished),
+                "partitionsPlanned": len(plan.rows),
+                "partitionsCut": partitions_cut,
+                "recordsDeleted": records,
+                "bytesReclaimedEstimate": bytes_,
+                "unconsumedDeleted": lost[: report.MAX_LOSSES_LISTED],
+                # A merge patch keeps fields it does not name: null clears an old error.
+                "error": degraded or None,
+            },
+            "topics": topics,
+            "conditions": _conditions(
+                run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded
+            ),
+        }
+    )
+    return RunOutcome(
+        True,
+        message,
+        next_run_in=interval,
+        records_deleted=records,
+        bytes_reclaimed=bytes_,
+        partitions_cut=partitions_cut,
+        deleted_by_topic=by_topic,
+        losses=lost,
+        failures=failures,
+    )
+
+
+def _conditions(
+    run: PolicyRun,
+    ready: cond.ConditionStatus,
+    reason: Reason,
+    message: str,
+    degraded: str | None = None,
+) -> list[dict[str, Any]]:
+    """Ready always; Degraded after a run that got to delete (None leaves it as it was);
+    OnSchedule says whether this run started within its slack."""
+    now = run.now()
+    out = cond.set_condition(
+        run.status.get("conditions"), "Ready", ready, reason, message, run.generation, now
+    )
+    if degraded is not None:
+        out = cond.set_condition(
+            out,
+            "Degraded",
+            "True" if degraded else "False",
+            Reason.PARTIALLY_FAILED if degraded else Reason.ALL_APPLIED,
+            degraded or "every partition planned and applied",
+            run.generation,
+            now,
+        )
+    return set_schedule(out, run)
+
+
+def set_schedule(
+    conditions: Sequence[Mapping[str, Any]] | None, run: PolicyRun
+) -> list[dict[str, Any]]:
+    late = run.late_by > run.slack
+    return cond.set_condition(
+        conditions,
+        "OnSchedule",
+        "False" if late else "True",
+        Reason.LATE if late else Reason.ON_TIME,
+        f"started {run.late_by:.0f}s after it was due (slack {run.slack:.0f}s)"
+        if late
+        else "started within its slack",
+        run.generation,
+        run.now(),
+    )
+
+
+def _safe_cuts(
+    run: PolicyRun,
+    spec: PolicySpec,
+    kafka: PolicyKafka,
+    rows: Sequence[Mapping[str, Any]],
+    others: Mapping[str, PolicySpec],
+    now: datetime,
+) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str]]:
+    """(log start, cut) per partition worth cutting, after the fresh re-check and the
+    overlap rule; plus a note per topic that other policies also cut."""
+    peers_by_topic: dict[str, dict[str, RetentionRules]] = {}
+    notes: dict[str, str] = {}
+    for topic in sorted({r["topic"] for r in rows}):
+        peers = peers_on_topic(topic, spec.bootstrap_servers, others)
+        peers_by_topic[topic] = peers
+        if peers:
+            notes[topic] = (
+                f"overlaps with policy {', '.join(sorted(peers))} on this "
+                "topic: the more conservative cut applies to both"
+            )
+    wanted = {
+        TopicPartition(r["topic"], r["partition"]): r
+        for r in rows
+        if r["targetOffset"] is not None and r["targetOffset"] > r["logStartOffset"]
+    }
+    if not wanted:
+        return {}, notes
+
+    def groups_of(tp: TopicPartition) -> set[str]:
+        return set(spec.rules.groups()).union(
+            *(rules.groups() for rules in peers_by_topic[tp.topic].values())
+        )
+
+    fresh, errors = read_facts(kafka, list(wanted), groups_of)
+    if errors:
+        tp, problem = next(iter(errors.items()))
+        raise KafkaUnavailable(f"fresh offsets of {tp}: {problem}")
+    now_ms = int(now.timestamp() * 1000)
+    peer_times = _peer_times(kafka, wanted, peers_by_topic, now_ms)
+    cuts: dict[TopicPartition, tuple[int, int]] = {}
+    for tp, row in wanted.items():
+        facts: PartitionFacts = fresh[tp]
+        # This policy's times as planned; the peers' read just now.
+        times = {int(k): v for k, v in (row.get("timeOffsets") or {}).items()}
+        facts = replace(facts, offsets_for_times={**peer_times.get(tp, {}), **times})
+        decision = conservative_cut(
+            int(row["targetOffset"]), facts, spec.rules, peers_by_topic[tp.topic], now_ms
+        )
+        if decision.target > facts.log_start:
+            cuts[tp] = (facts.log_start, decision.target)
+    return cuts, notes
+
+
+def _peer_times(
+    kafka: PolicyKafka,
+    wanted: Mapping[TopicPartition, Any],
+    peers_by_topic: Mapping[str, Mapping[str, RetentionRules]],
+    now_ms: int,
+) -> dict[TopicPartition, dict[int, int | None]]:
+    """Offsets for the times the overlapping policies' rules ask for, read now."""
+    by_time: dict[int, list[TopicPartition]] = {}
+    for tp in wanted:
+        for rules in peers_by_topic[tp.topic].values():
+            for t in rules.lookup_times(now_ms):
+                by_time.setdefault(t, []).append(tp)
+    out: dict[TopicPartition, dict[int, int | None]] = {}
+    if not by_time:
+        return out
+    for t, tps in by_time.items():
+        for tp, found in kafka.offsets_for_timestamp(sorted(set(tps)), t).items():
+            if isinstance(found, KafkaFailure):
+                raise KafkaUnavailable(f"offset for time {t} of {tp}: {found}")
+            out.setdefault(tp, {})[t] = found if found >= 0 else None
+    return out
+
+
+def _delete(
+    kafka: KafkaCutter, cuts: Mapping[TopicPartition, tuple[int, int]], dry_run: bool
+) -> tuple[dict[TopicPartition, tuple[int, int]], list[str]]:
+    """(log start before, after) per partition; dry runs and failures move nothing."""
+    if dry_run or not cuts:
+        return {tp: (b, b) for tp, (b, _) in cuts.items()}, []
+    out: dict[TopicPartition, tuple[int, int]] = {}
+    failures = []
+    applied = delete_and_verify(kafka, {tp: target for tp, (_, target) in cuts.items()})
+    for tp, (before, _) in cuts.items():
+        result = applied[tp]
+        if result.failure is not None:
+            failures.append(f"{tp}: {result.failure}")
+            out[tp] = (before, before)
+        elif result.log_start_after is not None:
+            out[tp] = (before, result.log_start_after)
+        else:
+            failures.append(f"{tp}: {result.unverified}")
+            out[tp] = (before, before)
+    return out, failures

@@ -1,0 +1,112 @@
+"""Many RetentionPolicies in one operator: every one runs on time, cuts right, and says so.
+
+The operator is the session's (tests/e2e/conftest.py); the policies live in the test's own
+namespace and are deleted at its end."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack.stack import Stack
+from tests.support import log_starts
+
+POLICIES = 100
+INTERVAL_S = 20
+# The operator's stated slack for a 20 s interval (services.scheduler.slack_for): 30 s.
+SLACK_S = 30
+
+
+def policy(ns: str, i: int, topic: str, group: str, bootstrap: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": f"p{i:03d}", "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": bootstrap},
+            "interval": f"{INTERVAL_S}s",
+            "topics": {"names": [topic]},
+            "deleteConsumed": {"groups": [group]},
+        },
+    }
+
+
+def commit_all(admin: AdminClient, offsets: dict[str, int]) -> None:
+    """Commit each topic's group (`<topic>-g`) at the offset given, as its consumer would."""
+    futures = [
+        admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(f"{t}-g", [TopicPartition(t, 0, offset)])]
+        )[f"{t}-g"]
+        for t, offset in offsets.items()
+    ]
+    for f in futures:
+        f.result(timeout=30)
+
+
+def starts_by_policy(stack: Stack, ns: str) -> dict[str, dict[str, Any]]:
+    done = stack.kubectl("get", "retentionpolicies", "-n", ns, "-o", "json")
+    return {o["metadata"]["name"]: o.get("status", {}) for o in json.loads(done.stdout)["items"]}
+
+
+@pytest.mark.stack
+def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str
+) -> None:
+    prefix = f"fleet-{e2e_ns[-6:]}"
+    topics = [f"{prefix}-{i:03d}" for i in range(POLICIES)]
+    futures = admin.create_topics([NewTopic(t, 1, 1) for t in topics])
+    for f in futures.values():
+        f.result(timeout=60)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for t in topics:
+        for _ in range(30):
+            producer.produce(t, value=b"v" * 100, partition=0)
+    assert producer.flush(60) == 0
+    first_cut = {t: 1 + i % 10 for i, t in enumerate(topics)}
+    commit_all(admin, {t: first_cut[t] for t in topics})
+    applied = time.monotonic()
+    body = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [policy(e2e_ns, i, t, f"{t}-g", bootstrap) for i, t in enumerate(topics)],
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+    # Every policy runs once: each log start reaches its group's commit.
+    seen: dict[str, set[str]] = {f"p{i:03d}": set() for i in range(POLICIES)}
+    advanced_at = ""
+    first_round = 0.0
+    deadline = applied + 2 * INTERVAL_S + 2 * SLACK_S
+    while time.monotonic() < deadline:
+        for name, status in starts_by_policy(stack, e2e_ns).items():
+            started = status.get("lastRun", {}).get("startedAt")
+            if started:
+                seen[name].add(started)
+        if not advanced_at and all(seen.values()):
+            first_round = time.monotonic() - applied
+            assert [log_starts(admin, t, 1)[0] for t in topics] == [first_cut[t] for t in topics]
+            # Every group reads on: the next run must follow it.
+            commit_all(admin, {t: first_cut[t] + 10 for t in topics})
+            # startedAt has whole seconds: a run started in a later second began after this.
+            advanced_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+        if advanced_at and all(max(s) >= advanced_at for s in seen.values()):
+            break
+        time.sleep(2)
+    assert advanced_at, f"not every policy ran once within {deadline - applied:.0f}s"
+    assert first_round < INTERVAL_S + SLACK_S
+    behind = sorted(n for n, s in seen.items() if len(s) < 2 or max(s) < advanced_at)
+    assert not behind, f"{len(behind)} policies did not run again in time: {behind[:10]}"
+    assert [log_starts(admin, t, 1)[0] for t in topics] == [first_cut[t] + 10 for t in topics]
+    statuses = starts_by_policy(stack, e2e_ns)
+    for name, status in statuses.items():
+        conds = {c["type"]: c for c in status["conditions"]}
+        assert conds["Ready"]["status"] == "True", (name, conds["Ready"])
+        assert conds["OnSchedule"]["status"] == "True", (name, conds["OnSchedule"])
+    stack.kubectl("delete", "retentionpolicies", "--all", "-n", e2e_ns, "--timeout=60s")
+    for f in admin.delete_topics(topics).values():
+        f.result(timeout=60)
