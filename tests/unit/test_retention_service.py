@@ -9,6 +9,7 @@ from typing import Any
 
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
 from kafka_retention.services import retention_run
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
@@ -158,7 +159,7 @@ def test_a_group_that_rewound_after_planning_lowers_the_cut() -> None:
     kafka.commits["a"][T0] = 25  # the group resets its offsets meanwhile
     store = Store()
     run = PolicyRun("ns/p", {}, 1, store, lambda: NOW)
-    retention_run.apply_plan(run, spec, plan, kafka, {}, NOW)
+    retention_run.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
     assert kafka.deletes == [{T0: 25}]
 
 
@@ -171,7 +172,7 @@ def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
     assert plan.rows[0]["targetOffset"] == 100
     kafka.logs[T0] = [0, 80]  # an unclean leader election lost the last 20 records
     run = PolicyRun("ns/p", {}, 1, Store(), lambda: NOW)
-    outcome = retention_run.apply_plan(run, spec, plan, kafka, {}, NOW)
+    outcome = retention_run.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
     assert kafka.deletes == [{T0: 80}]
     assert outcome.failures == []
 
@@ -185,7 +186,7 @@ def test_a_log_start_already_past_the_planned_cut_deletes_nothing() -> None:
     kafka.logs[T0] = [70, 100]  # the broker's own retention went further meanwhile
     store = Store()
     outcome = retention_run.apply_plan(
-        PolicyRun("ns/p", {}, 1, store, lambda: NOW), spec, plan, kafka, {}, NOW
+        PolicyRun("ns/p", {}, 1, store, lambda: NOW), spec, plan, kafka, PeerIndex({}), NOW
     )
     assert kafka.deletes == []
     assert outcome.records_deleted == 0

@@ -42,15 +42,36 @@ def conservative_cut(
     return Decision(target, tuple(held))
 
 
-def peers_on_topic(
-    topic: str, bootstrap_servers: str, others: Mapping[str, PolicySpec]
-) -> dict[str, RetentionRules]:
-    """Policies that also cut this topic on this cluster. A dry run cuts nothing, so it
-    holds nobody back."""
-    return {
-        name: spec.rules
-        for name, spec in others.items()
-        if spec.bootstrap_servers == bootstrap_servers
-        and not spec.dry_run
-        and topic in spec.topics.select([topic])
-    }
+class PeerIndex:
+    """Which other policies cut a topic on a cluster, found without trying every policy's
+    selector on every topic: names are looked up, only patterns are matched. A dry run
+    cuts nothing, so it holds nobody back."""
+
+    def __init__(self, others: Mapping[str, PolicySpec]) -> None:
+        self._by_name: dict[tuple[str, str], set[str]] = {}
+        self._patterns: list[tuple[str, PolicySpec]] = []
+        self._specs = others
+        for name, spec in others.items():
+            if spec.dry_run:
+                continue
+            for topic in spec.topics.names:
+                self._by_name.setdefault((spec.bootstrap_servers, topic), set()).add(name)
+            if spec.topics.pattern:
+                self._patterns.append((name, spec))
+
+    def on_topic(
+        self, topic: str, bootstrap_servers: str, exclude: str = ""
+    ) -> dict[str, RetentionRules]:
+        names = set(self._by_name.get((bootstrap_servers, topic), ()))
+        names.update(
+            name
+            for name, spec in self._patterns
+            if spec.bootstrap_servers == bootstrap_servers and topic in spec.topics.select([topic])
+        )
+        return {
+            name: self._specs[name].rules
+            for name in sorted(names)
+            if name != exclude
+            and topic not in self._specs[name].topics.exclude
+            and not topic.startswith("__")
+        }

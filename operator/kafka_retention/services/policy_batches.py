@@ -18,6 +18,7 @@ from typing import Any
 from kafka_retention.adapters.kafka import KafkaUnavailable
 from kafka_retention.adapters.kube import SecretUnavailable
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import retention_run
@@ -100,6 +101,7 @@ def run_batch(
             )
 
     keys = [m.key for m in members]
+    peers = PeerIndex(others)
     first = members[0]
     try:
         config = env.client_config(first.spec, first.namespace)
@@ -116,7 +118,6 @@ def run_batch(
     def apply(plans: Mapping[str, Planned]) -> None:
         def one(key: str) -> tuple[str, RunOutcome]:
             item, spec = specs[key]
-            peers = {k: s for k, s in others.items() if k != key}
             try:
                 return key, retention_run.apply_plan(
                     item.run, spec, plans[key], kafka, peers, started, env.retry_delay

@@ -19,7 +19,7 @@ from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.overlap import conservative_cut, peers_on_topic
+from kafka_retention.core.overlap import PeerIndex, conservative_cut
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.specs import SpecError
@@ -104,7 +104,7 @@ def apply_plan(
     spec: PolicySpec,
     plan: Planned,
     kafka: PolicyKafka,
-    others: Mapping[str, PolicySpec],
+    peers: PeerIndex,
     started: datetime,
     retry_delay: float = 15.0,
 ) -> RunOutcome:
@@ -112,7 +112,7 @@ def apply_plan(
     rows = [r for r in plan.rows if not r.get("error")]
     failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
     try:
-        cuts, notes = _safe_cuts(run, spec, kafka, rows, others, started)
+        cuts, notes = _safe_cuts(run, spec, kafka, rows, peers, started)
     except KafkaUnavailable as err:
         return failed(run, spec, Reason.KAFKA_UNAVAILABLE, err, started, retry_delay)
     moved, delete_failures = _delete(kafka, cuts, spec.dry_run)
@@ -224,7 +224,7 @@ def _safe_cuts(
     spec: PolicySpec,
     kafka: PolicyKafka,
     rows: Sequence[Mapping[str, Any]],
-    others: Mapping[str, PolicySpec],
+    index: PeerIndex,
     now: datetime,
 ) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str]]:
     """(log start, cut) per partition worth cutting, after the fresh re-check and the
@@ -232,7 +232,7 @@ def _safe_cuts(
     peers_by_topic: dict[str, dict[str, RetentionRules]] = {}
     notes: dict[str, str] = {}
     for topic in sorted({r["topic"] for r in rows}):
-        peers = peers_on_topic(topic, spec.bootstrap_servers, others)
+        peers = index.on_topic(topic, spec.bootstrap_servers, exclude=run.key)
         peers_by_topic[topic] = peers
         if peers:
             notes[topic] = (
