@@ -7,8 +7,6 @@ kafka-retention -A`); `make dev-down` stops it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 # hack/ is on sys.path as this script's own directory.
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,18 +32,12 @@ def show(stack: Stack, *args: str) -> None:
     print(stack.kubectl(*args, check=False).stdout.rstrip(), flush=True)
 
 
-def start_operator(stack: Stack) -> subprocess.Popen[bytes]:
+def start_operator(stack: Stack) -> OperatorProcess:
     log = stack.dev / "operator.log"
-    exe = Path(sys.executable).with_name("kafka-retention")
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(exe), "run", "--namespace", NAMESPACE, "--verbose"],
-            env={**os.environ, **stack.env()},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    print(f"operator started (pid {proc.pid}), logging to {log}")
-    return proc
+    log.write_bytes(b"")
+    operator = OperatorProcess(stack, [NAMESPACE], log).start()
+    print(f"operator started (pid {operator.pid}), logging to {log}")
+    return operator
 
 
 def _offsets(admin: AdminClient, topic: str, partitions: int, kind: str) -> list[int]:
@@ -272,16 +265,10 @@ def main() -> int:
     banner("operator")
     operator = start_operator(stack)
     try:
-        time.sleep(3)
-        if operator.poll() is not None:
-            print((stack.dev / "operator.log").read_text()[-3000:])
-            print("the operator exited early", file=sys.stderr)
-            return 1
         scene_record_purge(stack)
         scene_retention_policy(stack)
     finally:
-        operator.terminate()
-        operator.wait(timeout=30)
+        operator.stop()
 
     banner("done")
     print(

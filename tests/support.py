@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -24,7 +20,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
+
+__all__ = ["OperatorProcess"]
 
 
 def produce(
@@ -170,45 +169,6 @@ def events(stack: Stack, namespace: str, name: str) -> list[dict[str, Any]]:
     )
     items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
     return items
-
-
-class OperatorProcess:
-    """`kafka-retention run` as a child process, logging to a file."""
-
-    def __init__(
-        self, stack: Stack, namespaces: list[str], log: Path, extra_args: tuple[str, ...] = ()
-    ) -> None:
-        self.stack, self.namespaces, self.log = stack, namespaces, log
-        self.extra_args = extra_args
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> OperatorProcess:
-        exe = Path(sys.executable).with_name("kafka-retention")
-        args = [str(exe), "run", "--verbose", *self.extra_args]
-        for ns in self.namespaces:
-            args += ["--namespace", ns]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                args, env={**os.environ, **self.stack.env()}, stdout=out, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 60
-        while "Initial authentication has finished" not in self.log.read_text(errors="replace"):
-            assert self.proc.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "operator did not start in 60s"
-            time.sleep(0.2)
-        return self
-
-    def kill(self) -> None:
-        """SIGKILL: no clean-up, as when a node dies or the pod is OOM-killed."""
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> int:
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=60)
 
 
 def install_spark_operator_crd(stack: Stack) -> None:
