@@ -54,7 +54,7 @@ demo: setup ## bring the stack up, apply the CRDs, run the scripted scenario
 	$(PY) hack/demo.py
 
 bench: setup ## planning and scan benchmarks beside Kafka's own tools -> BENCHMARKS.md
-	PYTHONPATH=hack $(PY) bench/run.py
+	PYTHONPATH=hack:. $(PY) bench/run.py
 
 clean: dev-down ## remove local state (keeps the shared download/build cache)
 	rm -rf .dev

@@ -20,14 +20,17 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from bench import policies
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import paths
 from devstack.stack import Stack
+from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.spark import local_session
 from kafka_retention.core.policy import RetentionRules
-from kafka_retention.core.policy_spec import PolicySpec, TopicSelector
+from kafka_retention.core.policy_spec import Member, PolicySpec, TopicSelector
+from kafka_retention.services.policy_planning import plan_in_process, select
 from retention_jobs import plan_job, scans
 from retention_jobs.request import Connection, PlanRequest, Scans
 
@@ -122,6 +125,13 @@ def bench_planning(
     partitions = topics * per_topic
     assert len(result.rows) == partitions, (len(result.rows), partitions)
     assert all(r["targetOffset"] == 1 for r in result.rows)
+    # The same plan in the operator process (what batches below the line use).
+    kafka = KafkaAdmin(bootstrap)
+    members = [Member("bench/policy", policy)]
+    started = time.monotonic()
+    in_process = plan_in_process(kafka, members, select(kafka, members), request.now_ms)
+    here = time.monotonic() - started
+    assert [r["targetOffset"] for r in in_process["bench/policy"].rows] == [1] * partitions
     started = time.monotonic()
     for group in GROUPS:
         java_tool(
@@ -135,9 +145,10 @@ def bench_planning(
     reference = time.monotonic() - started
     return Row(
         f"plan {partitions} partitions, 2 groups",
-        f"{ours:.1f} s",
+        f"Spark {ours:.1f} s; in process {here:.1f} s",
         f"{reference:.1f} s",
-        "ours: offsets, commits, cuts, size sampling; reference: "
+        "ours: offsets, commits, cuts, size sampling, by the Spark job (warm local session) "
+        "and by the operator's in-process planner (the same core); reference: "
         "kafka-consumer-groups.sh --describe for each group (facts only, no plan)",
     )
 
@@ -249,6 +260,7 @@ def main() -> int:
             bench_planning(stack, admin, "10k", 50, 200),
         ]
         rows += bench_scan(stack, admin)
+        rows += policies.bench_fleet(stack, admin, RUN, java_tool, Row, say)
     finally:
         if started_stack:
             stack.down()

@@ -1,0 +1,258 @@
+"""`make bench`, RetentionPolicy side: one operator at 0, 100 and 1,000 policies.
+
+- runs per minute that one operator sustains at 1,000 policies (interval 60 s, one small
+  topic each), and how late runs started, from the operator's own metrics;
+- RSS and CPU of the operator's process tree (Python and, if started, Spark's JVM) at 0,
+  100 and 1,000 policies;
+- the reference: `kafka-delete-records.sh` started once per policy, as a cron job per
+  policy would, timed on the same cluster.
+- where planning in process stops paying: a batch planned in process and by Spark, at
+  the sizes of the planning benchmark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack.operator import OperatorProcess, free_port
+from devstack.stack import Stack
+
+REPO = Path(__file__).resolve().parents[1]
+INTERVAL_S = int(os.environ.get("BENCH_FLEET_INTERVAL", "60"))
+FLEET = int(os.environ.get("BENCH_FLEET_POLICIES", "1000"))
+STEP = min(100, FLEET)
+PAGE = Path("/proc")
+
+
+def tree(pid: int) -> list[int]:
+    """The process and all its descendants (Spark's JVM is a child of the operator)."""
+    children: dict[int, list[int]] = {}
+    for stat in PAGE.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def rss_mib(pid: int) -> float:
+    total = 0
+    for p in tree(pid):
+        try:
+            for line in (PAGE / str(p) / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    ticks = 0
+    for p in tree(pid):
+        try:
+            fields = (PAGE / str(p) / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / 100
+
+
+def scrape(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def make_topics(admin: AdminClient, bootstrap: str, names: list[str]) -> None:
+    for i in range(0, len(names), 200):
+        for f in admin.create_topics([NewTopic(n, 1, 1) for n in names[i : i + 200]]).values():
+            f.result(timeout=120)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for n in names:
+        for _ in range(20):
+            producer.produce(n, value=b"x" * 50, partition=0)
+        producer.poll(0)
+    producer.flush(120)
+
+
+def commit_all(admin: AdminClient, offsets: dict[str, int]) -> None:
+    futures = [
+        admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(f"{t}-g", [TopicPartition(t, 0, offset)])]
+        )[f"{t}-g"]
+        for t, offset in offsets.items()
+    ]
+    for f in futures:
+        f.result(timeout=60)
+
+
+def apply_policies(stack: Stack, ns: str, topics: list[str], bootstrap: str) -> None:
+    items = [
+        {
+            "apiVersion": "kafka-retention.io/v1alpha1",
+            "kind": "RetentionPolicy",
+            "metadata": {"name": f"p-{t.rsplit('-', 1)[1]}", "namespace": ns},
+            "spec": {
+                "cluster": {"bootstrapServers": bootstrap},
+                "interval": f"{INTERVAL_S}s",
+                "topics": {"names": [t]},
+                "deleteConsumed": {"groups": [f"{t}-g"]},
+            },
+        }
+        for t in topics
+    ]
+    for i in range(0, len(items), 250):
+        body = {"apiVersion": "v1", "kind": "List", "items": items[i : i + 250]}
+        stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def sample(operator: OperatorProcess, seconds: float) -> tuple[float, float]:
+    """(RSS MiB at the end, CPU % of one core over the window)."""
+    cpu0 = cpu_seconds(operator.pid)
+    time.sleep(seconds)
+    return rss_mib(operator.pid), 100 * (cpu_seconds(operator.pid) - cpu0) / seconds
+
+
+def delete_records_once(
+    java_tool: Callable[..., Any], bootstrap: str, topic: str, offset: int
+) -> float:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(
+            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": offset}]}, f
+        )
+    started = time.monotonic()
+    java_tool(
+        "org.apache.kafka.tools.DeleteRecordsCommand",
+        "--bootstrap-server",
+        bootstrap,
+        "--offset-json-file",
+        f.name,
+    )
+    return time.monotonic() - started
+
+
+def bench_fleet(
+    stack: Stack,
+    admin: AdminClient,
+    run: str,
+    java_tool: Callable[..., Any],
+    row: Callable[..., Any],
+    say: Callable[[str], None],
+) -> list[Any]:
+    bootstrap = stack.kafka.bootstrap_servers
+    stack.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
+    ns = f"bench-fleet-{run}"
+    stack.kubectl("create", "namespace", ns)
+    topics = [f"fleet{run}-{i:04d}" for i in range(FLEET)]
+    say(f"creating {FLEET} one-partition topics for the policy fleet")
+    make_topics(admin, bootstrap, topics)
+    commit_all(admin, dict.fromkeys(topics, 5))
+    port = free_port()
+    log = stack.dev / f"bench-operator-{run}.log"
+    operator = OperatorProcess(
+        stack, [ns], log, ("--metrics-port", str(port), "--metrics-addr", "127.0.0.1")
+    ).start()
+    rows = []
+    try:
+        say("operator with 0 policies")
+        idle = sample(operator, 20)
+        say(f"{STEP} policies")
+        apply_policies(stack, ns, topics[:STEP], bootstrap)
+        time.sleep(INTERVAL_S)
+        hundred = sample(operator, INTERVAL_S)
+        say(f"{FLEET} policies; measuring three intervals")
+        apply_policies(stack, ns, topics[STEP:], bootstrap)
+        time.sleep(INTERVAL_S)  # all have run once; the schedule settles
+        before = scrape(port)
+        cpu0, t0 = cpu_seconds(operator.pid), time.monotonic()
+        commit_all(admin, dict.fromkeys(topics, 10))  # every policy has work again
+        time.sleep(3 * INTERVAL_S)
+        after = scrape(port)
+        elapsed = time.monotonic() - t0
+        thousand = (rss_mib(operator.pid), 100 * (cpu_seconds(operator.pid) - cpu0) / elapsed)
+        runs = (
+            after["kafka_retention_policy_start_lateness_seconds_count"]
+            - before["kafka_retention_policy_start_lateness_seconds_count"]
+        )
+        late_sum = (
+            after["kafka_retention_policy_start_lateness_seconds_sum"]
+            - before["kafka_retention_policy_start_lateness_seconds_sum"]
+        )
+        over_30 = runs - (
+            after['kafka_retention_policy_start_lateness_seconds_bucket{le="30.0"}']
+            - before['kafka_retention_policy_start_lateness_seconds_bucket{le="30.0"}']
+        )
+        batches = (
+            after["kafka_retention_batch_policies_count"]
+            - before["kafka_retention_batch_policies_count"]
+        )
+        starts = [
+            json.loads(
+                stack.kubectl(
+                    "get", "retentionpolicy", f"p-{t.rsplit('-', 1)[1]}", "-n", ns, "-o", "json"
+                ).stdout
+            )["status"]["lastRun"]["startedAt"]
+            for t in topics[:: max(1, FLEET // 10)]
+        ]
+        say(f"sampled lastRun.startedAt: {starts}")
+        say("reference: kafka-delete-records.sh once per policy")
+        ref = [delete_records_once(java_tool, bootstrap, t, 10) for t in topics[:5]]
+        per_call = statistics.median(ref)
+        rows.append(
+            row(
+                f"RetentionPolicy runs sustained, {FLEET} policies "
+                f"(interval {INTERVAL_S} s, 1 partition each)",
+                f"{runs / elapsed * 60:.0f} runs/min in {batches:.0f} batches; mean start "
+                f"{late_sum / max(runs, 1):.1f} s after due, {over_30:.0f} runs > 30 s late",
+                f"{60 / per_call:.0f} runs/min, one at a time (median {per_call:.2f} s a call)",
+                "ours: runs counted by the operator's lateness histogram over 3 intervals; "
+                "reference: kafka-delete-records.sh per policy, as a cron job per policy would "
+                "run it (JVM start each time)",
+            )
+        )
+        rows.append(
+            row(
+                f"operator footprint at 0 / {STEP} / {FLEET} policies",
+                " / ".join(
+                    f"{rss:.0f} MiB, {cpu:.0f}% CPU" for rss, cpu in (idle, hundred, thousand)
+                ),
+                "-",
+                "RSS of the operator's process tree (with Spark's JVM when it runs); CPU as % of "
+                "one core over the window. Small batches plan in process, so Spark's JVM does "
+                "not start here.",
+            )
+        )
+    finally:
+        stack.kubectl(
+            "delete", "retentionpolicies", "--all", "-n", ns, "--timeout=120s", check=False
+        )
+        operator.stop()
+        stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        for f in admin.delete_topics(topics).values():
+            with contextlib.suppress(Exception):  # cleaning up a benchmark's topics
+                f.result(timeout=120)
+    return rows
