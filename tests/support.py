@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import tenacity
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
@@ -86,19 +87,22 @@ def high_watermarks(admin: AdminClient, topic: str, partitions: int) -> list[int
 def _offsets(admin: AdminClient, topic: str, partitions: int, spec: OffsetSpec) -> list[int]:
     # librdkafka answers "No leaders found" when its metadata cache lags a leader change
     # (brokers restarted by other tests); a fresh look a moment later gets the answer.
-    for attempt in range(20):
-        try:
-            futures = admin.list_offsets(
-                {TopicPartition(topic, p): spec for p in range(partitions)}
-            )
-            by_partition = {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
-            return [by_partition[p] for p in range(partitions)]
-        except KafkaException:
-            if attempt == 19:
-                raise
-            admin.list_topics(topic, timeout=10)
-            time.sleep(0.5)
-    raise AssertionError("unreachable")
+    def refresh(_: tenacity.RetryCallState) -> None:
+        admin.list_topics(topic, timeout=10)
+
+    @tenacity.retry(
+        retry=tenacity.retry_if_exception_type(KafkaException),
+        stop=tenacity.stop_after_attempt(20),
+        wait=tenacity.wait_fixed(0.5),
+        before_sleep=refresh,
+        reraise=True,
+    )
+    def read() -> list[int]:
+        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in range(partitions)})
+        by_partition = {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
+        return [by_partition[p] for p in range(partitions)]
+
+    return read()
 
 
 def first_offsets_read(bootstrap: str, topic: str, partitions: int) -> list[int | None]:

@@ -55,7 +55,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
-    from kafka_retention.cli.purge import UsageError, run_purge
+    from kafka_retention.cli.common import UsageError
+    from kafka_retention.cli.purge import run_purge
 
     try:
         return run_purge(
@@ -71,14 +72,13 @@ def _purge(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from kafka_retention.cli.plan import UsageError as PlanUsageError
+    from kafka_retention.cli.common import UsageError, read_properties
     from kafka_retention.cli.plan import run_plan
-    from kafka_retention.cli.purge import UsageError, read_properties
 
     try:
         config = read_properties(args.command_config) if args.command_config else None
         return run_plan(args.filename, args.output, config)
-    except (UsageError, PlanUsageError) as err:
+    except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

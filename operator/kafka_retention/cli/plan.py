@@ -10,12 +10,9 @@ from typing import Any, TextIO
 
 import yaml
 
+from kafka_retention.cli.common import UsageError
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.specs import SpecError
-
-
-class UsageError(ValueError):
-    pass
 
 
 def read_policy(path: Path) -> Mapping[str, Any]:

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+import tenacity
+
 from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.cli.common import UsageError, read_properties
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.services import purge as service
-
-
-class UsageError(ValueError):
-    pass
 
 
 class MemoryStore:
@@ -54,24 +52,6 @@ def read_offset_json(path: Path) -> list[dict[str, Any]]:
     return parts
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    """A .properties file (key=value, # comments) of librdkafka client settings."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    props: dict[str, str] = {}
-    for raw in lines:
-        line = raw.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise UsageError(f"{path}: {line!r} is not key=value")
-        props[key.strip()] = value.strip()
-    return props
-
-
 def run_purge(
     bootstrap: str,
     offsets: Path,
@@ -94,26 +74,37 @@ def run_purge(
         return KafkaAdmin(request.bootstrap_servers, extra)
 
     print("Executing records delete operation", file=out, flush=True)
-    for attempt in range(attempts):
-        try:
-            outcome = service.reconcile(
-                service.Purge(
-                    spec=spec,
-                    status=dict(store.status),
-                    generation=None,
-                    store=store,
-                    connect=connect,
-                    now=lambda: datetime.now(UTC),
-                )
+
+    def attempt() -> service.Outcome:
+        return service.reconcile(
+            service.Purge(
+                spec=spec,
+                status=dict(store.status),
+                generation=None,
+                store=store,
+                connect=connect,
+                now=lambda: datetime.now(UTC),
             )
-            break
-        except service.Retry as pending:
-            if attempt == attempts - 1:
-                print(f"Error: gave up after {attempts} attempts: {pending}", file=sys.stderr)
-                _print_results(store.status, out)
-                return 1
-            print(f"retrying in {pending.delay:.0f}s: {pending}", file=sys.stderr, flush=True)
-            time.sleep(pending.delay)
+        )
+
+    def announce(state: tenacity.RetryCallState) -> None:
+        pending = state.outcome.exception() if state.outcome else None
+        print(f"retrying in {_delay(state):.0f}s: {pending}", file=sys.stderr, flush=True)
+
+    # A retriable failure (a leader moving, a broker restarting) says how long to wait.
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(service.Retry),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=_delay,
+        before_sleep=announce,
+        reraise=True,
+    )
+    try:
+        outcome = retrying(attempt)
+    except service.Retry as pending:
+        print(f"Error: gave up after {attempts} attempts: {pending}", file=sys.stderr)
+        _print_results(store.status, out)
+        return 1
     if outcome.invalid_field is not None:
         print(f"Error: {outcome.message}", file=sys.stderr)
         return 1
@@ -125,6 +116,11 @@ def run_purge(
     )
     _print_results(store.status, out)
     return 0 if outcome.phase == "Succeeded" else 1
+
+
+def _delay(state: tenacity.RetryCallState) -> float:
+    pending = state.outcome.exception() if state.outcome else None
+    return pending.delay if isinstance(pending, service.Retry) else 1.0
 
 
 def _print_results(status: Mapping[str, Any], out: TextIO) -> None:
