@@ -110,7 +110,7 @@ def bench_planning(
         bootstrap,
         None,
         TopicSelector(pattern=f"{prefix}-.*"),
-        RetentionRules(consumed_groups=GROUPS, watched_groups=GROUPS),
+        RetentionRules(consumed_groups=GROUPS),
         300_000,
         dry_run=True,
     )

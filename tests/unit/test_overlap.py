@@ -36,10 +36,10 @@ def test_peers_are_found_by_name_and_by_pattern_on_the_same_cluster_only() -> No
 def test_the_lowest_cut_of_all_overlapping_policies_wins_and_names_who_held_it() -> None:
     tp = TopicPartition("t", 0)
     facts = PartitionFacts(tp, 0, 100, {"fast": 80, "slow": 30, "mid": 50})
-    mine = RetentionRules(consumed_groups=("fast",), watched_groups=("fast",))
+    mine = RetentionRules(consumed_groups=("fast",))
     peers = {
-        "ns/slow": RetentionRules(consumed_groups=("slow",), watched_groups=("slow",)),
-        "ns/mid": RetentionRules(consumed_groups=("mid",), watched_groups=("mid",)),
+        "ns/slow": RetentionRules(consumed_groups=("slow",)),
+        "ns/mid": RetentionRules(consumed_groups=("mid",)),
     }
     decision = conservative_cut(90, facts, mine, peers, now_ms=0)
     assert decision.target == 30

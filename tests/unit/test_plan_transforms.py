@@ -28,9 +28,7 @@ def test_facts_gather_each_partitions_commits_into_a_map(spark: Any) -> None:
 
 
 def test_plan_applies_the_planning_core_to_every_row(spark: Any) -> None:
-    rules = RetentionRules(
-        consumed_groups=("a", "b"), max_retention_ms=1000, watched_groups=("a", "b")
-    )
+    rules = RetentionRules(consumed_groups=("a", "b"), max_retention_ms=1000)
     facts = spark.createDataFrame(
         [
             ("t", 0, 0, 100, {NOW - 1000: 30}, {"a": 40, "b": 60}, None),

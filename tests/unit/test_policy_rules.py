@@ -32,7 +32,6 @@ policies = st.builds(
     min_retention_ms=st.none() | st.integers(0, 10**9),
     delete_before_ms=st.none() | st.integers(NOW - 10**10, NOW),
     max_retention_ms=st.none() | st.integers(1, 10**10),
-    watched_groups=st.lists(st.sampled_from(GROUPS), unique=True).map(tuple),
 )
 
 

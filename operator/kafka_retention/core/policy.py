@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kafka_retention.core import rules
+from kafka_retention.core.conditions import timestamp
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 
 DELETE_CONSUMED = "deleteConsumed"
@@ -26,8 +27,6 @@ class RetentionRules:
     min_retention_ms: int | None = None
     delete_before_ms: int | None = None
     max_retention_ms: int | None = None
-    # Groups whose losses are reported (deleteConsumed's and any watched for notification).
-    watched_groups: tuple[str, ...] = ()
 
     def lookup_times(self, now_ms: int) -> tuple[int, ...]:
         """The times whose offsets (ListOffsets for a timestamp) the plan needs."""
@@ -41,7 +40,8 @@ class RetentionRules:
         return tuple(sorted(set(times)))
 
     def groups(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self.consumed_groups) | set(self.watched_groups)))
+        """Groups whose committed offsets the plan reads, and whose losses it counts."""
+        return tuple(sorted(set(self.consumed_groups)))
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class PartitionCut:
 
 
 def _iso(epoch_ms: int) -> str:
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamp(datetime.fromtimestamp(epoch_ms / 1000, tz=UTC))
 
 
 def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -> PartitionCut:

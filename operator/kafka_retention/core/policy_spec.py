@@ -125,7 +125,6 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
             min_retention_ms=min_retention,
             delete_before_ms=delete_before,
             max_retention_ms=max_retention,
-            watched_groups=groups,
         ),
         interval_ms=interval,
         dry_run=bool(spec.get("dryRun", False)),
