@@ -1,5 +1,5 @@
 """Where a plan goes when the job runs as pods: ConfigMaps in the run's namespace, cut in
-chunks with a checksummed manifest written last (kafka_retention.core.spark_runs)."""
+chunks with a checksummed manifest written last (kafka_retention.kube_objects.chunks)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_retention.core.spark_runs import sink_configmaps
+from kafka_retention.kube_objects.chunks import sink_configmaps
 
 
 def to_json_lines(

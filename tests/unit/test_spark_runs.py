@@ -7,17 +7,19 @@ import re
 
 import pytest
 
-from kafka_retention.core.spark_runs import (
+from kafka_retention.kube_objects.chunks import (
     CHUNK_BYTES,
     RUN_LABEL,
-    Owner,
-    RunSpec,
     SinkError,
     assemble,
+    sink_configmaps,
+)
+from kafka_retention.kube_objects.spark_runs import (
+    Owner,
+    RunSpec,
     batch_run_name,
     request_configmap,
     run_name,
-    sink_configmaps,
     spark_application,
     spark_submit_argv,
 )

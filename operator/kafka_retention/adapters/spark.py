@@ -1,7 +1,7 @@
 """The Spark launcher. Local mode (the default): one SparkSession kept for the life of the
 process, so a reconcile does not pay JVM start-up (about 8 s on two cores) every time.
 Kubernetes mode: spark-submit in cluster mode. spark-operator mode: a SparkApplication.
-The pod modes carry the plan back through ConfigMaps (core.spark_runs), never pod logs."""
+The pod modes carry the plan back through ConfigMaps (kube_objects.chunks), never pod logs."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from kafka_retention.adapters import kube
 from kafka_retention.config import SparkConfig
-from kafka_retention.core import spark_runs
 from kafka_retention.core.policy_spec import Member
 from kafka_retention.core.resources import API_VERSION
+from kafka_retention.kube_objects import chunks, spark_runs
 
 _lock = threading.Lock()
 _session: Any = None
@@ -105,8 +105,8 @@ def read_plan(namespace: str, run: str) -> str | None:
     manifest = kube.read_configmap(namespace, f"{run}-plan")
     if manifest is None:
         return None
-    parts = kube.list_configmaps(namespace, f"{spark_runs.RUN_LABEL}={run},{spark_runs.PART_LABEL}")
-    return spark_runs.assemble(manifest, parts)
+    parts = kube.list_configmaps(namespace, f"{chunks.RUN_LABEL}={run},{chunks.PART_LABEL}")
+    return chunks.assemble(manifest, parts)
 
 
 class KubernetesRuns:
@@ -221,7 +221,7 @@ def plan_in_pods(
                 f"last state {state.phase}: {state.message}"
             )
         time.sleep(poll_s)
-    kube.delete_configmaps(spec.namespace, f"{spark_runs.RUN_LABEL}={spec.name}")
+    kube.delete_configmaps(spec.namespace, f"{chunks.RUN_LABEL}={spec.name}")
     return dict(by_policy(payload))
 
 

@@ -1,6 +1,6 @@
 """Pure builders for Spark runs outside the operator process (kubernetes and
-spark-operator modes): deterministic names, owner references, manifests, and the chunked
-ConfigMap sink that carries a plan back (never pod logs).
+spark-operator modes): deterministic names, owner references and manifests. The plan
+comes back through chunked ConfigMaps (kube_objects.chunks), never pod logs.
 """
 
 from __future__ import annotations
@@ -11,13 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_retention.core.resources import GROUP
+from kafka_retention.kube_objects.chunks import RUN_LABEL
 
-RUN_LABEL = f"{GROUP}/run"
-PART_LABEL = f"{GROUP}/part"
 JOB_FILE = "local:///opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py"
-# A ConfigMap holds at most 1 MiB; leave room for metadata.
-CHUNK_BYTES = 900 * 1024
 
 
 @dataclass(frozen=True)
@@ -194,82 +190,3 @@ def spark_application(spec: RunSpec) -> dict[str, Any]:
             },
         },
     }
-
-
-# --- the chunked sink -----------------------------------------------------------------
-
-
-class SinkError(ValueError):
-    """The chunks found do not make up the plan their manifest describes."""
-
-
-def sink_configmaps(
-    run: str,
-    namespace: str,
-    payload: str,
-    owner: Mapping[str, Any] | None = None,
-    owners: Sequence[Mapping[str, Any]] = (),
-) -> list[dict[str, Any]]:
-    """The plan (JSON lines) cut into ConfigMaps `<run>-plan-NNNN`, then `<run>-plan` with
-    the count and a checksum; the manifest is written last so a reader never assembles a
-    half-written plan."""
-    data = payload.encode()
-    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
-    meta_base: dict[str, Any] = {"namespace": namespace, "labels": {RUN_LABEL: run}}
-    references = [dict(o) for o in ([owner] if owner is not None else [])] + [
-        dict(o) for o in owners
-    ]
-    if references:
-        meta_base["ownerReferences"] = references
-    out = [
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                **meta_base,
-                "name": f"{run}-plan-{i:04d}",
-                "labels": {RUN_LABEL: run, PART_LABEL: str(i)},
-            },
-            "binaryData": {"part": _b64(chunk)},
-        }
-        for i, chunk in enumerate(chunks)
-    ]
-    out.append(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {**meta_base, "name": f"{run}-plan"},
-            "data": {
-                "manifest.json": json.dumps(
-                    {
-                        "chunks": len(chunks),
-                        "bytes": len(data),
-                        "sha256": hashlib.sha256(data).hexdigest(),
-                    }
-                )
-            },
-        }
-    )
-    return out
-
-
-def assemble(manifest: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> str:
-    """The payload back from the manifest ConfigMap and its parts, checked."""
-    import base64
-
-    info = json.loads(manifest["data"]["manifest.json"])
-    by_index = {int(p["metadata"]["labels"][PART_LABEL]): p for p in parts}
-    if sorted(by_index) != list(range(info["chunks"])):
-        raise SinkError(f"expected {info['chunks']} parts, found {sorted(by_index)}")
-    data = b"".join(
-        base64.b64decode(by_index[i]["binaryData"]["part"]) for i in range(info["chunks"])
-    )
-    if len(data) != info["bytes"] or hashlib.sha256(data).hexdigest() != info["sha256"]:
-        raise SinkError("plan parts do not match their manifest's checksum")
-    return data.decode()
-
-
-def _b64(data: bytes) -> str:
-    import base64
-
-    return base64.b64encode(data).decode()
