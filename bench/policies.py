@@ -23,11 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
+from tests.support import commit_groups
 
 REPO = Path(__file__).resolve().parents[1]
 INTERVAL_S = int(os.environ.get("BENCH_FLEET_INTERVAL", "60"))
@@ -99,17 +100,6 @@ def make_topics(admin: AdminClient, bootstrap: str, names: list[str]) -> None:
     producer.flush(120)
 
 
-def commit_all(admin: AdminClient, offsets: dict[str, int]) -> None:
-    futures = [
-        admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(f"{t}-g", [TopicPartition(t, 0, offset)])]
-        )[f"{t}-g"]
-        for t, offset in offsets.items()
-    ]
-    for f in futures:
-        f.result(timeout=60)
-
-
 def apply_policies(stack: Stack, ns: str, topics: list[str], bootstrap: str) -> None:
     items = [
         {
@@ -170,7 +160,7 @@ def bench_fleet(
     topics = [f"fleet{run}-{i:04d}" for i in range(FLEET)]
     say(f"creating {FLEET} one-partition topics for the policy fleet")
     make_topics(admin, bootstrap, topics)
-    commit_all(admin, dict.fromkeys(topics, 5))
+    commit_groups(admin, dict.fromkeys(topics, 5))
     port = free_port()
     log = stack.dev / f"bench-operator-{run}.log"
     operator = OperatorProcess(
@@ -189,7 +179,7 @@ def bench_fleet(
         time.sleep(INTERVAL_S)  # all have run once; the schedule settles
         before = scrape(port)
         cpu0, t0 = cpu_seconds(operator.pid), time.monotonic()
-        commit_all(admin, dict.fromkeys(topics, 10))  # every policy has work again
+        commit_groups(admin, dict.fromkeys(topics, 10))  # every policy has work again
         time.sleep(3 * INTERVAL_S)
         after = scrape(port)
         elapsed = time.monotonic() - t0

@@ -13,6 +13,7 @@ import tenacity
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
+    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Message,
@@ -74,6 +75,19 @@ def commit(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -
         )
     finally:
         consumer.close()
+
+
+def commit_groups(admin: AdminClient, offsets: Mapping[str, int], suffix: str = "-g") -> None:
+    """Commit each topic's own group (`<topic><suffix>`) at the offset given on partition
+    0, many at once through the admin API, as their consumers would have."""
+    futures = [
+        admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(f"{t}{suffix}", [TopicPartition(t, 0, offset)])]
+        )[f"{t}{suffix}"]
+        for t, offset in offsets.items()
+    ]
+    for f in futures:
+        f.result(timeout=60)
 
 
 def log_starts(admin: AdminClient, topic: str, partitions: int) -> list[int]:

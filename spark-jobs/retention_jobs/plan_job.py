@@ -10,7 +10,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -61,23 +61,12 @@ def _read_topics(admin: KafkaAdmin, request: PlanRequest) -> _Topics:
     names = admin.topic_names()
     selected = {p.id: p.topics.select(names) for p in request.policies}
     union = sorted({t for topics in selected.values() for t in topics})
-    configs = admin.topic_configs(union)
-    problems: dict[str, str] = {}
-    deletable, compacted = [], []
-    delete_retention: list[tuple[str, int]] = []
-    for topic in union:
-        config = configs.get(topic)
-        if isinstance(config, KafkaFailure) or config is None:
-            problems[topic] = f"topic config unreadable: {config}"
-            continue
-        if topic_rules.is_compacted(config):
-            compacted.append(topic)
-            delete_retention.append((topic, topic_rules.delete_retention_ms(config)))
-        refusal = topic_rules.delete_refusal(topic, config)
-        if refusal is None:
-            deletable.append(topic)
-        else:
-            problems[topic] = refusal
+    configs: dict[str, Mapping[str, str] | str] = {}
+    for topic, config in admin.topic_configs(union).items():
+        configs[topic] = str(config) if isinstance(config, KafkaFailure) else config
+    classes = topic_rules.classify(configs)
+    problems, deletable, compacted = classes.problems, classes.deletable, classes.compacted
+    delete_retention = sorted(classes.delete_retention_ms.items())
     partitions: dict[str, list[int]] = {}
     for topic, found in admin.topic_partitions(sorted(set(deletable) | set(compacted))).items():
         if isinstance(found, KafkaFailure):

@@ -10,11 +10,11 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.stack import Stack
-from tests.support import log_starts
+from tests.support import commit_groups, log_starts
 
 POLICIES = 100
 INTERVAL_S = 20
@@ -34,18 +34,6 @@ def policy(ns: str, i: int, topic: str, group: str, bootstrap: str) -> dict[str,
             "deleteConsumed": {"groups": [group]},
         },
     }
-
-
-def commit_all(admin: AdminClient, offsets: dict[str, int]) -> None:
-    """Commit each topic's group (`<topic>-g`) at the offset given, as its consumer would."""
-    futures = [
-        admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(f"{t}-g", [TopicPartition(t, 0, offset)])]
-        )[f"{t}-g"]
-        for t, offset in offsets.items()
-    ]
-    for f in futures:
-        f.result(timeout=30)
 
 
 def starts_by_policy(stack: Stack, ns: str) -> dict[str, dict[str, Any]]:
@@ -68,7 +56,7 @@ def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
             producer.produce(t, value=b"v" * 100, partition=0)
     assert producer.flush(60) == 0
     first_cut = {t: 1 + i % 10 for i, t in enumerate(topics)}
-    commit_all(admin, {t: first_cut[t] for t in topics})
+    commit_groups(admin, {t: first_cut[t] for t in topics})
     applied = time.monotonic()
     body = {
         "apiVersion": "v1",
@@ -91,7 +79,7 @@ def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
             first_round = time.monotonic() - applied
             assert [log_starts(admin, t, 1)[0] for t in topics] == [first_cut[t] for t in topics]
             # Every group reads on: the next run must follow it.
-            commit_all(admin, {t: first_cut[t] + 10 for t in topics})
+            commit_groups(admin, {t: first_cut[t] + 10 for t in topics})
             # startedAt has whole seconds: a run started in a later second began after this.
             advanced_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
         if advanced_at and all(max(s) >= advanced_at for s in seen.values()):

@@ -82,7 +82,9 @@ def test_log_start_follows_the_slower_group_and_a_group_without_commit_protects(
     )
     obj = ran(stack, e2e_ns, "trim", obj["status"]["lastRun"]["completedAt"])
     table = stack.kubectl("get", "retentionpolicy", "trim", "-n", e2e_ns).stdout
-    assert table.split("\n")[0].split()[:4] == ["NAME", "READY", "TOPICS", "LAST"]
+    header, row = table.split("\n")[:2]
+    assert header.split()[:6] == ["NAME", "READY", "ON", "SCHEDULE", "TOPICS", "LAST"]
+    assert row.split()[:4] == ["trim", "True", "True", "1"]
     assert {e["reason"] for e in events(stack, e2e_ns, "trim")} >= {"RecordsDeleted"}
 
 

@@ -7,6 +7,7 @@ the broker answers POLICY_VIOLATION. Planners say so before trying.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 POLICY_VIOLATION = "POLICY_VIOLATION"
 DEFAULT_DELETE_RETENTION_MS = 86_400_000
@@ -41,3 +42,31 @@ def delete_refusal(topic: str, config: Mapping[str, str]) -> str | None:
         f"{POLICY_VIOLATION}: topic {topic} has cleanup.policy={config.get('cleanup.policy')}; "
         "DeleteRecords only works where cleanup.policy includes delete"
     )
+
+
+@dataclass
+class TopicClasses:
+    """A batch's topics sorted by what their configuration allows."""
+
+    deletable: list[str] = field(default_factory=list)  # cleanup.policy includes delete
+    compacted: list[str] = field(default_factory=list)  # compact (maybe with delete)
+    delete_retention_ms: dict[str, int] = field(default_factory=dict)  # of compacted ones
+    problems: dict[str, str] = field(default_factory=dict)  # topic -> why it is not planned
+
+
+def classify(configs: Mapping[str, Mapping[str, str] | str]) -> TopicClasses:
+    """Each topic by its config; a string instead of a config is why it could not be read."""
+    out = TopicClasses()
+    for topic, config in sorted(configs.items()):
+        if isinstance(config, str):
+            out.problems[topic] = f"topic config unreadable: {config}"
+            continue
+        if is_compacted(config):
+            out.compacted.append(topic)
+            out.delete_retention_ms[topic] = delete_retention_ms(config)
+        refusal = delete_refusal(topic, config)
+        if refusal is None:
+            out.deletable.append(topic)
+        else:
+            out.problems[topic] = refusal
+    return out

@@ -66,18 +66,15 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     names = kafka.topic_names()
     selected = {m.key: m.spec.topics.select(names) for m in members}
     union = sorted({t for ts in selected.values() for t in ts})
-    problems: dict[str, str] = {}
-    deletable = []
+    configs: dict[str, Mapping[str, str] | str] = {}
     for topic, config in kafka.topic_configs(union).items():
         if isinstance(config, KafkaFailure):
             raise_if_retriable(config)
-            problems[topic] = f"topic config unreadable: {config}"
-            continue
-        refusal = topic_rules.delete_refusal(topic, config)
-        if refusal is None:
-            deletable.append(topic)
+            configs[topic] = str(config)
         else:
-            problems[topic] = refusal
+            configs[topic] = config
+    classes = topic_rules.classify(configs)
+    problems, deletable = classes.problems, classes.deletable
     partitions: dict[str, list[int]] = {}
     for topic, found in kafka.topic_partitions(deletable).items():
         if isinstance(found, KafkaFailure):
