@@ -18,6 +18,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kafka_retention.adapters import kube
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
 from kafka_retention.core import topics as topic_rules
 from retention_jobs import extract, scans, schemas, sinks, transforms
@@ -299,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     request = PlanRequest.from_json(_request_text(args.request, args.namespace))
     if args.client_config_secret:
-        config = sinks.read_secret_data(args.namespace, args.client_config_secret)
+        config = kube.read_client_config(args.namespace, args.client_config_secret)
         request = replace(
             request, connection=Connection(request.connection.bootstrap_servers, config)
         )

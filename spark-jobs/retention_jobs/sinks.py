@@ -4,10 +4,10 @@ chunks with a checksummed manifest written last (kafka_retention.kube_objects.ch
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kafka_retention.adapters import kube
 from kafka_retention.kube_objects.chunks import sink_configmaps
 
 
@@ -55,52 +55,20 @@ def by_policy(payload: str) -> dict[str, PlanParts]:
     return out
 
 
-def _core_api() -> Any:
-    import kubernetes
-
-    try:
-        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
-    except kubernetes.config.ConfigException:
-        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=os.environ.get("KUBECONFIG")
-        )
-    return kubernetes.client.CoreV1Api()
-
-
 def read_configmap_key(namespace: str, name: str, key: str) -> str:
     """The run's request, read by the driver with its service account."""
-    data = _core_api().read_namespaced_config_map(name, namespace).data or {}
+    found = kube.read_configmap(namespace, name)
+    data = (found or {}).get("data") or {}
     if key not in data:
         raise SystemExit(f"ConfigMap {namespace}/{name} has no key {key}")
     return str(data[key])
 
 
-def read_secret_data(namespace: str, name: str) -> dict[str, str]:
-    """librdkafka properties from the clientConfigSecret, read by the driver."""
-    import base64
-
-    data = _core_api().read_namespaced_secret(name, namespace).data or {}
-    return {k: base64.b64decode(v).decode() for k, v in data.items()}
-
-
 def write_configmaps(
-    run: str,
-    namespace: str,
-    payload: str,
-    owners: Sequence[Mapping[str, Any]] | None,
-    api: Any = None,
+    run: str, namespace: str, payload: str, owners: Sequence[Mapping[str, Any]] | None
 ) -> int:
     """Create (or replace) the run's plan ConfigMaps; returns how many were written."""
-    from kubernetes.client.exceptions import ApiException
-
-    if api is None:
-        api = _core_api()
     objects = sink_configmaps(run, namespace, payload, owners=owners or ())
     for obj in objects:  # parts first, the manifest last
-        try:
-            api.create_namespaced_config_map(namespace, obj)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            api.replace_namespaced_config_map(obj["metadata"]["name"], namespace, obj)
+        kube.write_configmap(obj)
     return len(objects)

@@ -150,3 +150,19 @@ def delete_configmaps(namespace: str, label_selector: str) -> None:
     kubernetes.client.CoreV1Api(_client()).delete_collection_namespaced_config_map(
         namespace, label_selector=label_selector
     )
+
+
+def write_configmap(obj: Mapping[str, Any]) -> None:
+    """Create a ConfigMap, or replace the one of that name (a run rewriting its output)."""
+    meta = obj["metadata"]
+    core = kubernetes.client.CoreV1Api(_client())
+    try:
+        core.create_namespaced_config_map(meta["namespace"], dict(obj))  # type: ignore[arg-type]
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        core.replace_namespaced_config_map(
+            meta["name"],
+            meta["namespace"],
+            dict(obj),  # type: ignore[arg-type]
+        )
