@@ -98,3 +98,38 @@ def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
     stack.kubectl("delete", "retentionpolicies", "--all", "-n", e2e_ns, "--timeout=60s")
     for f in admin.delete_topics(topics).values():
         f.result(timeout=60)
+
+
+@pytest.mark.stack
+def test_an_unreachable_cluster_delays_no_policy_of_another(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str
+) -> None:
+    topic = f"fleet-up-{e2e_ns[-6:]}"
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for _ in range(30):
+        producer.produce(topic, value=b"v", partition=0)
+    assert producer.flush(30) == 0
+    commit_groups(admin, {topic: 10})
+    down = policy(e2e_ns, 0, "anything", "g", "127.0.0.1:1")  # nothing listens there
+    up = policy(e2e_ns, 1, topic, f"{topic}-g", bootstrap)
+    stack.kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [down, up]}),
+    )
+    deadline = time.monotonic() + INTERVAL_S + SLACK_S + 30
+    starts: set[str] = set()
+    while time.monotonic() < deadline and len(starts) < 2:
+        status = starts_by_policy(stack, e2e_ns).get("p001", {})
+        if status.get("lastRun", {}).get("startedAt"):
+            starts.add(status["lastRun"]["startedAt"])
+            commit_groups(admin, {topic: 10 + 5 * len(starts)})
+        time.sleep(1)
+    assert len(starts) >= 2, "the reachable cluster's policy did not run twice in time"
+    assert log_starts(admin, topic, 1)[0] >= 10
+    ready = {c["type"]: c for c in starts_by_policy(stack, e2e_ns)["p000"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "KafkaUnavailable")
+    stack.kubectl("delete", "retentionpolicies", "--all", "-n", e2e_ns, "--timeout=60s")
+    admin.delete_topics([topic])[topic].result(timeout=60)
