@@ -19,10 +19,9 @@ import statistics
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from bench.common import REPO, Row, java_tool, say, wait_for_leaders
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -30,7 +29,6 @@ from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
 from tests.support import commit_groups
 
-REPO = Path(__file__).resolve().parents[1]
 INTERVAL_S = int(os.environ.get("BENCH_FLEET_INTERVAL", "60"))
 FLEET = int(os.environ.get("BENCH_FLEET_POLICIES", "1000"))
 STEP = min(100, FLEET)
@@ -92,12 +90,13 @@ def make_topics(admin: AdminClient, bootstrap: str, names: list[str]) -> None:
     for i in range(0, len(names), 200):
         for f in admin.create_topics([NewTopic(n, 1, 1) for n in names[i : i + 200]]).values():
             f.result(timeout=120)
+    wait_for_leaders(admin, names, 1)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for n in names:
         for _ in range(20):
             producer.produce(n, value=b"x" * 50, partition=0)
         producer.poll(0)
-    producer.flush(120)
+    assert producer.flush(300) == 0, "records left unsent"
 
 
 def apply_policies(stack: Stack, ns: str, topics: list[str], bootstrap: str) -> None:
@@ -127,9 +126,7 @@ def sample(operator: OperatorProcess, seconds: float) -> tuple[float, float]:
     return rss_mib(operator.pid), 100 * (cpu_seconds(operator.pid) - cpu0) / seconds
 
 
-def delete_records_once(
-    java_tool: Callable[..., Any], bootstrap: str, topic: str, offset: int
-) -> float:
+def delete_records_once(bootstrap: str, topic: str, offset: int) -> float:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(
             {"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": offset}]}, f
@@ -145,14 +142,7 @@ def delete_records_once(
     return time.monotonic() - started
 
 
-def bench_fleet(
-    stack: Stack,
-    admin: AdminClient,
-    run: str,
-    java_tool: Callable[..., Any],
-    row: Callable[..., Any],
-    say: Callable[[str], None],
-) -> list[Any]:
+def bench_fleet(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
     bootstrap = stack.kafka.bootstrap_servers
     stack.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
     ns = f"bench-fleet-{run}"
@@ -210,10 +200,10 @@ def bench_fleet(
         ]
         say(f"sampled lastRun.startedAt: {starts}")
         say("reference: kafka-delete-records.sh once per policy")
-        ref = [delete_records_once(java_tool, bootstrap, t, 10) for t in topics[:5]]
+        ref = [delete_records_once(bootstrap, t, 10) for t in topics[:5]]
         per_call = statistics.median(ref)
         rows.append(
-            row(
+            Row(
                 f"RetentionPolicy runs sustained, {FLEET} policies "
                 f"(interval {INTERVAL_S} s, 1 partition each)",
                 f"{runs / elapsed * 60:.0f} runs/min in {batches:.0f} batches; mean start "
@@ -225,7 +215,7 @@ def bench_fleet(
             )
         )
         rows.append(
-            row(
+            Row(
                 f"operator footprint at 0 / {STEP} / {FLEET} policies",
                 " / ".join(
                     f"{rss:.0f} MiB, {cpu:.0f}% CPU" for rss, cpu in (idle, hundred, thousand)

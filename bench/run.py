@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 import platform
 import re
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from bench import policies
+from bench.common import REPO, Row, java_tool, say, wait_for_leaders
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -34,41 +33,11 @@ from kafka_retention.services.policy_planning import plan_in_process, select
 from retention_jobs import plan_job, scans
 from retention_jobs.request import Connection, PlanRequest, Scans
 
-REPO = Path(__file__).resolve().parents[1]
 RUN = time.strftime("%H%M%S")  # topic names of this run: a reused stack keeps older ones
 
 GROUPS = ("bench-fast", "bench-slow")  # committed at offsets 3 and 1 everywhere
 SCAN_RECORDS = int(os.environ.get("BENCH_SCAN_RECORDS", "1000000"))
 RECORD_BYTES = 100
-
-
-@dataclass
-class Row:
-    what: str
-    ours: str
-    reference: str
-    note: str
-
-
-def say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
-def java_tool(main: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            "java",
-            "-Xmx512m",
-            "-cp",
-            f"{paths.kafka_libs()}/*",
-            "-Dlog4j2.configurationFile=" + str(REPO / "bench" / "log4j2-quiet.properties"),
-            main,
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
 
 
 def make_partitions(
@@ -82,13 +51,14 @@ def make_partitions(
         futures = admin.create_topics([NewTopic(n, per_topic, 1) for n in names[i : i + 5]])
         for f in futures.values():
             f.result(timeout=300)
+    wait_for_leaders(admin, names, per_topic)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for n in names:
         for p in range(per_topic):
             for _ in range(3):
                 producer.produce(n, value=b"x" * 20, partition=p)
         producer.poll(0)
-    producer.flush(120)
+    assert producer.flush(300) == 0, "records left unsent"
     for group, offset in zip(GROUPS, (3, 1), strict=True):
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
         for n in names:
@@ -260,7 +230,7 @@ def main() -> int:
             bench_planning(stack, admin, "10k", 50, 200),
         ]
         rows += bench_scan(stack, admin)
-        rows += policies.bench_fleet(stack, admin, RUN, java_tool, Row, say)
+        rows += policies.bench_fleet(stack, admin, RUN)
     finally:
         if started_stack:
             stack.down()

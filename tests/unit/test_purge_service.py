@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -9,9 +10,11 @@ from typing import Any
 import pytest
 
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
+from kafka_retention.adapters.kube import ApiException
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge import PurgeRequest
-from kafka_retention.services import purge as service
+from kafka_retention.services import purge_report
+from kafka_retention.services import purge_run as service
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -72,14 +75,29 @@ class FakeKafka:
 
 
 class Store:
+    """Status and the ConfigMap sets, in memory; both record their writes in order."""
+
     def __init__(self, kafka: FakeKafka | None = None) -> None:
         self.status: dict[str, Any] = {}
         self.kafka = kafka
+        self.blobs: dict[str, str] = {}
+        self.refusal: ApiException | None = None  # what the API server answers a save
 
     def patch(self, status: Mapping[str, Any]) -> None:
         self.status.update(status)
         if self.kafka is not None:
             self.kafka.calls.append(f"status:{status.get('phase')}")
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]:
+        if self.refusal is not None:
+            raise self.refusal
+        self.blobs[suffix] = payload
+        if self.kafka is not None:
+            self.kafka.calls.append(f"saved:{suffix}")
+        return {"configMap": f"cm-{suffix}", "chunks": 1, "bytes": len(payload)}
+
+    def load(self, suffix: str) -> str | None:
+        return self.blobs.get(suffix)
 
 
 def run(spec: dict[str, Any], kafka: FakeKafka, store: Store) -> service.Outcome:
@@ -92,6 +110,7 @@ def run(spec: dict[str, Any], kafka: FakeKafka, store: Store) -> service.Outcome
             status=dict(store.status),
             generation=1,
             store=store,
+            blobs=store,
             connect=connect,
             now=lambda: NOW,
         )
@@ -266,7 +285,13 @@ def test_invalid_spec_never_reaches_kafka() -> None:
     spec = explicit((0, -5))
     outcome = service.reconcile(
         service.Purge(
-            spec=spec, status={}, generation=1, store=store, connect=connect, now=lambda: NOW
+            spec=spec,
+            status={},
+            generation=1,
+            store=store,
+            blobs=store,
+            connect=connect,
+            now=lambda: NOW,
         )
     )
     assert outcome.phase == "Failed"
@@ -303,7 +328,7 @@ def test_results_stay_bounded_but_list_every_failure() -> None:
         for i in range(3000)
     ]
     entries += [{"topic": "t0", "partition": 9999, "state": "Failed", "error": "boom"}]
-    folded = service.fold_results(entries, limit=1000)
+    folded = purge_report.fold_results(entries, limit=1000)
     assert len(folded) == 4
     assert folded[0]["error"] == "boom"
     assert sum(e.get("recordsDeleted", 0) for e in folded) == 3000
@@ -341,3 +366,104 @@ def test_purge_too_large_for_its_stored_plan_fails_before_deleting(
     assert not any(c.startswith("delete") for c in kafka.calls)
     cond = {c["type"]: c for c in store.status["conditions"]}
     assert cond["Succeeded"]["reason"] == "TooManyPartitions"
+
+
+def test_the_plan_goes_to_its_configmaps_then_status_then_kafka() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    run(explicit((0, 40)), kafka, store)
+    order = [c for c in kafka.calls if c.startswith(("saved", "status:Purging", "delete"))]
+    assert order[:3] == ["saved:plan", "status:Purging", "delete:[('t-0', 40)]"]
+    assert store.status["planRef"]["partitions"] == 1
+
+
+def big_kafka(topics: int, per_topic: int) -> FakeKafka:
+    return FakeKafka(
+        {TopicPartition(f"t{t:03d}", p): [0, 5] for t in range(topics) for p in range(per_topic)}
+    )
+
+
+def whole_topics(topics: int) -> dict[str, Any]:
+    return {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "topics": [{"name": f"t{t:03d}", "before": {"highWatermark": True}} for t in range(topics)],
+    }
+
+
+def test_status_stays_small_at_a_hundred_thousand_partitions() -> None:
+    kafka = big_kafka(500, 200)
+    store = Store()
+    outcome = run(whole_topics(500), kafka, store)
+    assert outcome.phase == "Succeeded"
+    assert outcome.records_deleted == 5 * 100_000
+    assert all(log[0] == 5 for log in kafka.logs.values())
+    size = len(json.dumps(store.status))
+    assert size < 256 * 1024, size
+    # Status lists the busiest topics and says how many more there are ...
+    assert store.status["results"][-1]["note"].startswith("... and 300 more topics")
+    # ... and every partition's outcome is kept beside it.
+    results = purge_report.from_lines(store.blobs["results"])
+    assert len(results) == 100_000
+    assert {r["state"] for r in results} == {"Purged"}
+
+
+def test_a_restart_runs_the_stored_plan_never_a_new_one() -> None:
+    kafka = big_kafka(3, 2000)
+    store = Store()
+
+    class DownAtDelete(FakeKafka):
+        def delete_records(self, cuts: Mapping[TopicPartition, int]) -> Any:
+            raise KafkaUnavailable("_TRANSPORT: broker went away")
+
+    with pytest.raises(service.Retry):
+        run(whole_topics(3), DownAtDelete(kafka.logs), store)
+    assert store.status["phase"] == "Purging"
+    assert len(store.status["results"]) < 6000  # folded: the plan itself is in the blob
+    for log in kafka.logs.values():
+        log[1] = 50  # more records arrive before the restart
+    outcome = run(whole_topics(3), kafka, store)
+    assert outcome.phase == "Succeeded"
+    assert {tuple(log) for log in kafka.logs.values()} == {(5, 50)}
+
+
+def api_error(status: int, reason: str, body: str) -> ApiException:
+    exc = ApiException(status=status, reason=reason)
+    exc.body = body
+    return exc
+
+
+def test_a_plan_the_api_server_refuses_fails_the_purge_naming_why_and_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.refusal = api_error(403, "Forbidden", 'configmaps "kr-x" is forbidden: exceeded quota')
+    outcome = run(explicit((0, 40)), kafka, store)
+    assert outcome.phase == "Failed"
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert ready["reason"] == "StateNotPersisted"
+    assert "exceeded quota" in ready["message"]
+    assert "nothing was deleted" in ready["message"]
+
+
+def test_a_transient_refusal_retries_with_the_cause_in_a_condition() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.refusal = api_error(503, "Service Unavailable", "etcd leader changed")
+    with pytest.raises(service.Retry, match="StateNotPersisted"):
+        run(explicit((0, 40)), kafka, store)
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "StateNotPersisted")
+    assert "etcd leader changed" in ready["message"]
+
+
+def test_a_lost_stored_plan_ends_the_purge_rather_than_planning_again() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.status = {"phase": "Purging", "planRef": {"configMap": "kr-recordpurge-x-plan"}}
+    outcome = run(explicit((0, -1)), kafka, store)
+    assert outcome.phase == "Failed"
+    assert not any(c.startswith(("delete", "offsets")) for c in kafka.calls)
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert ready["reason"] == "StateNotPersisted"
+    assert "kr-recordpurge-x-plan is gone" in ready["message"]

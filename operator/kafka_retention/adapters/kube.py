@@ -7,6 +7,7 @@ deletes anything, so that a restart finds it, and that write has to happen now.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import threading
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 __all__ = ["ApiException"]
 
 from kafka_retention.core.resources import GROUP, VERSION
+from kafka_retention.kube_objects import chunks
 
 _lock = threading.Lock()
 _api: kubernetes.client.ApiClient | None = None
@@ -166,3 +168,40 @@ def write_configmap(obj: Mapping[str, Any]) -> None:
             meta["namespace"],
             dict(obj),  # type: ignore[arg-type]
         )
+
+
+class ConfigMapStore:
+    """Payloads too large for status, kept in checksummed, gzipped ConfigMaps owned by the
+    object they belong to (so they go when it goes): `<base>-<suffix>-NNNN`, then the
+    manifest `<base>-<suffix>`, written last."""
+
+    def __init__(self, namespace: str, base: str, owner: Mapping[str, Any] | None) -> None:
+        self.namespace, self.base, self.owner = namespace, base, owner
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]:
+        """Write the set (replacing an older one of that suffix); returns its reference."""
+        core = kubernetes.client.CoreV1Api(_client())
+        core.delete_collection_namespaced_config_map(
+            self.namespace,
+            label_selector=f"{chunks.RUN_LABEL}={self.base},{chunks.SET_LABEL}={suffix}",
+        )
+        objects = chunks.sink_configmaps(
+            self.base, self.namespace, payload, self.owner, suffix=suffix, compress=True
+        )
+        for obj in objects:  # parts first, the manifest last
+            write_configmap(obj)
+        info = json.loads(objects[-1]["data"]["manifest.json"])
+        return {
+            "configMap": objects[-1]["metadata"]["name"],
+            "chunks": info["chunks"],
+            "bytes": info["bytes"],
+            "sha256": info["sha256"],
+        }
+
+    def load(self, suffix: str) -> str | None:
+        """The set's payload, checked against its manifest; None when there is none."""
+        manifest = read_configmap(self.namespace, f"{self.base}-{suffix}")
+        if manifest is None:
+            return None
+        parts = list_configmaps(self.namespace, chunks.parts_selector(self.base, suffix))
+        return chunks.assemble(manifest, parts)

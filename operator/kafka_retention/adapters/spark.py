@@ -105,7 +105,7 @@ def read_plan(namespace: str, run: str) -> str | None:
     manifest = kube.read_configmap(namespace, f"{run}-plan")
     if manifest is None:
         return None
-    parts = kube.list_configmaps(namespace, f"{chunks.RUN_LABEL}={run},{chunks.PART_LABEL}")
+    parts = kube.list_configmaps(namespace, chunks.parts_selector(run))
     return chunks.assemble(manifest, parts)
 
 

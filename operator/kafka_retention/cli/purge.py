@@ -19,17 +19,28 @@ import tenacity
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.cli.common import UsageError, read_properties
 from kafka_retention.core.purge import PurgeRequest
-from kafka_retention.services import purge as service
+from kafka_retention.core.purge_states import Phase, State
+from kafka_retention.services import purge_run as service
+from kafka_retention.services.purge_report import from_lines
 
 
 class MemoryStore:
-    """Status kept in a dict: the CLI has no object to write it to."""
+    """Status kept in a dict, and the plan in memory: the CLI has no object to write them
+    to; the process itself is what a retry resumes."""
 
     def __init__(self) -> None:
         self.status: dict[str, Any] = {}
+        self.blobs: dict[str, str] = {}
 
     def patch(self, status: Mapping[str, Any]) -> None:
         self.status.update(status)
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]:
+        self.blobs[suffix] = payload
+        return {"configMap": f"memory:{suffix}", "bytes": len(payload)}
+
+    def load(self, suffix: str) -> str | None:
+        return self.blobs.get(suffix)
 
 
 def read_offset_json(path: Path) -> list[dict[str, Any]]:
@@ -82,6 +93,7 @@ def run_purge(
                 status=dict(store.status),
                 generation=None,
                 store=store,
+                blobs=store,
                 connect=connect,
                 now=lambda: datetime.now(UTC),
             )
@@ -103,7 +115,7 @@ def run_purge(
         outcome = retrying(attempt)
     except service.Retry as pending:
         print(f"Error: gave up after {attempts} attempts: {pending}", file=sys.stderr)
-        _print_results(store.status, out)
+        _print_results(store, out)
         return 1
     if outcome.invalid_field is not None:
         print(f"Error: {outcome.message}", file=sys.stderr)
@@ -114,8 +126,8 @@ def run_purge(
         else "Dry run completed (nothing deleted):",
         file=out,
     )
-    _print_results(store.status, out)
-    return 0 if outcome.phase == "Succeeded" else 1
+    _print_results(store, out)
+    return 0 if outcome.phase == Phase.SUCCEEDED else 1
 
 
 def _delay(state: tenacity.RetryCallState) -> float:
@@ -123,12 +135,15 @@ def _delay(state: tenacity.RetryCallState) -> float:
     return pending.delay if isinstance(pending, service.Retry) else 1.0
 
 
-def _print_results(status: Mapping[str, Any], out: TextIO) -> None:
-    for e in status.get("results", []):
+def _print_results(store: MemoryStore, out: TextIO) -> None:
+    # Status folds large results per topic; the CLI prints every partition.
+    stored = store.load("results")
+    entries = from_lines(stored) if stored is not None else store.status.get("results", [])
+    for e in entries:
         name = f"{e['topic']}-{e['partition']}"
         if e.get("error"):
             print(f"partition: {name}\terror: {e['error']}", file=out)
-        elif e.get("state") == service.State.DRY_RUN:
+        elif e.get("state") == State.DRY_RUN:
             estimate = e.get("bytesToDeleteEstimate")
             print(
                 f"partition: {name}\tlow_watermark: {e['logStartBefore']}\t"

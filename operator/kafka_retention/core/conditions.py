@@ -33,6 +33,8 @@ class Reason(StrEnum):
     LATE = "Late"
     # Ready, when the API server refused to store the object's state
     STATE_NOT_PERSISTED = "StateNotPersisted"
+    # RecordPurge Ready once its stored plan was applied
+    PLAN_APPLIED = "PlanApplied"
 
 
 def timestamp(moment: datetime) -> str:

@@ -10,11 +10,13 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import StatusWriter, read_client_config
+from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter, read_client_config
 from kafka_retention.core.purge import PurgeRequest
-from kafka_retention.core.resources import GROUP, RECORD_PURGES, VERSION
+from kafka_retention.core.purge_states import FINAL_PHASES, Phase
+from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VERSION
 from kafka_retention.handlers.common import namespaced
-from kafka_retention.services import purge as service
+from kafka_retention.kube_objects.chunks import set_base
+from kafka_retention.services import purge_run as service
 
 KIND = "RecordPurge"
 MAX_FAILURE_EVENTS = 20
@@ -44,7 +46,7 @@ def purge(
     **_: Any,
 ) -> None:
     namespace = namespaced(namespace)
-    if status.get("phase") in service.FINAL_PHASES:
+    if status.get("phase") in FINAL_PHASES:
         return
     if not status.get("startedAt"):
         kopf.info(
@@ -60,6 +62,19 @@ def purge(
                 status=status,
                 generation=meta.get("generation"),
                 store=StatusWriter(RECORD_PURGES, namespace, name),
+                # The plan and full results live in ConfigMaps the purge owns.
+                blobs=ConfigMapStore(
+                    namespace,
+                    set_base(KIND, name),
+                    {
+                        "apiVersion": API_VERSION,
+                        "kind": KIND,
+                        "name": name,
+                        "uid": str(meta.get("uid")),
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    },
+                ),
                 connect=_connector(namespace),
                 now=lambda: datetime.now(UTC),
                 retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
@@ -87,7 +102,7 @@ def purge(
             message=f"... and {len(outcome.failures) - MAX_FAILURE_EVENTS} more; "
             "see status.results",
         )
-    if outcome.phase == "Succeeded":
+    if outcome.phase == Phase.SUCCEEDED:
         kopf.info(body, reason="PurgeSucceeded", message=outcome.message)
     else:
         kopf.warn(body, reason=f"Purge{outcome.phase}", message=outcome.message)

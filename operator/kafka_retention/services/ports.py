@@ -14,6 +14,13 @@ class StatusStore(Protocol):
     def patch(self, status: Mapping[str, Any]) -> None: ...
 
 
+class BlobStore(Protocol):
+    """Where state too large for status goes (a purge's plan and results), by name."""
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]: ...
+    def load(self, suffix: str) -> str | None: ...
+
+
 class KafkaCutter(Protocol):
     """Enough Kafka to check a cut with fresh offsets, apply it and read it back."""
 

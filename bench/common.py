@@ -1,0 +1,62 @@
+"""What every benchmark shares: the result row, progress lines, Kafka's own tools run
+from the stack's jars, and waiting until new topics are served."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from devstack import paths
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Row:
+    what: str
+    ours: str
+    reference: str
+    note: str
+
+
+def say(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def java_tool(main: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            "java",
+            "-Xmx512m",
+            "-cp",
+            f"{paths.kafka_libs()}/*",
+            "-Dlog4j2.configurationFile=" + str(REPO / "bench" / "log4j2-quiet.properties"),
+            main,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+def wait_for_leaders(admin: AdminClient, names: list[str], per_topic: int) -> None:
+    """Created is not served: wait until every partition has a leader in the metadata,
+    or the first records of a busy cluster go to partitions the client has not seen."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        topics = admin.list_topics(timeout=30).topics
+        if all(
+            n in topics
+            and len(topics[n].partitions) == per_topic
+            and all(p.leader >= 0 for p in topics[n].partitions.values())
+            for n in names
+        ):
+            return
+        time.sleep(1)
+    raise AssertionError(f"{len(names)} topics not served with leaders after 300 s")

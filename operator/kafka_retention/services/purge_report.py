@@ -1,0 +1,101 @@
+"""What a RecordPurge reports: totals, and results bounded in size for status (every
+failure listed up to a bound; successes folded per topic once there are many). The full
+per-partition results go to the purge's own ConfigMaps."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kafka_retention.core.purge_states import State
+
+# Up to this many partitions, status lists each one; past it, successes are folded into
+# one entry per topic. Failures are listed one by one up to MAX_FAILURES_LISTED; topics
+# up to MAX_TOPICS_LISTED. Together they keep status well under etcd's 1.5 MiB.
+MAX_LISTED_RESULTS = 1000
+MAX_FAILURES_LISTED = 200
+MAX_TOPICS_LISTED = 200
+
+
+def summary(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    out = {
+        "partitions": sum(1 for e in entries if e["partition"] >= 0 or e["state"] == State.FAILED),
+        "purged": sum(1 for e in entries if e["state"] == State.PURGED),
+        "failed": sum(1 for e in entries if e["state"] == State.FAILED),
+        "recordsDeleted": sum(int(e.get("recordsDeleted", 0)) for e in entries),
+    }
+    if any(e["state"] == State.DRY_RUN for e in entries):
+        out["recordsToDelete"] = sum(int(e.get("recordsToDelete", 0)) for e in entries)
+        out["bytesToDeleteEstimate"] = sum(int(e.get("bytesToDeleteEstimate", 0)) for e in entries)
+    return out
+
+
+def fold_results(
+    entries: Sequence[Mapping[str, Any]],
+    limit: int = MAX_LISTED_RESULTS,
+    max_failures: int = MAX_FAILURES_LISTED,
+    max_topics: int = MAX_TOPICS_LISTED,
+) -> list[dict[str, Any]]:
+    """Status-sized results: all entries when few; else the failures (up to a bound, the
+    rest counted in one entry) and one summary entry per topic (the largest first)."""
+    if len(entries) <= limit:
+        return [dict(e) for e in entries]
+    failures = [dict(e) for e in entries if e["state"] == State.FAILED]
+    folded: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        if e["state"] == State.FAILED:
+            continue
+        agg = folded.setdefault(
+            str(e["topic"]),
+            {
+                "topic": e["topic"],
+                "partition": -1,
+                "state": e["state"],
+                "recordsDeleted": 0,
+                "recordsToDelete": 0,
+                "partitions": 0,
+            },
+        )
+        agg["partitions"] += 1
+        agg["recordsDeleted"] += int(e.get("recordsDeleted", 0))
+        agg["recordsToDelete"] += int(e.get("recordsToDelete", 0))
+    topics = sorted(folded.values(), key=lambda a: (-a["recordsDeleted"], a["topic"]))
+    for agg in topics:
+        agg["note"] = f"summary of {agg.pop('partitions')} partitions"
+    out = failures[:max_failures]
+    if len(failures) > max_failures:
+        out.append(_more(len(failures) - max_failures, "failed partitions", State.FAILED))
+    out += topics[:max_topics]
+    if len(topics) > max_topics:
+        rest = topics[max_topics:]
+        more = _more(len(rest), "topics", rest[0]["state"])
+        more["recordsDeleted"] = sum(a["recordsDeleted"] for a in rest)
+        out.append(more)
+    return out
+
+
+def _more(count: int, what: str, state: str) -> dict[str, Any]:
+    return {
+        "topic": "",
+        "partition": -1,
+        "state": str(state),
+        "note": f"... and {count} more {what}: see the results ConfigMaps (status.resultsRef)",
+    }
+
+
+def to_lines(entries: Sequence[Mapping[str, Any]]) -> str:
+    """Entries as JSON lines, the form the plan and results ConfigMaps hold."""
+    return "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries)
+
+
+def from_lines(payload: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in payload.splitlines() if line.strip()]
+
+
+def topics_deleted(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in entries:
+        if e.get("recordsDeleted"):
+            out[e["topic"]] = out.get(e["topic"], 0) + int(e["recordsDeleted"])
+    return out
