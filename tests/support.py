@@ -64,6 +64,47 @@ def produce(
     assert failures == []
 
 
+def produce_to_each(
+    bootstrap: str, targets: list[tuple[str, int]], value: bytes = b"r", rounds: int = 10
+) -> None:
+    """One record to every (topic, partition), sure of delivery: a producer that has not
+    yet seen a brand-new topic's partitions refuses records for them (unknown partition),
+    which flush() does not count; those are sent again until every one is written."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    wanted: dict[str, int] = {}
+    for topic, partition in targets:
+        wanted[topic] = max(wanted.get(topic, 0), partition + 1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # let the producer see every partition first
+        seen = producer.list_topics(timeout=10).topics
+        if all(t in seen and len(seen[t].partitions) >= n for t, n in wanted.items()):
+            break
+        time.sleep(0.5)
+    pending = list(targets)
+    for _ in range(rounds):
+        failed: list[tuple[str, int]] = []
+
+        def on_delivery(
+            err: KafkaError | None, msg: Message, failed: list[tuple[str, int]] = failed
+        ) -> None:
+            if err is not None:
+                failed.append((str(msg.topic()), int(msg.partition() or 0)))
+
+        for topic, partition in pending:
+            try:
+                producer.produce(topic, value=value, partition=partition, on_delivery=on_delivery)
+            except KafkaException:
+                failed.append((topic, partition))
+            producer.poll(0)
+        assert producer.flush(120) == 0
+        if not failed:
+            return
+        pending = failed
+        producer.list_topics(timeout=10)  # a fresh look at the metadata
+        time.sleep(1)
+    raise AssertionError(f"{len(pending)} records undelivered, e.g. {pending[:3]}")
+
+
 def commit(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -> None:
     """Commit offsets for a group without joining it, as a stopped consumer leaves them."""
     consumer = Consumer(

@@ -1,0 +1,221 @@
+"""RecordPurge past what status can hold: 20,000 partitions on the real cluster, a restart
+between the stored plan and the delete, and state the API server refuses to store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition as KTP
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from devstack.stack import Stack
+from tests.conftest import TopicFactory
+from tests.support import OperatorProcess, get, log_starts, produce, produce_to_each, wait_for
+
+TOPICS, PER_TOPIC = 100, 200  # 20,000 partitions, replication factor 1
+FINAL = ("Succeeded", "PartiallySucceeded", "Failed")
+
+
+def all_log_starts(admin: AdminClient, topics: list[str]) -> list[int]:
+    out = []
+    for i in range(0, len(topics), 20):
+        earliest: Any = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+        request = {KTP(t, p): earliest for t in topics[i : i + 20] for p in range(PER_TOPIC)}
+        futures = admin.list_offsets(request, request_timeout=60)
+        found = {(k.topic, k.partition): f.result(timeout=60).offset for k, f in futures.items()}
+        out += [found[(t, p)] for t in topics[i : i + 20] for p in range(PER_TOPIC)]
+    return out
+
+
+def one_record_each(bootstrap: str, topics: list[str]) -> None:
+    produce_to_each(bootstrap, [(t, p) for t in topics for p in range(PER_TOPIC)])
+
+
+@pytest.fixture(scope="module")
+def big_topics(stack: Stack, admin: AdminClient) -> Iterator[list[str]]:
+    names = [f"scale-{os.getpid()}-{i:03d}" for i in range(TOPICS)]
+    # KRaft refuses one request that creates too many partition records: a few at a time.
+    for i in range(0, len(names), 5):
+        futures = admin.create_topics([NewTopic(n, PER_TOPIC, 1) for n in names[i : i + 5]])
+        for f in futures.values():
+            f.result(timeout=120)
+    deadline = time.monotonic() + 180
+    while True:
+        meta = admin.list_topics(timeout=30).topics
+        if all(
+            n in meta
+            and len(meta[n].partitions) == PER_TOPIC
+            and all(p.leader >= 0 for p in meta[n].partitions.values())
+            for n in names
+        ):
+            break
+        assert time.monotonic() < deadline, "the big topics were not served in time"
+        time.sleep(1)
+    yield names
+    for f in admin.delete_topics(names, request_timeout=120).values():
+        f.result(timeout=120)
+
+
+def purge_all(stack: Stack, ns: str, name: str, topics: list[str]) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordPurge",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "topics": [{"name": t, "before": {"highWatermark": True}} for t in topics],
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+@pytest.mark.stack
+def test_twenty_thousand_partitions_are_purged_with_a_small_status(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, big_topics: list[str]
+) -> None:
+    one_record_each(bootstrap, big_topics)
+    started = time.monotonic()
+    purge_all(stack, e2e_ns, "everything", big_topics)
+    obj = wait_for(
+        stack,
+        "recordpurge",
+        e2e_ns,
+        "everything",
+        lambda o: o.get("status", {}).get("phase") in FINAL,
+        timeout=300,
+    )
+    took = time.monotonic() - started
+    status = obj["status"]
+    assert status["phase"] == "Succeeded", status.get("conditions")
+    assert status["summary"]["partitions"] == TOPICS * PER_TOPIC
+    assert status["summary"]["recordsDeleted"] == TOPICS * PER_TOPIC
+    assert len(json.dumps(status)) < 256 * 1024, len(json.dumps(status))
+    assert set(all_log_starts(admin, big_topics)) == {1}
+    # Every partition's outcome is kept beside the folded status, owned by the purge.
+    ref = status["resultsRef"]["configMap"]
+    cm = json.loads(stack.kubectl("get", "configmap", ref, "-n", e2e_ns, "-o", "json").stdout)
+    assert cm["metadata"]["ownerReferences"][0]["uid"] == obj["metadata"]["uid"]
+    print(f"20,000-partition purge: apply -> Succeeded in {took:.1f}s")
+
+
+@pytest.mark.stack
+def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_plan(
+    stack: Stack,
+    namespace: str,
+    admin: AdminClient,
+    bootstrap: str,
+    big_topics: list[str],
+    tmp_path: Path,
+) -> None:
+    before = all_log_starts(admin, big_topics)
+    one_record_each(bootstrap, big_topics)  # the plan's -1 is the high watermark now
+    planned = [start + 1 for start in before]
+    first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
+    # Planning 20,000 partitions takes seconds: the watch starts well before the plan.
+    purge_all(stack, namespace, "restarted", big_topics)
+    watch = subprocess.Popen(
+        [
+            "kubectl",
+            "get",
+            "recordpurge",
+            "restarted",
+            "-n",
+            namespace,
+            "-w",
+            "-o",
+            "jsonpath={.status.phase}{'\\n'}",
+        ],
+        env={**os.environ, **stack.env()},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watch.stdout is not None
+        for line in watch.stdout:
+            if line.strip() == "Purging":
+                # Stop it in its tracks the moment the plan is stored, then kill it.
+                os.kill(first.pid, signal.SIGSTOP)
+                break
+    finally:
+        watch.kill()
+    assert all_log_starts(admin, big_topics) == before, "deleted before the kill"
+    first.kill()
+    stored = get(stack, "recordpurge", namespace, "restarted")["status"]
+    assert stored["phase"] == "Purging"
+    assert stored["planRef"]["partitions"] == TOPICS * PER_TOPIC
+    one_record_each(bootstrap, big_topics)  # more records: a new plan would cut further
+    second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
+    try:
+        obj = wait_for(
+            stack,
+            "recordpurge",
+            namespace,
+            "restarted",
+            lambda o: o.get("status", {}).get("phase") in FINAL,
+            timeout=300,
+        )
+    finally:
+        second.stop()
+    assert obj["status"]["phase"] == "Succeeded"
+    assert all_log_starts(admin, big_topics) == planned
+    assert obj["status"]["summary"]["recordsDeleted"] == TOPICS * PER_TOPIC
+
+
+@pytest.mark.stack
+def test_a_plan_the_api_server_will_not_store_fails_the_purge_naming_why(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 10})
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-configmaps", "namespace": e2e_ns},
+        "spec": {"hard": {"count/configmaps": "0"}},
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(quota))
+    # No controller-manager here computes the quota's usage: say it, as it would.
+    stack.kubectl(
+        "patch",
+        "resourcequota",
+        "no-configmaps",
+        "-n",
+        e2e_ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(
+            {"status": {"hard": {"count/configmaps": "0"}, "used": {"count/configmaps": "0"}}}
+        ),
+    )
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordPurge",
+        "metadata": {"name": "unstorable", "namespace": e2e_ns},
+        "spec": {
+            "cluster": {"bootstrapServers": bootstrap},
+            "partitions": [{"topic": topic, "partition": 0, "offset": 5}],
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    obj = wait_for(
+        stack,
+        "recordpurge",
+        e2e_ns,
+        "unstorable",
+        lambda o: o.get("status", {}).get("phase") in FINAL,
+        timeout=60,
+    )
+    ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
+    assert obj["status"]["phase"] == "Failed"
+    assert ready["reason"] == "StateNotPersisted"
+    assert "exceeded quota" in ready["message"], ready["message"]
+    assert log_starts(admin, topic, 1) == [0]
