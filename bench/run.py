@@ -6,6 +6,9 @@ the same local cluster in the same run; results go to BENCHMARKS.md.
   would gather by hand to find the slowest group).
 - Scan: the plan job's record scan (executors reading an offset range with confluent-kafka)
   over one topic, beside `kafka-consumer-perf-test.sh` reading the same topic.
+- RecordPurge at 1k/10k/40k partitions beside `kafka-delete-records.sh` (purge_scale.py).
+- A RetentionPolicy fleet: runs per minute at 1,000 policies and the operator's footprint
+  at 0/100/1,000 policies (policies.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from bench import policies
+from bench import policies, purge_scale
 from bench.common import REPO, Row, java_tool, say, wait_for_leaders
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -230,6 +233,7 @@ def main() -> int:
             bench_planning(stack, admin, "10k", 50, 200),
         ]
         rows += bench_scan(stack, admin)
+        rows += purge_scale.bench_purges(stack, admin, RUN)
         rows += policies.bench_fleet(stack, admin, RUN)
     finally:
         if started_stack:

@@ -31,8 +31,10 @@ from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
 from kafka_retention.services.purge_execute import estimate, execute
 from kafka_retention.services.purge_facts import plan_entries
 
-# The largest purge a test has proven end to end (tests/e2e/test_record_purge_scale.py
-# runs 20,000; `make bench` 100,000). Larger ones are refused before anything is read.
+# The largest purge the tests prove: 100,000 partitions through the service (unit test,
+# in-memory Kafka); on the real local cluster 20,000 (e2e) and 40,000 (`make bench`),
+# which is what 3 brokers on one small machine hold. Larger ones are refused before
+# anything is deleted.
 MAX_PLANNED_PARTITIONS = 100_000
 # API server answers that mean "try again" rather than "this can never be stored".
 _TRANSIENT = {409, 429, 500, 502, 503, 504}
