@@ -73,3 +73,18 @@ def set_condition(
         entry["observedGeneration"] = generation
     out.append(entry)
     return sorted(out, key=lambda c: str(c["type"]))
+
+
+class EventReason(StrEnum):
+    """Reasons of the Kubernetes Events the operator posts."""
+
+    INVALID_SPEC = "InvalidSpec"
+    PARTITION_FAILED = "PartitionFailed"
+    # RecordPurge
+    PURGE_STARTED = "PurgeStarted"
+    PURGE_PENDING = "PurgePending"
+    PURGE_SUCCEEDED = "PurgeSucceeded"
+    # RetentionPolicy
+    RUN_FAILED = "RunFailed"
+    RECORDS_DELETED = "RecordsDeleted"
+    UNCONSUMED_RECORDS_DELETED = "UnconsumedRecordsDeleted"

@@ -9,7 +9,7 @@ from typing import Any
 
 from kafka_retention.core.durations import parse_duration_ms
 from kafka_retention.core.policy import RetentionRules
-from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_time
+from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_cluster, parse_time
 
 DEFAULT_INTERVAL_MS = 5 * 60_000
 MIN_INTERVAL_MS = 10_000
@@ -67,10 +67,7 @@ def _duration(value: Any, path: str) -> int:
 
 
 def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
-    cluster = spec.get("cluster") or {}
-    bootstrap = cluster.get("bootstrapServers")
-    if not isinstance(bootstrap, str) or not bootstrap.strip():
-        raise SpecError("spec.cluster.bootstrapServers", "is required")
+    bootstrap, secret = parse_cluster(spec)
 
     topics = spec.get("topics") or {}
     names = tuple(topics.get("names") or ())
@@ -117,8 +114,8 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     if interval < MIN_INTERVAL_MS:
         raise SpecError("spec.interval", "must be at least 10s")
     return PolicySpec(
-        bootstrap_servers=bootstrap.strip(),
-        client_config_secret=cluster.get("clientConfigSecret"),
+        bootstrap_servers=bootstrap,
+        client_config_secret=secret,
         topics=TopicSelector(names, pattern, tuple(topics.get("exclude") or ())),
         rules=RetentionRules(
             consumed_groups=groups,

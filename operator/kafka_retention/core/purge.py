@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_time
+from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_cluster, parse_time
 
 BeforeKind = Literal["timestamp", "committedBy", "highWatermark"]
 
@@ -84,10 +84,7 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
     The schema already rejects most mistakes at apply time; this runs again here because
     the operator may meet objects stored before a schema change, or a CLI-built spec.
     """
-    cluster = spec.get("cluster") or {}
-    bootstrap = cluster.get("bootstrapServers")
-    if not isinstance(bootstrap, str) or not bootstrap.strip():
-        raise SpecError("spec.cluster.bootstrapServers", "is required")
+    bootstrap, secret = parse_cluster(spec)
     allow_internal = bool(spec.get("allowInternalTopics", False))
 
     explicit: list[ExplicitCut] = []
@@ -127,8 +124,8 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
         raise SpecError("spec", "name at least one entry in partitions or topics")
     protect = spec.get("protectGroups") or []
     return PurgeRequest(
-        bootstrap_servers=bootstrap.strip(),
-        client_config_secret=cluster.get("clientConfigSecret"),
+        bootstrap_servers=bootstrap,
+        client_config_secret=secret,
         partitions=tuple(explicit),
         topics=tuple(topics),
         protect_groups=tuple(sorted(set(protect))),

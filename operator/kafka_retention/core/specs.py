@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -15,6 +17,16 @@ class SpecError(ValueError):
         super().__init__(f"{field_path}: {message}")
         self.field = field_path
         self.message = message
+
+
+def parse_cluster(spec: Mapping[str, Any]) -> tuple[str, str | None]:
+    """`spec.cluster`: the bootstrap servers (required) and the optional client Secret."""
+    cluster = spec.get("cluster") or {}
+    bootstrap = cluster.get("bootstrapServers")
+    if not isinstance(bootstrap, str) or not bootstrap.strip():
+        raise SpecError("spec.cluster.bootstrapServers", "is required")
+    secret = cluster.get("clientConfigSecret")
+    return bootstrap.strip(), str(secret) if secret else None
 
 
 def parse_time(value: str, field_path: str) -> datetime:

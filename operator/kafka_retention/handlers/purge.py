@@ -11,6 +11,7 @@ import kopf
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter, read_client_config
+from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VERSION
@@ -51,7 +52,7 @@ def purge(
     if not status.get("startedAt"):
         kopf.info(
             body,
-            reason="PurgeStarted",
+            reason=EventReason.PURGE_STARTED,
             message="planning cuts" + (" (dry run)" if spec.get("dryRun") else ""),
         )
     started = time.monotonic()
@@ -81,28 +82,28 @@ def purge(
             )
         )
     except service.Retry as pending:
-        kopf.warn(body, reason="PurgePending", message=str(pending))
+        kopf.warn(body, reason=EventReason.PURGE_PENDING, message=str(pending))
         raise kopf.TemporaryError(str(pending), delay=pending.delay) from None
     finally:
         metrics.RUN_SECONDS.labels(KIND).observe(time.monotonic() - started)
 
     if outcome.invalid_field is not None:
-        kopf.warn(body, reason="InvalidSpec", message=outcome.message)
+        kopf.warn(body, reason=EventReason.INVALID_SPEC, message=outcome.message)
         raise kopf.PermanentError(outcome.message)
     for topic, count in outcome.topics_deleted.items():
         metrics.RECORDS_DELETED.labels(KIND, namespace, name, topic).inc(count)
     metrics.PARTITIONS_PURGED.labels(KIND, namespace, name).inc(outcome.partitions_purged)
     metrics.PARTITION_FAILURES.labels(KIND, namespace, name).inc(len(outcome.failures))
     for failure in outcome.failures[:MAX_FAILURE_EVENTS]:
-        kopf.warn(body, reason="PartitionFailed", message=failure)
+        kopf.warn(body, reason=EventReason.PARTITION_FAILED, message=failure)
     if len(outcome.failures) > MAX_FAILURE_EVENTS:
         kopf.warn(
             body,
-            reason="PartitionFailed",
+            reason=EventReason.PARTITION_FAILED,
             message=f"... and {len(outcome.failures) - MAX_FAILURE_EVENTS} more; "
             "see status.results",
         )
     if outcome.phase == Phase.SUCCEEDED:
-        kopf.info(body, reason="PurgeSucceeded", message=outcome.message)
+        kopf.info(body, reason=EventReason.PURGE_SUCCEEDED, message=outcome.message)
     else:
         kopf.warn(body, reason=f"Purge{outcome.phase}", message=outcome.message)

@@ -14,6 +14,7 @@ from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import read_client_config
 from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
+from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.resources import GROUP, RETENTION_POLICIES, VERSION
 from kafka_retention.services.fleet import Fleet
@@ -76,12 +77,14 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
     meta = body.get("metadata") or {}
     namespace, name = str(meta.get("namespace")), str(meta.get("name"))
     if outcome.invalid_field is not None:
-        kopf.warn(body, reason="InvalidSpec", message=outcome.message)
-        metrics.RUN_FAILURES.labels(namespace, name, "InvalidSpec").inc()
+        kopf.warn(body, reason=EventReason.INVALID_SPEC, message=outcome.message)
+        metrics.RUN_FAILURES.labels(namespace, name, EventReason.INVALID_SPEC).inc()
         return
     if not outcome.ok:
-        kopf.warn(body, reason="RunFailed", message=outcome.message)
-        metrics.RUN_FAILURES.labels(namespace, name, str(outcome.reason or "RunFailed")).inc()
+        kopf.warn(body, reason=EventReason.RUN_FAILED, message=outcome.message)
+        metrics.RUN_FAILURES.labels(
+            namespace, name, str(outcome.reason or EventReason.RUN_FAILED)
+        ).inc()
         return
     log.info("%s/%s: %s", namespace, name, outcome.message)
     for topic, count in outcome.deleted_by_topic.items():
@@ -89,16 +92,16 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
     metrics.BYTES_RECLAIMED.labels(KIND, namespace, name).inc(outcome.bytes_reclaimed)
     metrics.PARTITIONS_CUT.labels(KIND, namespace, name).inc(outcome.partitions_cut)
     if outcome.records_deleted:
-        kopf.info(body, reason="RecordsDeleted", message=outcome.message)
+        kopf.info(body, reason=EventReason.RECORDS_DELETED, message=outcome.message)
     for loss in outcome.losses:
         metrics.UNCONSUMED_DELETED.labels(namespace, name, loss["group"], loss["topic"]).inc(
             loss["records"]
         )
         kopf.warn(
             body,
-            reason="UnconsumedRecordsDeleted",
+            reason=EventReason.UNCONSUMED_RECORDS_DELETED,
             message=f"group {loss['group']} lost {loss['records']} unread records of "
             f"{loss['topic']} (maxRetention/deleteBefore)",
         )
     for failure in outcome.failures[:10]:
-        kopf.warn(body, reason="PartitionFailed", message=failure)
+        kopf.warn(body, reason=EventReason.PARTITION_FAILED, message=failure)
