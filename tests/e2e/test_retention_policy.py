@@ -233,3 +233,33 @@ def test_invalid_policies_are_refused_at_apply_time_or_named_in_a_condition(
     )
     assert "spec.topics.pattern" in condition(obj, "Ready")["message"]
     assert get(stack, "retentionpolicy", e2e_ns, "bad-regex")["status"].get("lastRun") is None
+
+
+@pytest.mark.stack
+def test_a_policy_left_with_an_earlier_versions_finalizer_can_still_be_deleted(
+    stack: Stack, e2e_ns: str
+) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {
+            "name": "old",
+            "namespace": e2e_ns,
+            "finalizers": ["kafka-retention.io/finalizer"],
+        },
+        "spec": {
+            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "topics": {"names": ["nothing-here"]},
+            "maxRetention": "7d",
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    stack.kubectl("delete", "retentionpolicy", "old", "-n", e2e_ns, "--wait=false")
+    eventually(
+        lambda: (
+            stack.kubectl("get", "retentionpolicy", "old", "-n", e2e_ns, check=False).returncode
+            != 0
+        ),
+        timeout=30,
+        what="the policy was deleted",
+    )

@@ -205,3 +205,26 @@ class ConfigMapStore:
             return None
         parts = list_configmaps(self.namespace, chunks.parts_selector(self.base, suffix))
         return chunks.assemble(manifest, parts)
+
+
+def drop_finalizer(plural: str, namespace: str, name: str, finalizer: str) -> None:
+    """Remove one finalizer from a custom object (a JSON patch on that list entry only)."""
+    api = kubernetes.client.CustomObjectsApi(_client())
+    obj: dict[str, Any] = api.get_namespaced_custom_object(  # type: ignore[assignment]
+        GROUP, VERSION, namespace, plural, name
+    )
+    finalizers = list((obj.get("metadata") or {}).get("finalizers") or [])
+    if finalizer not in finalizers:
+        return
+    index = finalizers.index(finalizer)
+    api.patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        plural,
+        name,
+        [
+            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
+            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+        ],
+    )

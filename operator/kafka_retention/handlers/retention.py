@@ -3,6 +3,7 @@ run's outcome becomes events and metrics here. No thread or daemon is held per p
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any, cast
@@ -11,12 +12,12 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import read_client_config
+from kafka_retention.adapters.kube import drop_finalizer, read_client_config
 from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.policy_spec import PolicySpec
-from kafka_retention.core.resources import GROUP, RETENTION_POLICIES, VERSION
+from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
 from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.policy_batches import Environment
 from kafka_retention.services.retention_run import RunOutcome
@@ -65,8 +66,19 @@ async def stop_scheduler(memo: kopf.Memo, **_: Any) -> None:
 async def watch(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     fleet: Fleet = memo["fleet"]
     fleet.start()
-    if event.get("type") == "DELETED" or body.get("metadata", {}).get("deletionTimestamp"):
+    meta = body.get("metadata", {})
+    if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
         fleet.remove(body)
+        if event.get("type") != "DELETED" and FINALIZER in (meta.get("finalizers") or []):
+            # Policies run by earlier versions (a daemon each) carry Kopf's finalizer;
+            # nothing holds them now, so let them go.
+            await asyncio.to_thread(
+                drop_finalizer,
+                RETENTION_POLICIES,
+                str(meta["namespace"]),
+                str(meta["name"]),
+                FINALIZER,
+            )
     else:
         fleet.upsert(dict(body))
 
