@@ -402,3 +402,28 @@ def test_a_run_that_started_past_its_slack_says_it_was_late() -> None:
     schedule = {c["type"]: c for c in store.status["conditions"]}["OnSchedule"]
     assert (schedule["status"], schedule["reason"]) == ("False", "Late")
     assert "started 95s after it was due" in schedule["message"]
+
+
+def test_policies_planned_in_process_read_only_their_own_partitions() -> None:
+    kafka = FakeKafka()
+    for p in range(10):
+        kafka.logs[TopicPartition("big", p)] = [0, 100]
+    kafka.logs[T0] = [0, 100]
+    read: list[TopicPartition] = []
+    offsets = kafka.offsets
+
+    def counting(tps: Iterable[TopicPartition], kind: Any) -> dict[TopicPartition, int]:
+        tps = list(tps)
+        read.extend(tps)
+        return offsets(tps, kind)
+
+    kafka.offsets = counting  # type: ignore[method-assign]
+    items = [
+        due(Store(), "ns/small", maxRetention="1d"),
+        due(Store(), "ns/large", topics={"names": ["big"]}, maxRetention="1d"),
+    ]
+    # The Spark plan fails, so nothing of "big" is re-checked or applied: any read of it
+    # would have come from planning the small policy.
+    outcomes = run_batch(items, {}, env(kafka, FakeSpark(kafka, fail=True), line=5), lambda: NOW)
+    assert outcomes["ns/small"].ok
+    assert {tp.topic for tp in read} == {"t"}

@@ -133,7 +133,8 @@ def run_batch(
 
     if small:
         try:
-            apply(plan_in_process(kafka, small, selection, now_ms))
+            mine = selection.only(m.key for m in small)
+            apply(plan_in_process(kafka, small, mine, now_ms))
         except KafkaUnavailable as err:
             fail_all([m.key for m in small if m.key not in outcomes], Reason.KAFKA_UNAVAILABLE, err)
     if large and env.spark is not None:

@@ -11,7 +11,7 @@ byte estimates are the same as Spark's, from the same core.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -60,6 +60,17 @@ class Selection:
 
     def skipped(self, key: str) -> dict[str, str]:
         return {t: self.problems[t] for t in self.selected[key] if t in self.problems}
+
+    def only(self, keys: Iterable[str]) -> Selection:
+        """The part of the selection these policies need (the rest goes to Spark)."""
+        keep = set(keys)
+        selected = {k: v for k, v in self.selected.items() if k in keep}
+        topics = {t for ts in selected.values() for t in ts}
+        return Selection(
+            selected,
+            {t: p for t, p in self.partitions.items() if t in topics},
+            {t: why for t, why in self.problems.items() if t in topics},
+        )
 
 
 def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
