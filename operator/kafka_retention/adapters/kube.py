@@ -10,7 +10,7 @@ import base64
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import kubernetes
@@ -101,42 +101,36 @@ def create_or_keep(obj: Mapping[str, Any]) -> bool:
     return True
 
 
-def read_pod(namespace: str, name: str) -> dict[str, Any] | None:
+def _found(read: Callable[[], Any]) -> dict[str, Any] | None:
+    """An object as plain dicts, or None when the API server has no such object."""
     try:
-        pod = kubernetes.client.CoreV1Api(_client()).read_namespaced_pod(name, namespace)
+        obj = read()
     except ApiException as exc:
         if exc.status == 404:
             return None
         raise
-    result: dict[str, Any] = _plain(pod)
+    result: dict[str, Any] = obj if isinstance(obj, dict) else _plain(obj)
     return result
+
+
+def read_pod(namespace: str, name: str) -> dict[str, Any] | None:
+    core = kubernetes.client.CoreV1Api(_client())
+    return _found(lambda: core.read_namespaced_pod(name, namespace))
 
 
 def read_custom_object(
     api_version: str, plural: str, namespace: str, name: str
 ) -> dict[str, Any] | None:
     group, version = api_version.split("/")
-    try:
-        obj = kubernetes.client.CustomObjectsApi(_client()).get_namespaced_custom_object(
-            group, version, namespace, plural, name
-        )
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    result: dict[str, Any] = obj  # type: ignore[assignment]
-    return result
+    custom = kubernetes.client.CustomObjectsApi(_client())
+    return _found(
+        lambda: custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+    )
 
 
 def read_configmap(namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        cm = kubernetes.client.CoreV1Api(_client()).read_namespaced_config_map(name, namespace)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    result: dict[str, Any] = _plain(cm)
-    return result
+    core = kubernetes.client.CoreV1Api(_client())
+    return _found(lambda: core.read_namespaced_config_map(name, namespace))
 
 
 def list_configmaps(namespace: str, label_selector: str) -> list[dict[str, Any]]:
