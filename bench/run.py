@@ -6,7 +6,7 @@ the same local cluster in the same run; results go to BENCHMARKS.md.
   would gather by hand to find the slowest group).
 - Scan: the plan job's record scan (executors reading an offset range with confluent-kafka)
   over one topic, beside `kafka-consumer-perf-test.sh` reading the same topic.
-- RecordPurge at 1k/10k/40k partitions beside `kafka-delete-records.sh` (purge_scale.py).
+- RecordPurge at 1k/10k/20k partitions beside `kafka-delete-records.sh` (purge_scale.py).
 - A RetentionPolicy fleet: runs per minute at 1,000 policies and the operator's footprint
   at 0/100/1,000 policies (policies.py).
 """

@@ -96,7 +96,7 @@ def produce_to_each(
             except KafkaException:
                 failed.append((topic, partition))
             producer.poll(0)
-        assert producer.flush(120) == 0
+        assert producer.flush(300) == 0
         if not failed:
             return
         pending = failed

@@ -32,8 +32,8 @@ from kafka_retention.services.purge_execute import estimate, execute
 from kafka_retention.services.purge_facts import plan_entries
 
 # The largest purge the tests prove: 100,000 partitions through the service (unit test,
-# in-memory Kafka); on the real local cluster 20,000 (e2e) and 40,000 (`make bench`),
-# which is what 3 brokers on one small machine hold. Larger ones are refused before
+# in-memory Kafka); on the real local cluster 20,000 (e2e and `make bench`), which is
+# what 3 brokers on one small machine serve reliably. Larger ones are refused before
 # anything is deleted.
 MAX_PLANNED_PARTITIONS = 100_000
 # API server answers that mean "try again" rather than "this can never be stored".
