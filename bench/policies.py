@@ -22,12 +22,11 @@ import urllib.request
 from pathlib import Path
 
 from bench.common import REPO, Row, java_tool, say, wait_for_leaders
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
-from tests.support import commit_groups
+from tests.support import commit_groups, produce_to_each
 
 INTERVAL_S = int(os.environ.get("BENCH_FLEET_INTERVAL", "60"))
 FLEET = int(os.environ.get("BENCH_FLEET_POLICIES", "1000"))
@@ -91,12 +90,7 @@ def make_topics(admin: AdminClient, bootstrap: str, names: list[str]) -> None:
         for f in admin.create_topics([NewTopic(n, 1, 1) for n in names[i : i + 200]]).values():
             f.result(timeout=120)
     wait_for_leaders(admin, names, 1)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for n in names:
-        for _ in range(20):
-            producer.produce(n, value=b"x" * 50, partition=0)
-        producer.poll(0)
-    assert producer.flush(300) == 0, "records left unsent"
+    produce_to_each(bootstrap, [(n, 0) for n in names] * 20, b"x" * 50)
 
 
 def apply_policies(stack: Stack, ns: str, topics: list[str], bootstrap: str) -> None:

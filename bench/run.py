@@ -35,6 +35,7 @@ from kafka_retention.core.policy_spec import Member, PolicySpec, TopicSelector
 from kafka_retention.services.policy_planning import plan_in_process, select
 from retention_jobs import plan_job, scans
 from retention_jobs.request import Connection, PlanRequest, Scans
+from tests.support import produce_to_each
 
 RUN = time.strftime("%H%M%S")  # topic names of this run: a reused stack keeps older ones
 
@@ -55,13 +56,8 @@ def make_partitions(
         for f in futures.values():
             f.result(timeout=300)
     wait_for_leaders(admin, names, per_topic)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for n in names:
-        for p in range(per_topic):
-            for _ in range(3):
-                producer.produce(n, value=b"x" * 20, partition=p)
-        producer.poll(0)
-    assert producer.flush(300) == 0, "records left unsent"
+    # Three records to every partition, sure of delivery (new topics' metadata lags).
+    produce_to_each(bootstrap, [(n, p) for n in names for p in range(per_topic)] * 3, b"x" * 20)
     for group, offset in zip(GROUPS, (3, 1), strict=True):
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
         for n in names:
