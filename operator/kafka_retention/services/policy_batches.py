@@ -50,7 +50,7 @@ class Environment:
     client_config: Callable[[PolicySpec, str], dict[str, str]]  # (spec, namespace)
     connect: Callable[[str, dict[str, str]], PolicyKafka]
     spark: BatchPlanner | None
-    in_process_max_partitions: int = 2_000
+    in_process_max_partitions: int = 10_000
     apply_workers: int = 4
     retry_delay: float = 15.0
 
