@@ -32,9 +32,12 @@ class FakeKafka:
     def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
         if self.unavailable:
             raise KafkaUnavailable("_TRANSPORT: all brokers down")
+        by_topic: dict[str, list[int]] = {}
+        for tp in self.logs:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
         out: dict[str, list[int] | KafkaFailure] = {}
         for t in topics:
-            parts = sorted(tp.partition for tp in self.logs if tp.topic == t)
+            parts = sorted(by_topic.get(t, []))
             out[t] = parts or KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", t, False)
         return out
 

@@ -171,3 +171,22 @@ def test_topic_level_errors_become_one_failed_entry_per_topic() -> None:
     (plan,) = plan_purge(req, given)
     assert plan.error == "POLICY_VIOLATION: compact"
     assert plan.tp == TopicPartition("c", -1)
+
+
+def test_guard_groups_are_the_protected_groups_plus_that_topics_committed_by_groups() -> None:
+    req = parse_spec(
+        spec(
+            partitions=[{"topic": "x", "partition": 0, "offset": 5}],
+            topics=[
+                {"name": "a", "before": {"committedBy": ["g2", "g1"]}},
+                {"name": "c", "before": {"committedBy": ["g3", "audit"]}},
+                {"name": "b", "before": {"highWatermark": True}},
+            ],
+            protectGroups=["audit"],
+        )
+    )
+    assert req.guard_groups("a") == ("audit", "g1", "g2")
+    assert req.guard_groups("c") == ("audit", "g3")
+    assert req.guard_groups("b") == ("audit",)
+    assert req.guard_groups("x") == ("audit",)  # explicit cuts: protected groups only
+    assert req.all_groups() == ("audit", "g1", "g2", "g3")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, Literal
 
 from kafka_retention.core import rules
@@ -57,11 +57,20 @@ class PurgeRequest:
     def guard_groups(self, topic: str) -> tuple[str, ...]:
         """Groups whose committed offsets bound every cut on this topic: the protected
         groups, plus the committedBy groups that defined the cut in the first place."""
-        groups = set(self.protect_groups)
+        return self._guard_groups_by_topic.get(topic, self._protected)
+
+    @cached_property
+    def _protected(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.protect_groups)))
+
+    @cached_property
+    def _guard_groups_by_topic(self) -> dict[str, tuple[str, ...]]:
+        # Computed once: it is asked for every partition, several times, and a purge may
+        # name hundreds of topics over 100,000 partitions.
+        groups: dict[str, set[str]] = {}
         for t in self.topics:
-            if t.topic == topic:
-                groups.update(t.groups)
-        return tuple(sorted(groups))
+            groups.setdefault(t.topic, set(self.protect_groups)).update(t.groups)
+        return {topic: tuple(sorted(names)) for topic, names in groups.items()}
 
     def all_groups(self) -> tuple[str, ...]:
         return tuple(sorted({g for t in self.topic_names() for g in self.guard_groups(t)}))

@@ -64,12 +64,13 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
             tps += [
                 TopicPartition(tcut.topic, p) for p in given.topic_partitions.get(tcut.topic, [])
             ]
+    tps_of_topic: dict[str, list[TopicPartition]] = {}
+    for tp in tps:
+        tps_of_topic.setdefault(tp.topic, []).append(tp)
     by_timestamp: dict[int, list[TopicPartition]] = {}
     for tcut in request.topics:
         if tcut.timestamp_ms is not None and tcut.topic not in given.topic_errors:
-            by_timestamp.setdefault(tcut.timestamp_ms, []).extend(
-                tp for tp in tps if tp.topic == tcut.topic
-            )
+            by_timestamp.setdefault(tcut.timestamp_ms, []).extend(tps_of_topic.get(tcut.topic, []))
     for_times: dict[TopicPartition, dict[int, int | None]] = {}
     for ts, ts_tps in by_timestamp.items():
         for tp, off in kafka.offsets_for_timestamp(ts_tps, ts).items():
