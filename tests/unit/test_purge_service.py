@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.adapters.kube import ApiException
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.kube_objects.chunks import SinkError, assemble, sink_configmaps
 from kafka_retention.services import purge_report
 from kafka_retention.services import purge_run as service
 
@@ -85,8 +87,13 @@ class Store:
         self.kafka = kafka
         self.blobs: dict[str, str] = {}
         self.refusal: ApiException | None = None  # what the API server answers a save
+        # What the API server answers a status patch (None: stored).
+        self.patch_refusal: Callable[[Mapping[str, Any]], ApiException | None] = lambda _: None
 
     def patch(self, status: Mapping[str, Any]) -> None:
+        refusal = self.patch_refusal(status)
+        if refusal is not None:
+            raise refusal
         self.status.update(status)
         if self.kafka is not None:
             self.kafka.calls.append(f"status:{status.get('phase')}")
@@ -470,3 +477,172 @@ def test_a_lost_stored_plan_ends_the_purge_rather_than_planning_again() -> None:
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     assert ready["reason"] == "StateNotPersisted"
     assert "kr-recordpurge-x-plan is gone" in ready["message"]
+
+
+class ChunkedStore(Store):
+    """The ConfigMap sets as the adapter writes them: gzipped chunks plus a checksummed
+    manifest, read back through the same `assemble` (so a damaged set is refused)."""
+
+    def __init__(self, kafka: FakeKafka | None = None) -> None:
+        super().__init__(kafka)
+        self.configmaps: dict[str, list[dict[str, Any]]] = {}
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]:
+        ref = super().save(suffix, payload)
+        self.configmaps[suffix] = sink_configmaps(
+            "kr-recordpurge-x", "ns", payload, suffix=suffix, compress=True
+        )
+        return {**ref, "chunks": len(self.configmaps[suffix]) - 1}
+
+    def load(self, suffix: str) -> str | None:
+        objects = self.configmaps.get(suffix)
+        return None if objects is None else assemble(objects[-1], objects[:-1])
+
+
+def test_a_plan_of_a_hundred_thousand_partitions_fits_a_few_configmaps_and_reads_back() -> None:
+    entries = [
+        {
+            "topic": f"orders-{t:03d}",
+            "partition": p,
+            "state": "Planned",
+            "requestedOffset": 1000 + p,
+            "logStartBefore": p,
+            "highWatermark": 1000 + p,
+            "recordsToDelete": 1000,
+            "reason": "high watermark (-1)",
+        }
+        for t in range(100)
+        for p in range(1000)
+    ]
+    payload = purge_report.to_lines(entries)
+    objects = sink_configmaps("kr-recordpurge-x", "ns", payload, suffix="plan", compress=True)
+    manifest, parts = objects[-1], objects[:-1]
+    assert len(payload) > 18 * 1024 * 1024  # ~190 bytes a partition: far over 1 MiB
+    assert 1 <= len(parts) <= 3
+    assert purge_report.from_lines(assemble(manifest, list(reversed(parts)))) == entries
+    tampered = [dict(p) for p in parts]
+    tampered[0] = {**parts[0], "binaryData": {"part": base64.b64encode(b"x").decode()}}
+    with pytest.raises(SinkError, match="checksum"):
+        assemble(manifest, tampered)
+    with pytest.raises(SinkError, match="parts"):
+        assemble(manifest, parts[1:] if len(parts) > 1 else [])
+
+
+def test_a_restart_resumes_the_stored_plan_exactly_with_minus_one_as_it_was_planned() -> None:
+    """20,000 explicit `-1` cuts: the plan (high watermark 5 at plan time) goes to the
+    chunked ConfigMaps; Kafka is lost at the delete; records arrive; a new process (a new
+    reconcile with nothing but the stored state) cuts at 5, never at the new end."""
+    kafka = big_kafka(20, 1000)
+    store = ChunkedStore()
+    spec = {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "partitions": [
+            {"topic": tp.topic, "partition": tp.partition, "offset": -1} for tp in kafka.logs
+        ],
+    }
+
+    class DownAtDelete(FakeKafka):
+        def delete_records(self, cuts: Mapping[TopicPartition, int]) -> Any:
+            raise KafkaUnavailable("_TRANSPORT: broker went away")
+
+    with pytest.raises(service.Retry):
+        run(spec, DownAtDelete(kafka.logs), store)
+    assert store.status["phase"] == "Purging"
+    assert store.status["planRef"]["partitions"] == 20_000
+    planned = purge_report.from_lines(store.load("plan") or "")
+    assert {e["requestedOffset"] for e in planned} == {5}
+    for log in kafka.logs.values():
+        log[1] = 50
+    outcome = run(spec, kafka, store)
+    assert outcome.phase == "Succeeded"
+    assert {tuple(log) for log in kafka.logs.values()} == {(5, 50)}
+    assert outcome.records_deleted == 5 * 20_000
+
+
+def test_a_damaged_stored_plan_ends_the_purge_and_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = ChunkedStore(kafka)
+
+    class DownAtDelete(FakeKafka):
+        def delete_records(self, cuts: Mapping[TopicPartition, int]) -> Any:
+            raise KafkaUnavailable("_TRANSPORT: broker went away")
+
+    with pytest.raises(service.Retry):
+        run(explicit((0, 40)), DownAtDelete(kafka.logs), store)
+    manifest = store.configmaps["plan"][-1]
+    info = json.loads(manifest["data"]["manifest.json"])
+    manifest["data"]["manifest.json"] = json.dumps({**info, "sha256": "0" * 64})
+    kafka.calls.clear()
+    outcome = run(explicit((0, 40)), kafka, store)
+    assert outcome.phase == "Failed"
+    assert not any(c.startswith(("delete", "offsets")) for c in kafka.calls)
+    assert kafka.logs[T0][0] == 0
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert ready["reason"] == "StateNotPersisted"
+    assert "damaged" in ready["message"]
+    assert "checksum" in ready["message"]
+
+
+TOO_LARGE = "etcdserver: request is too large"
+
+
+def test_a_status_too_large_to_store_at_planning_fails_at_once_and_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.patch_refusal = lambda doc: (
+        api_error(500, "Internal Server Error", TOO_LARGE) if "planRef" in doc else None
+    )
+    outcome = run(explicit((0, 40)), kafka, store)  # no Retry: the answer will not change
+    assert outcome.phase == "Failed"
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert ready["reason"] == "StateNotPersisted"
+    assert TOO_LARGE in ready["message"]
+    assert "nothing was deleted" in ready["message"]
+
+
+def test_a_refused_final_status_names_the_cause_beside_what_was_deleted() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.patch_refusal = lambda doc: (
+        api_error(422, "Unprocessable Entity", "status.results: Invalid value")
+        if doc.get("results") and "completedAt" in doc
+        else None
+    )
+    outcome = run(explicit((0, 40)), kafka, store)
+    assert outcome.phase == "Succeeded"
+    assert kafka.logs[T0][0] == 40
+    assert store.status["phase"] == "Succeeded"
+    assert store.status["summary"]["recordsDeleted"] == 40
+    assert store.status["results"] is None
+    cond = {c["type"]: c for c in store.status["conditions"]}
+    assert cond["Ready"]["reason"] == "StateNotPersisted"
+    assert "status.results: Invalid value" in cond["Ready"]["message"]
+    assert "deletes were applied" in cond["Ready"]["message"]
+    assert cond["Succeeded"]["reason"] == "Purged"
+
+
+def test_a_transiently_refused_final_status_is_written_by_the_next_run_without_new_deletes() -> (
+    None
+):
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.patch_refusal = lambda doc: (
+        api_error(503, "Service Unavailable", "etcd leader changed")
+        if "completedAt" in doc
+        else None
+    )
+    with pytest.raises(service.Retry, match="StateNotPersisted"):
+        run(explicit((0, -1)), kafka, store)
+    assert kafka.logs[T0][0] == 100
+    assert store.status["phase"] == "Purging"
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert "etcd leader changed" in ready["message"]
+    kafka.logs[T0][1] = 300  # newer records are not the plan's
+    store.patch_refusal = lambda _: None
+    kafka.calls.clear()
+    outcome = run(explicit((0, -1)), kafka, store)
+    assert outcome.phase == "Succeeded"
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    assert kafka.logs[T0] == [100, 300]
+    assert store.status["phase"] == "Succeeded"
