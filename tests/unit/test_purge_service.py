@@ -14,6 +14,7 @@ from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.adapters.kube import ApiException
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.purge_states import Phase, State
 from kafka_retention.kube_objects.chunks import SinkError, assemble, sink_configmaps
 from kafka_retention.services import purge_report
 from kafka_retention.services import purge_run as service
@@ -646,3 +647,38 @@ def test_a_transiently_refused_final_status_is_written_by_the_next_run_without_n
     assert not any(c.startswith("delete") for c in kafka.calls)
     assert kafka.logs[T0] == [100, 300]
     assert store.status["phase"] == "Succeeded"
+
+
+def test_status_stays_small_at_a_thousand_partitions_with_the_longest_topic_name() -> None:
+    name = "t" * 249  # Kafka's longest topic name: listing each partition would be ~500 KiB
+    kafka = FakeKafka({TopicPartition(name, p): [0, 5] for p in range(1000)})
+    store = Store()
+    spec = {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "topics": [{"name": name, "before": {"highWatermark": True}}],
+    }
+    outcome = run(spec, kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    size = len(json.dumps(store.status))
+    assert size < 256 * 1024, size
+    assert store.status["results"][0]["note"] == "summary of 1000 partitions"
+    assert len(purge_report.from_lines(store.blobs["results"])) == 1000
+
+
+def test_failures_are_listed_up_to_a_byte_bound_and_the_rest_counted() -> None:
+    name = "t" * 249
+    entries = [
+        {
+            "topic": name,
+            "partition": p,
+            "state": State.FAILED,
+            "error": f"OFFSET_OUT_OF_RANGE: offset 99 is above the high watermark 5 of {name}-{p}",
+            "note": "n" * 500,
+        }
+        for p in range(300)
+    ]
+    folded = purge_report.fold_results(entries)
+    assert len(json.dumps(folded)) < 160 * 1024
+    listed = [e for e in folded if e["state"] == State.FAILED and e["partition"] >= 0]
+    assert 0 < len(listed) < 200  # the byte bound, before the count bound
+    assert folded[len(listed)]["note"].startswith(f"... and {300 - len(listed)} more failed")

@@ -10,10 +10,13 @@ from typing import Any
 
 from kafka_retention.core.purge_states import State
 
-# Up to this many partitions, status lists each one; past it, successes are folded into
-# one entry per topic. Failures are listed one by one up to MAX_FAILURES_LISTED; topics
-# up to MAX_TOPICS_LISTED. Together they keep status well under etcd's 1.5 MiB.
+# Up to this many partitions, and this many bytes of JSON, status lists each one; past
+# either, successes are folded into one entry per topic. Failures are listed one by one
+# up to MAX_FAILURES_LISTED and the same bytes; topics up to MAX_TOPICS_LISTED (a topic
+# name has at most 249 characters). Together they keep status under 256 KiB, far below
+# etcd's 1.5 MiB, whatever the names, errors and notes.
 MAX_LISTED_RESULTS = 1000
+MAX_LISTED_BYTES = 128 * 1024
 MAX_FAILURES_LISTED = 200
 MAX_TOPICS_LISTED = 200
 
@@ -36,12 +39,15 @@ def fold_results(
     limit: int = MAX_LISTED_RESULTS,
     max_failures: int = MAX_FAILURES_LISTED,
     max_topics: int = MAX_TOPICS_LISTED,
+    max_bytes: int = MAX_LISTED_BYTES,
 ) -> list[dict[str, Any]]:
-    """Status-sized results: all entries when few; else the failures (up to a bound, the
-    rest counted in one entry) and one summary entry per topic (the largest first)."""
-    if len(entries) <= limit:
+    """Status-sized results: all entries when few and small; else the failures (up to a
+    bound, the rest counted in one entry) and one summary entry per topic (the largest
+    first)."""
+    if len(entries) <= limit and len(json.dumps(list(entries))) <= max_bytes:
         return [dict(e) for e in entries]
-    failures = [dict(e) for e in entries if e["state"] == State.FAILED]
+    failed = [e for e in entries if e["state"] == State.FAILED]
+    listed = _first(failed, max_failures, max_bytes)
     folded: dict[str, dict[str, Any]] = {}
     for e in entries:
         if e["state"] == State.FAILED:
@@ -63,15 +69,29 @@ def fold_results(
     topics = sorted(folded.values(), key=lambda a: (-a["recordsDeleted"], a["topic"]))
     for agg in topics:
         agg["note"] = f"summary of {agg.pop('partitions')} partitions"
-    out = failures[:max_failures]
-    if len(failures) > max_failures:
-        out.append(_more(len(failures) - max_failures, "failed partitions", State.FAILED))
+    out = listed
+    if len(failed) > len(listed):
+        out.append(_more(len(failed) - len(listed), "failed partitions", State.FAILED))
     out += topics[:max_topics]
     if len(topics) > max_topics:
         rest = topics[max_topics:]
         more = _more(len(rest), "topics", rest[0]["state"])
         more["recordsDeleted"] = sum(a["recordsDeleted"] for a in rest)
         out.append(more)
+    return out
+
+
+def _first(
+    entries: Sequence[Mapping[str, Any]], count: int, max_bytes: int
+) -> list[dict[str, Any]]:
+    """The first entries, at most `count` of them and `max_bytes` of JSON."""
+    out: list[dict[str, Any]] = []
+    size = 0
+    for e in entries[:count]:
+        size += len(json.dumps(e))
+        if size > max_bytes:
+            break
+        out.append(dict(e))
     return out
 
 
