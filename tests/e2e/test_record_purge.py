@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
+from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from tests.conftest import TopicFactory
 from tests.support import (
     OperatorProcess,
@@ -23,8 +24,6 @@ from tests.support import (
     produce,
     wait_for,
 )
-
-FINAL = ("Succeeded", "PartiallySucceeded", "Failed")
 
 
 def apply_purge(stack: Stack, ns: str, name: str, **spec: Any) -> None:
@@ -39,7 +38,12 @@ def apply_purge(stack: Stack, ns: str, name: str, **spec: Any) -> None:
 
 def finished(stack: Stack, ns: str, name: str, timeout: float = 60) -> dict[str, Any]:
     return wait_for(
-        stack, "recordpurge", ns, name, lambda o: o.get("status", {}).get("phase") in FINAL, timeout
+        stack,
+        "recordpurge",
+        ns,
+        name,
+        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
+        timeout,
     )
 
 
@@ -67,7 +71,7 @@ def test_explicit_offsets_delete_exactly_below_each_offset(
         ],
     )
     obj = finished(stack, e2e_ns, "explicit")
-    assert obj["status"]["phase"] == "Succeeded"
+    assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 3) == [30, 80, 0]
     assert first_offsets_read(bootstrap, topic, 3) == [30, None, 0]
     assert obj["status"]["summary"] == {
@@ -104,7 +108,7 @@ def test_timestamp_cut_keeps_records_at_or_after_the_time_with_out_of_order_time
     cut = datetime.fromtimestamp(cut_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
     apply_purge(stack, e2e_ns, "by-time", topics=[{"name": topic, "before": {"timestamp": cut}}])
     obj = finished(stack, e2e_ns, "by-time")
-    assert obj["status"]["phase"] == "Succeeded", obj["status"]
+    assert obj["status"]["phase"] == Phase.SUCCEEDED, obj["status"]
     # Offset 3 carries hour 4 in partition 0; offset 4 carries hour 4 in partition 1.
     # The late record (hour 2, offset 6) stays: a cut removes a prefix of offsets.
     assert log_starts(admin, topic, 2) == [3, 4]
@@ -123,7 +127,7 @@ def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protec
         stack, e2e_ns, "consumed", topics=[{"name": topic, "before": {"committedBy": [fast, slow]}}]
     )
     obj = finished(stack, e2e_ns, "consumed")
-    assert obj["status"]["phase"] == "Succeeded"
+    assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 3) == [40, 60, 0]
     assert "no committed offset" in results(obj)[(topic, 2)]["reason"]
 
@@ -164,7 +168,7 @@ def test_dry_run_reports_the_plan_and_deletes_nothing(
         topics=[{"name": topic, "before": {"highWatermark": True}}],
     )
     obj = finished(stack, e2e_ns, "dry")
-    assert obj["status"]["phase"] == "Succeeded"
+    assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert condition(obj, "Succeeded")["reason"] == "DryRunCompleted"
     assert log_starts(admin, topic, 2) == [0, 0]
     summary = obj["status"]["summary"]
@@ -172,7 +176,7 @@ def test_dry_run_reports_the_plan_and_deletes_nothing(
     assert summary["recordsToDelete"] == 100
     # 200-byte values: the estimate lands near 100 records x ~216 bytes.
     assert 100 * 200 <= summary["bytesToDeleteEstimate"] <= 100 * 260
-    assert {r["state"] for r in obj["status"]["results"]} == {"DryRun"}
+    assert {r["state"] for r in obj["status"]["results"]} == {State.DRY_RUN}
 
 
 @pytest.mark.stack
@@ -185,7 +189,7 @@ def test_compact_only_topic_fails_naming_the_cleanup_policy(
         stack, e2e_ns, "compact", partitions=[{"topic": topic, "partition": 0, "offset": 5}]
     )
     obj = finished(stack, e2e_ns, "compact")
-    assert obj["status"]["phase"] == "Failed"
+    assert obj["status"]["phase"] == Phase.FAILED
     cond = condition(obj, "Succeeded")
     assert cond["status"] == "False"
     assert "cleanup.policy=compact" in cond["message"]
@@ -208,7 +212,7 @@ def test_offset_above_the_high_watermark_fails_that_partition_only(
         ],
     )
     obj = finished(stack, e2e_ns, "too-far")
-    assert obj["status"]["phase"] == "PartiallySucceeded"
+    assert obj["status"]["phase"] == Phase.PARTIALLY_SUCCEEDED
     assert log_starts(admin, topic, 2) == [5, 0]
     error = results(obj)[(topic, 1)]["error"]
     assert error.startswith("OFFSET_OUT_OF_RANGE")
@@ -226,7 +230,7 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
         partitions=[{"topic": "no-such-topic-anywhere", "partition": 0, "offset": 1}],
     )
     obj = finished(stack, e2e_ns, "ghost")
-    assert obj["status"]["phase"] == "Failed"
+    assert obj["status"]["phase"] == Phase.FAILED
     assert "UNKNOWN_TOPIC_OR_PARTITION" in obj["status"]["results"][0]["error"]
 
 
@@ -369,14 +373,14 @@ def test_purge_in_flight_completes_after_the_operator_is_killed(
         if frozen:
             stack.kafka.thaw()
     stuck = get(stack, "recordpurge", namespace, "in-flight")
-    assert stuck["status"]["phase"] not in FINAL
+    assert stuck["status"]["phase"] not in FINAL_PHASES
     assert log_starts(admin, topic, 3) == [0, 0, 0]
     second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
     try:
         obj = finished(stack, namespace, "in-flight", timeout=180)
     finally:
         second.stop()
-    assert obj["status"]["phase"] == "Succeeded"
+    assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 3) == [10, 20, 30]
     assert obj["status"]["summary"]["recordsDeleted"] == 60
 
@@ -420,5 +424,5 @@ def test_missing_client_config_secret_waits_and_deletes_nothing_until_it_exists(
         "--from-literal=client.id=kafka-retention-e2e",
     )
     obj = finished(stack, e2e_ns, "with-secret", timeout=150)
-    assert obj["status"]["phase"] == "Succeeded"
+    assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 1) == [15]

@@ -17,11 +17,11 @@ from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from devstack.stack import Stack
+from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from tests.conftest import TopicFactory
 from tests.support import OperatorProcess, get, log_starts, produce, produce_to_each, wait_for
 
 TOPICS, PER_TOPIC = 100, 200  # 20,000 partitions, replication factor 1
-FINAL = ("Succeeded", "PartiallySucceeded", "Failed")
 
 
 def all_log_starts(admin: AdminClient, topics: list[str]) -> list[int]:
@@ -89,12 +89,12 @@ def test_twenty_thousand_partitions_are_purged_with_a_small_status(
         "recordpurge",
         e2e_ns,
         "everything",
-        lambda o: o.get("status", {}).get("phase") in FINAL,
+        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
         timeout=300,
     )
     took = time.monotonic() - started
     status = obj["status"]
-    assert status["phase"] == "Succeeded", status.get("conditions")
+    assert status["phase"] == Phase.SUCCEEDED, status.get("conditions")
     assert status["summary"]["partitions"] == TOPICS * PER_TOPIC
     assert status["summary"]["recordsDeleted"] == TOPICS * PER_TOPIC
     assert len(json.dumps(status)) < 256 * 1024, len(json.dumps(status))
@@ -140,7 +140,7 @@ def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_pl
     try:
         assert watch.stdout is not None
         for line in watch.stdout:
-            if line.strip() == "Purging":
+            if line.strip() == Phase.PURGING:
                 # Stop it in its tracks the moment the plan is stored, then kill it.
                 os.kill(first.pid, signal.SIGSTOP)
                 break
@@ -149,7 +149,7 @@ def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_pl
     assert all_log_starts(admin, big_topics) == before, "deleted before the kill"
     first.kill()
     stored = get(stack, "recordpurge", namespace, "restarted")["status"]
-    assert stored["phase"] == "Purging"
+    assert stored["phase"] == Phase.PURGING
     assert stored["planRef"]["partitions"] == TOPICS * PER_TOPIC
     one_record_each(bootstrap, big_topics)  # more records: a new plan would cut further
     second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
@@ -159,12 +159,12 @@ def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_pl
             "recordpurge",
             namespace,
             "restarted",
-            lambda o: o.get("status", {}).get("phase") in FINAL,
+            lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
             timeout=300,
         )
     finally:
         second.stop()
-    assert obj["status"]["phase"] == "Succeeded"
+    assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert all_log_starts(admin, big_topics) == planned
     assert obj["status"]["summary"]["recordsDeleted"] == TOPICS * PER_TOPIC
 
@@ -211,11 +211,11 @@ def test_a_plan_the_api_server_will_not_store_fails_the_purge_naming_why(
         "recordpurge",
         e2e_ns,
         "unstorable",
-        lambda o: o.get("status", {}).get("phase") in FINAL,
+        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
         timeout=60,
     )
     ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
-    assert obj["status"]["phase"] == "Failed"
+    assert obj["status"]["phase"] == Phase.FAILED
     assert ready["reason"] == "StateNotPersisted"
     assert "exceeded quota" in ready["message"], ready["message"]
     assert log_starts(admin, topic, 1) == [0]

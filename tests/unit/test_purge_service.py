@@ -142,7 +142,7 @@ def test_plan_is_stored_before_anything_is_deleted() -> None:
     outcome = run(explicit((0, 40)), kafka, store)
     first_delete = next(i for i, c in enumerate(kafka.calls) if c.startswith("delete"))
     assert "status:Purging" in kafka.calls[:first_delete]
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     assert outcome.records_deleted == 40
     assert store.status["results"][0]["lowWatermark"] == 40
 
@@ -153,9 +153,9 @@ def test_dry_run_deletes_nothing_and_estimates_bytes() -> None:
     outcome = run(explicit((0, -1), dryRun=True), kafka, store)
     assert not any(c.startswith("delete") for c in kafka.calls)
     assert kafka.logs[T0] == [10, 100]
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     (entry,) = store.status["results"]
-    assert entry["state"] == "DryRun"
+    assert entry["state"] == State.DRY_RUN
     assert entry["recordsToDelete"] == 90
     assert entry["bytesToDeleteEstimate"] == 9000
     assert store.status["summary"]["recordsDeleted"] == 0
@@ -166,13 +166,13 @@ def test_resumed_purge_executes_the_stored_plan_not_a_new_one() -> None:
     kafka = FakeKafka({T0: [0, 100]})
     store = Store()
     store.status = {
-        "phase": "Purging",
+        "phase": Phase.PURGING,
         "startedAt": "x",
         "results": [
             {
                 "topic": "t",
                 "partition": 0,
-                "state": "Planned",
+                "state": State.PLANNED,
                 "requestedOffset": 40,
                 "logStartBefore": 0,
                 "highWatermark": 40,
@@ -189,13 +189,13 @@ def test_restart_after_the_delete_counts_records_once_and_deletes_nothing_more()
     kafka = FakeKafka({T0: [40, 100]})  # the delete happened before the crash
     store = Store()
     store.status = {
-        "phase": "Purging",
+        "phase": Phase.PURGING,
         "startedAt": "x",
         "results": [
             {
                 "topic": "t",
                 "partition": 0,
-                "state": "Planned",
+                "state": State.PLANNED,
                 "requestedOffset": 40,
                 "logStartBefore": 0,
                 "highWatermark": 40,
@@ -206,7 +206,7 @@ def test_restart_after_the_delete_counts_records_once_and_deletes_nothing_more()
     outcome = run(explicit((0, -1)), kafka, store)
     assert not any(c.startswith("delete:[('t-0'") for c in kafka.calls)
     assert outcome.records_deleted == 40
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
 
 
 def test_a_protected_group_that_rewound_lowers_the_cut_at_purge_time() -> None:
@@ -214,13 +214,13 @@ def test_a_protected_group_that_rewound_lowers_the_cut_at_purge_time() -> None:
     kafka.committed_offsets = {"audit": {T0: 50}}
     store = Store()
     store.status = {
-        "phase": "Purging",
+        "phase": Phase.PURGING,
         "startedAt": "x",
         "results": [
             {
                 "topic": "t",
                 "partition": 0,
-                "state": "Planned",
+                "state": State.PLANNED,
                 "requestedOffset": 70,
                 "logStartBefore": 0,
                 "highWatermark": 100,
@@ -251,11 +251,11 @@ def test_retriable_failure_keeps_the_partition_pending_then_finishes() -> None:
     with pytest.raises(service.Retry):
         run(explicit((0, 10), (1, 20)), kafka, store)
     states = {e["partition"]: e["state"] for e in store.status["results"]}
-    assert states == {0: "Purged", 1: "Retrying"}
-    assert store.status["phase"] == "Purging"
+    assert states == {0: State.PURGED, 1: State.RETRYING}
+    assert store.status["phase"] == Phase.PURGING
     del kafka.delete_failures[T1]
     outcome = run(explicit((0, 10), (1, 20)), kafka, store)
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     assert outcome.records_deleted == 30
     assert kafka.logs[T0][0] == 10
     assert kafka.logs[T1][0] == 20
@@ -266,7 +266,7 @@ def test_permanent_failure_on_some_partitions_is_partial_success() -> None:
     kafka.delete_failures[T1] = KafkaFailure("TOPIC_AUTHORIZATION_FAILED", "denied", False)
     store = Store()
     outcome = run(explicit((0, 10), (1, 20)), kafka, store)
-    assert outcome.phase == "PartiallySucceeded"
+    assert outcome.phase == Phase.PARTIALLY_SUCCEEDED
     assert outcome.failures == ["t-1: TOPIC_AUTHORIZATION_FAILED: denied"]
     cond = {c["type"]: c for c in store.status["conditions"]}
     assert cond["Succeeded"]["reason"] == "PartiallyFailed"
@@ -278,14 +278,14 @@ def test_compact_only_topic_fails_before_any_delete_with_plain_words() -> None:
     store = Store()
     outcome = run(explicit((0, 10)), kafka, store)
     assert not any(c.startswith("delete:[('t") for c in kafka.calls)
-    assert outcome.phase == "Failed"
+    assert outcome.phase == Phase.FAILED
     assert "cleanup.policy=compact" in store.status["results"][0]["error"]
 
 
 def test_compact_and_delete_topic_is_purged() -> None:
     kafka = FakeKafka({T0: [0, 100]})
     kafka.configs["t"] = {"cleanup.policy": "compact,delete"}
-    assert run(explicit((0, 10)), kafka, Store()).phase == "Succeeded"
+    assert run(explicit((0, 10)), kafka, Store()).phase == Phase.SUCCEEDED
 
 
 def test_invalid_spec_never_reaches_kafka() -> None:
@@ -305,7 +305,7 @@ def test_invalid_spec_never_reaches_kafka() -> None:
             now=lambda: NOW,
         )
     )
-    assert outcome.phase == "Failed"
+    assert outcome.phase == Phase.FAILED
     assert outcome.invalid_field == "spec.partitions[0].offset"
     cond = {c["type"]: c for c in store.status["conditions"]}
     assert cond["Ready"]["reason"] == "InvalidSpec"
@@ -327,7 +327,7 @@ def test_unreachable_kafka_deletes_nothing_and_retries() -> None:
 def test_finished_purge_is_left_alone() -> None:
     kafka = FakeKafka({T0: [0, 100]})
     store = Store()
-    store.status = {"phase": "Succeeded"}
+    store.status = {"phase": Phase.SUCCEEDED}
     run(explicit((0, -1)), kafka, store)
     assert kafka.calls == []
     assert kafka.logs[T0] == [0, 100]
@@ -335,10 +335,10 @@ def test_finished_purge_is_left_alone() -> None:
 
 def test_results_stay_bounded_but_list_every_failure() -> None:
     entries = [
-        {"topic": f"t{i % 3}", "partition": i, "state": "Purged", "recordsDeleted": 1}
+        {"topic": f"t{i % 3}", "partition": i, "state": State.PURGED, "recordsDeleted": 1}
         for i in range(3000)
     ]
-    entries += [{"topic": "t0", "partition": 9999, "state": "Failed", "error": "boom"}]
+    entries += [{"topic": "t0", "partition": 9999, "state": State.FAILED, "error": "boom"}]
     folded = purge_report.fold_results(entries, limit=1000)
     assert len(folded) == 4
     assert folded[0]["error"] == "boom"
@@ -358,7 +358,7 @@ def test_kafka_lost_after_planning_keeps_the_stored_plan_for_the_next_run() -> N
     flaky = VanishesBeforeDelete(kafka.logs)
     with pytest.raises(service.Retry):
         run(explicit((0, -1)), flaky, store)
-    assert store.status["phase"] == "Purging"
+    assert store.status["phase"] == Phase.PURGING
     kafka.logs[T0][1] = 250  # more records arrive meanwhile
     outcome = run(explicit((0, -1)), kafka, store)
     assert kafka.logs[T0][0] == 100
@@ -372,7 +372,7 @@ def test_purge_too_large_for_its_stored_plan_fails_before_deleting(
     kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
     store = Store()
     outcome = run(explicit((0, 10), (1, 10)), kafka, store)
-    assert outcome.phase == "Failed"
+    assert outcome.phase == Phase.FAILED
     assert "split it" in outcome.message
     assert not any(c.startswith("delete") for c in kafka.calls)
     cond = {c["type"]: c for c in store.status["conditions"]}
@@ -405,7 +405,7 @@ def test_status_stays_small_at_a_hundred_thousand_partitions() -> None:
     kafka = big_kafka(500, 200)
     store = Store()
     outcome = run(whole_topics(500), kafka, store)
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     assert outcome.records_deleted == 5 * 100_000
     assert all(log[0] == 5 for log in kafka.logs.values())
     size = len(json.dumps(store.status))
@@ -415,7 +415,7 @@ def test_status_stays_small_at_a_hundred_thousand_partitions() -> None:
     # ... and every partition's outcome is kept beside it.
     results = purge_report.from_lines(store.blobs["results"])
     assert len(results) == 100_000
-    assert {r["state"] for r in results} == {"Purged"}
+    assert {r["state"] for r in results} == {State.PURGED}
 
 
 def test_a_restart_runs_the_stored_plan_never_a_new_one() -> None:
@@ -428,12 +428,12 @@ def test_a_restart_runs_the_stored_plan_never_a_new_one() -> None:
 
     with pytest.raises(service.Retry):
         run(whole_topics(3), DownAtDelete(kafka.logs), store)
-    assert store.status["phase"] == "Purging"
+    assert store.status["phase"] == Phase.PURGING
     assert len(store.status["results"]) < 6000  # folded: the plan itself is in the blob
     for log in kafka.logs.values():
         log[1] = 50  # more records arrive before the restart
     outcome = run(whole_topics(3), kafka, store)
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     assert {tuple(log) for log in kafka.logs.values()} == {(5, 50)}
 
 
@@ -448,7 +448,7 @@ def test_a_plan_the_api_server_refuses_fails_the_purge_naming_why_and_deletes_no
     store = Store(kafka)
     store.refusal = api_error(403, "Forbidden", 'configmaps "kr-x" is forbidden: exceeded quota')
     outcome = run(explicit((0, 40)), kafka, store)
-    assert outcome.phase == "Failed"
+    assert outcome.phase == Phase.FAILED
     assert not any(c.startswith("delete") for c in kafka.calls)
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     assert ready["reason"] == "StateNotPersisted"
@@ -471,9 +471,9 @@ def test_a_transient_refusal_retries_with_the_cause_in_a_condition() -> None:
 def test_a_lost_stored_plan_ends_the_purge_rather_than_planning_again() -> None:
     kafka = FakeKafka({T0: [0, 100]})
     store = Store(kafka)
-    store.status = {"phase": "Purging", "planRef": {"configMap": "kr-recordpurge-x-plan"}}
+    store.status = {"phase": Phase.PURGING, "planRef": {"configMap": "kr-recordpurge-x-plan"}}
     outcome = run(explicit((0, -1)), kafka, store)
-    assert outcome.phase == "Failed"
+    assert outcome.phase == Phase.FAILED
     assert not any(c.startswith(("delete", "offsets")) for c in kafka.calls)
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     assert ready["reason"] == "StateNotPersisted"
@@ -505,7 +505,7 @@ def test_a_plan_of_a_hundred_thousand_partitions_fits_a_few_configmaps_and_reads
         {
             "topic": f"orders-{t:03d}",
             "partition": p,
-            "state": "Planned",
+            "state": State.PLANNED,
             "requestedOffset": 1000 + p,
             "logStartBefore": p,
             "highWatermark": 1000 + p,
@@ -548,14 +548,14 @@ def test_a_restart_resumes_the_stored_plan_exactly_with_minus_one_as_it_was_plan
 
     with pytest.raises(service.Retry):
         run(spec, DownAtDelete(kafka.logs), store)
-    assert store.status["phase"] == "Purging"
+    assert store.status["phase"] == Phase.PURGING
     assert store.status["planRef"]["partitions"] == 20_000
     planned = purge_report.from_lines(store.load("plan") or "")
     assert {e["requestedOffset"] for e in planned} == {5}
     for log in kafka.logs.values():
         log[1] = 50
     outcome = run(spec, kafka, store)
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     assert {tuple(log) for log in kafka.logs.values()} == {(5, 50)}
     assert outcome.records_deleted == 5 * 20_000
 
@@ -575,7 +575,7 @@ def test_a_damaged_stored_plan_ends_the_purge_and_deletes_nothing() -> None:
     manifest["data"]["manifest.json"] = json.dumps({**info, "sha256": "0" * 64})
     kafka.calls.clear()
     outcome = run(explicit((0, 40)), kafka, store)
-    assert outcome.phase == "Failed"
+    assert outcome.phase == Phase.FAILED
     assert not any(c.startswith(("delete", "offsets")) for c in kafka.calls)
     assert kafka.logs[T0][0] == 0
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
@@ -594,7 +594,7 @@ def test_a_status_too_large_to_store_at_planning_fails_at_once_and_deletes_nothi
         api_error(500, "Internal Server Error", TOO_LARGE) if "planRef" in doc else None
     )
     outcome = run(explicit((0, 40)), kafka, store)  # no Retry: the answer will not change
-    assert outcome.phase == "Failed"
+    assert outcome.phase == Phase.FAILED
     assert not any(c.startswith("delete") for c in kafka.calls)
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     assert ready["reason"] == "StateNotPersisted"
@@ -611,9 +611,9 @@ def test_a_refused_final_status_names_the_cause_beside_what_was_deleted() -> Non
         else None
     )
     outcome = run(explicit((0, 40)), kafka, store)
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     assert kafka.logs[T0][0] == 40
-    assert store.status["phase"] == "Succeeded"
+    assert store.status["phase"] == Phase.SUCCEEDED
     assert store.status["summary"]["recordsDeleted"] == 40
     assert store.status["results"] is None
     cond = {c["type"]: c for c in store.status["conditions"]}
@@ -636,17 +636,17 @@ def test_a_transiently_refused_final_status_is_written_by_the_next_run_without_n
     with pytest.raises(service.Retry, match="StateNotPersisted"):
         run(explicit((0, -1)), kafka, store)
     assert kafka.logs[T0][0] == 100
-    assert store.status["phase"] == "Purging"
+    assert store.status["phase"] == Phase.PURGING
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     assert "etcd leader changed" in ready["message"]
     kafka.logs[T0][1] = 300  # newer records are not the plan's
     store.patch_refusal = lambda _: None
     kafka.calls.clear()
     outcome = run(explicit((0, -1)), kafka, store)
-    assert outcome.phase == "Succeeded"
+    assert outcome.phase == Phase.SUCCEEDED
     assert not any(c.startswith("delete") for c in kafka.calls)
     assert kafka.logs[T0] == [100, 300]
-    assert store.status["phase"] == "Succeeded"
+    assert store.status["phase"] == Phase.SUCCEEDED
 
 
 def test_status_stays_small_at_a_thousand_partitions_with_the_longest_topic_name() -> None:
