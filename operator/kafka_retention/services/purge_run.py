@@ -9,6 +9,10 @@ so `offset: -1` or a group's offset that moved on cannot widen a purge after the
 Each run re-reads offsets and committed offsets right before deleting and may only lower
 a planned cut. State that cannot be stored stops the purge before any delete, with the
 API server's answer in a condition.
+
+Where each job lives: the facts and the plan in purge_facts, the deletes in
+purge_execute, what status and the plan ConfigMaps hold in purge_state, how a run ends
+(finished, refused, pending) in purge_outcome, the bounded results in purge_report.
 """
 
 from __future__ import annotations
