@@ -10,11 +10,10 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.stack import Stack
-from tests.support import commit_groups, log_starts
+from tests.support import commit_groups, log_starts, produce_to_each
 
 POLICIES = 100
 INTERVAL_S = 20
@@ -50,11 +49,7 @@ def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
     futures = admin.create_topics([NewTopic(t, 1, 1) for t in topics])
     for f in futures.values():
         f.result(timeout=60)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for t in topics:
-        for _ in range(30):
-            producer.produce(t, value=b"v" * 100, partition=0)
-    assert producer.flush(60) == 0
+    produce_to_each(bootstrap, [(t, 0) for t in topics] * 30, b"v" * 100)
     first_cut = {t: 1 + i % 10 for i, t in enumerate(topics)}
     commit_groups(admin, {t: first_cut[t] for t in topics})
     applied = time.monotonic()
@@ -106,10 +101,7 @@ def test_an_unreachable_cluster_delays_no_policy_of_another(
 ) -> None:
     topic = f"fleet-up-{e2e_ns[-6:]}"
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for _ in range(30):
-        producer.produce(topic, value=b"v", partition=0)
-    assert producer.flush(30) == 0
+    produce_to_each(bootstrap, [(topic, 0)] * 30, b"v")
     commit_groups(admin, {topic: 10})
     down = policy(e2e_ns, 0, "anything", "g", "127.0.0.1:1")  # nothing listens there
     up = policy(e2e_ns, 1, topic, f"{topic}-g", bootstrap)
