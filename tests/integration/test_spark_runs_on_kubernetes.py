@@ -14,7 +14,8 @@ from kafka_retention.adapters import kube
 from kafka_retention.adapters.spark import KubernetesRuns, SparkOperatorRuns, read_plan
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.kube_objects.chunks import RUN_LABEL, SinkError
-from kafka_retention.kube_objects.spark_runs import Owner, RunSpec, run_name
+from kafka_retention.kube_objects.owners import Owner
+from kafka_retention.kube_objects.spark_runs import RunSpec, run_name
 from retention_jobs import sinks
 from retention_jobs.request import PlanRequest
 from tests.support import install_spark_operator_crd

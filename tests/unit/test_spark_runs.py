@@ -14,8 +14,8 @@ from kafka_retention.kube_objects.chunks import (
     assemble,
     sink_configmaps,
 )
+from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.kube_objects.spark_runs import (
-    Owner,
     RunSpec,
     batch_run_name,
     request_configmap,

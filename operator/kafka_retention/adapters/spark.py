@@ -20,6 +20,7 @@ from kafka_retention.config import SparkConfig
 from kafka_retention.core.policy_spec import Member
 from kafka_retention.core.resources import API_VERSION
 from kafka_retention.kube_objects import chunks, spark_runs
+from kafka_retention.kube_objects.owners import Owner
 
 _lock = threading.Lock()
 _session: Any = None
@@ -274,7 +275,7 @@ class BatchPlanner:
             [f"{m.key}@{m.generation}" for m in members], f"r{now_ms // shortest}"
         )
         return spark_runs.RunSpec(
-            tuple(spark_runs.Owner(API_VERSION, "RetentionPolicy", m.name, m.uid) for m in members),
+            tuple(Owner(API_VERSION, "RetentionPolicy", m.name, m.uid) for m in members),
             name,
             members[0].namespace,
             self.cfg.image,

@@ -17,6 +17,7 @@ from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VERSION
 from kafka_retention.handlers.common import namespaced
 from kafka_retention.kube_objects.chunks import set_base
+from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import purge_run as service
 
 KIND = "RecordPurge"
@@ -67,14 +68,7 @@ def purge(
                 blobs=ConfigMapStore(
                     namespace,
                     set_base(KIND, name),
-                    {
-                        "apiVersion": API_VERSION,
-                        "kind": KIND,
-                        "name": name,
-                        "uid": str(meta.get("uid")),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    },
+                    Owner(API_VERSION, KIND, name, str(meta.get("uid"))).reference(),
                 ),
                 connect=_connector(namespace),
                 now=lambda: datetime.now(UTC),

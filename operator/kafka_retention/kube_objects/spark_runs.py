@@ -12,26 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_retention.kube_objects.chunks import RUN_LABEL
+from kafka_retention.kube_objects.owners import Owner
 
 JOB_FILE = "local:///opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py"
-
-
-@dataclass(frozen=True)
-class Owner:
-    api_version: str
-    kind: str
-    name: str
-    uid: str
-
-    def reference(self, controller: bool = True) -> dict[str, Any]:
-        return {
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "name": self.name,
-            "uid": self.uid,
-            "controller": controller,
-            "blockOwnerDeletion": True,
-        }
 
 
 @dataclass(frozen=True)
