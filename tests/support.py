@@ -120,15 +120,31 @@ def commit(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -
 
 def commit_groups(admin: AdminClient, offsets: Mapping[str, int], suffix: str = "-g") -> None:
     """Commit each topic's own group (`<topic><suffix>`) at the offset given on partition
-    0, many at once through the admin API, as their consumers would have."""
-    futures = [
-        admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(f"{t}{suffix}", [TopicPartition(t, 0, offset)])]
-        )[f"{t}{suffix}"]
-        for t, offset in offsets.items()
-    ]
-    for f in futures:
-        f.result(timeout=60)
+    0, many at once through the admin API, as their consumers would have. On a fresh
+    cluster the group coordinators are still coming up: a partition's error comes back in
+    the result (not raised), and those commits are made again until all are stored."""
+    pending = dict(offsets)
+    for _ in range(30):
+        futures = {
+            t: admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(f"{t}{suffix}", [TopicPartition(t, 0, offset)])]
+            )[f"{t}{suffix}"]
+            for t, offset in pending.items()
+        }
+        failed = {}
+        for t, f in futures.items():
+            try:
+                result = f.result(timeout=60)
+            except KafkaException:
+                failed[t] = pending[t]
+                continue
+            if any(tp.error is not None for tp in result.topic_partitions):
+                failed[t] = pending[t]
+        if not failed:
+            return
+        pending = failed
+        time.sleep(1)
+    raise AssertionError(f"{len(pending)} group commits never stored, e.g. {list(pending)[:3]}")
 
 
 def log_starts(admin: AdminClient, topic: str, partitions: int) -> list[int]:
