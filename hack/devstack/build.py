@@ -82,16 +82,25 @@ def _etcd() -> Path:
     return out
 
 
+KUBE_CMDS = ("kube-apiserver", "kubectl")
+NODE_CMDS = ("kubelet", "kube-scheduler", "kube-controller-manager")
+
+
 def _kube() -> Path:
-    out = paths.kube_bin()
-    if (out / "kube-apiserver").is_file() and (out / "kubectl").is_file():
+    return _kubernetes(paths.kube_bin(), paths.KUBE_MODULE, KUBE_CMDS, "~3 min")
+
+
+def node_binaries() -> Path:
+    return _kubernetes(paths.node_bin(), paths.NODE_MODULE, NODE_CMDS, "~7 min")
+
+
+def _kubernetes(out: Path, module: Path, cmds: tuple[str, ...], takes: str) -> Path:
+    if all((out / cmd).is_file() for cmd in cmds):
         return out
     version = paths.Pins.read().kubernetes
     major, minor = version.lstrip("v").split(".")[:2]
-    _say(
-        f"building kube-apiserver and kubectl {version} from Go modules "
-        "(first run only, ~3 min on 2 cores)"
-    )
+    names = ", ".join(cmds)
+    _say(f"building {names} {version} from Go modules (first run only, {takes} on 2 cores)")
     started = time.monotonic()
     scratch = _atomic_dir(out)
     # Without these the binaries report v0.0.0 and clients warn about version skew.
@@ -111,21 +120,57 @@ def _kube() -> Path:
             ldflags,
             "-o",
             str(scratch) + "/",
-            "k8s.io/kubernetes/cmd/kube-apiserver",
-            "k8s.io/kubernetes/cmd/kubectl",
+            *(f"k8s.io/kubernetes/cmd/{cmd}" for cmd in cmds),
         ],
-        cwd=paths.KUBE_MODULE,
+        cwd=module,
         env=_go_env(),
-        what="go build kube-apiserver kubectl",
+        what=f"go build {' '.join(cmds)}",
     )
     scratch.rename(out)
-    _say(f"kube-apiserver and kubectl built in {time.monotonic() - started:.0f}s")
+    _say(f"{names} built in {time.monotonic() - started:.0f}s")
     return out
+
+
+# The node's runtime and the image tooling come from Debian's packages: no Docker engine.
+# Each command that must be on PATH, and the package that brings it.
+HOST_PACKAGES = {
+    "containerd": "containerd",
+    "runc": "runc",
+    "buildah": "buildah",
+    "umoci": "umoci",
+    "debootstrap": "debootstrap",
+    "/usr/lib/cni/bridge": "containernetworking-plugins",
+    "iptables-save": "iptables",
+}
+
+
+def host_packages() -> None:
+    missing = sorted(
+        {
+            pkg
+            for tool, pkg in HOST_PACKAGES.items()
+            if not (Path(tool).exists() if tool.startswith("/") else shutil.which(tool))
+        }
+    )
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise StackError(f"the local node needs these Debian packages: {' '.join(missing)}")
+    _say(f"installing {' '.join(missing)} from Debian (first run only, ~30 s)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    run(["apt-get", "update", "-q"], env=env, what="apt-get update")
+    run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+        env=env,
+        what="apt-get install",
+    )
 
 
 def setup() -> None:
     for tool in ("java", "mvn", "go", "openssl"):
         if shutil.which(tool) is None:
             raise StackError(f"{tool} is not on PATH; the local stack needs it (see README.md)")
+    host_packages()
     kafka_jars()
     go_binaries()
+    node_binaries()

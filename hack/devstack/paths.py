@@ -17,6 +17,7 @@ HACK = REPO_ROOT / "hack"
 POM = HACK / "kafka" / "pom.xml"
 KUBE_MODULE = HACK / "go" / "kube"
 ETCD_MODULE = HACK / "go" / "etcd"
+NODE_MODULE = HACK / "go" / "node"
 
 
 def dev_dir() -> Path:
@@ -77,3 +78,11 @@ def etcd_bin() -> Path:
     pins = Pins.read()
     fp = _fingerprint(ETCD_MODULE / "go.mod", ETCD_MODULE / "go.sum")
     return cache_dir() / f"etcd-{pins.etcd}-{fp}"
+
+
+def node_bin() -> Path:
+    """kubelet, kube-scheduler and kube-controller-manager, from their own wrapper module so
+    that a change there does not rebuild kube-apiserver (and the other way round)."""
+    pins = Pins.read()
+    fp = _fingerprint(NODE_MODULE / "go.mod", NODE_MODULE / "go.sum")
+    return cache_dir() / f"kubernetes-node-{pins.kubernetes}-{fp}"

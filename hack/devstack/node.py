@@ -1,0 +1,556 @@
+"""A real node for the local API server: containerd, a kubelet, kube-scheduler and
+kube-controller-manager, all on this machine, all stopped again by `down`.
+
+Pods run with `hostNetwork: true`. The brokers and the API server listen on 127.0.0.1
+only, and a hostNetwork pod shares the host's loopback, so pods reach them at the very
+addresses the tests and the operator use, with no CNI bridge, no NAT and no re-advertised
+Kafka listeners. A bridge conflist is still configured (containerd reports the network
+NotReady without one, and the node would never be Ready); it only comes into play for a
+pod without hostNetwork, and `down` removes its bridge if one was made.
+
+What the kubelet changes on the host is recorded before it starts (`HostState`) and put
+back by `down`: sysctls it tunes, the CNI bridge, network namespaces and mounts of pods,
+iptables rules. See ../shared/notes/node.md for the settings this machine needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from devstack import paths
+from devstack.procs import Process, StackError, run, wait_for
+
+NODE_NAME = "kafka-retention-dev"
+KUBELET_PORT = 36250
+KUBELET_HEALTHZ_PORT = 36248
+SCHEDULER_PORT = 36259
+CONTROLLER_MANAGER_PORT = 36257
+CONTAINERD_STREAM_PORT = 36010
+# The kubelet refuses a loopback node IP ("nodeIP can't be loopback address"), and the
+# API server reaches the kubelet (exec, logs) at the node IP. So the node gets a private
+# address of its own on the loopback device: reachable from this machine only, removed by
+# `down`. hostNetwork pods report it as their pod IP.
+NODE_IP = "10.244.76.1"
+CNI_BRIDGE = "kr-cni0"
+CNI_SUBNET = "10.244.77.0/24"
+NAMESPACE = "k8s.io"  # the containerd namespace the CRI plugin uses
+
+# What the kubelet and the CNI bridge plugin write on this kernel; put back by `down`.
+SYSCTLS = (
+    "vm.overcommit_memory",
+    "vm.panic_on_oom",
+    "kernel.panic",
+    "kernel.panic_on_oops",
+    "kernel.keys.root_maxkeys",
+    "kernel.keys.root_maxbytes",
+    "net.ipv4.ip_forward",
+)
+
+
+def _say(msg: str) -> None:
+    print(f"[node] {msg}", file=sys.stderr, flush=True)
+
+
+def _sysctl_path(name: str) -> Path:
+    return Path("/proc/sys") / name.replace(".", "/")
+
+
+@dataclass(frozen=True)
+class HostState:
+    """The parts of the host a node changes, as text that compares equal when unchanged."""
+
+    sysctls: dict[str, str]
+    iptables: str
+    links: list[str]
+    addresses: list[str]
+    netns: list[str]
+    mounts: list[str]
+    cgroups: list[str]
+
+    @classmethod
+    def read(cls, under: Path) -> HostState:
+        return cls(
+            sysctls={
+                s: _sysctl_path(s).read_text().strip() for s in SYSCTLS if _sysctl_path(s).exists()
+            },
+            iptables=_iptables_rules(),
+            links=sorted(_links()),
+            addresses=sorted(_addresses()),
+            netns=sorted(p.name for p in Path("/run/netns").glob("*"))
+            if Path("/run/netns").is_dir()
+            else [],
+            mounts=_mounts_under(under, Path("/run/netns"), Path("/run/containerd")),
+            cgroups=_cgroups(),
+        )
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.__dict__, indent=1, sort_keys=True))
+
+    @classmethod
+    def load(cls, path: Path) -> HostState:
+        return cls(**json.loads(path.read_text()))
+
+    def differences(self, other: HostState) -> list[str]:
+        """What `other` has that this state did not, in words."""
+        diffs = [
+            f"sysctl {k} is {other.sysctls.get(k)} (was {v})"
+            for k, v in self.sysctls.items()
+            if other.sysctls.get(k) != v
+        ]
+        if other.iptables != self.iptables:
+            diffs.append("iptables rules differ:\n" + _diff(self.iptables, other.iptables))
+        diffs += [f"network link {x} left behind" for x in set(other.links) - set(self.links)]
+        diffs += [f"address {x} left behind" for x in set(other.addresses) - set(self.addresses)]
+        diffs += [f"network namespace {x} left behind" for x in set(other.netns) - set(self.netns)]
+        diffs += [f"mount {x} left behind" for x in set(other.mounts) - set(self.mounts)]
+        diffs += [f"cgroup {x} left behind" for x in set(other.cgroups) - set(self.cgroups)]
+        return diffs
+
+
+def _diff(before: str, after: str) -> str:
+    old, new = set(before.splitlines()), set(after.splitlines())
+    return "\n".join([f"- {x}" for x in old - new] + [f"+ {x}" for x in new - old])
+
+
+def _iptables_rules() -> str:
+    """Every table's rules without packet counters, which change on their own."""
+    out = []
+    for tool in ("iptables-save", "ip6tables-save"):
+        if shutil.which(tool) is None:
+            continue
+        done = subprocess.run([tool], capture_output=True, text=True, check=False)
+        for line in done.stdout.splitlines():
+            if line.startswith("#"):
+                continue
+            out.append(re.sub(r"\[\d+:\d+\]$", "", line))
+    return "\n".join(out)
+
+
+def _links() -> list[str]:
+    done = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=False)
+    return [line.split(":")[1].strip().split("@")[0] for line in done.stdout.splitlines()]
+
+
+def _addresses() -> list[str]:
+    done = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=False)
+    return [" ".join(line.split()[1:4]) for line in done.stdout.splitlines()]
+
+
+def _cgroups() -> list[str]:
+    """Top-level cgroups of each controller: where runc puts a pod's containers when the
+    kubelet runs without QoS cgroups."""
+    root = Path("/sys/fs/cgroup")
+    if not root.is_dir():
+        return []
+    return sorted(
+        f"{ctl.name}/{d.name}"
+        for ctl in root.iterdir()
+        if ctl.is_dir() and not ctl.is_symlink()
+        for d in ctl.iterdir()
+        if d.is_dir()
+    )
+
+
+def _mounts_under(*roots: Path) -> list[str]:
+    prefixes = tuple(str(r.resolve()) + "/" for r in roots)
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(prefixes) or point in {p.rstrip("/") for p in prefixes}:
+            found.append(point)
+    return found
+
+
+class Node:
+    """containerd + kubelet + kube-scheduler + kube-controller-manager."""
+
+    def __init__(self, dev: Path, kubeconfig: Path, certs: Path) -> None:
+        self.root = dev / "node"
+        self.kubeconfig = kubeconfig
+        self.certs = certs
+        self.containerd = Process("containerd", self.root)
+        self.kubelet = Process("kubelet", self.root)
+        self.scheduler = Process("kube-scheduler", self.root)
+        self.controller_manager = Process("kube-controller-manager", self.root)
+        self._started_at = 0.0
+
+    @property
+    def processes(self) -> list[Process]:
+        return [self.containerd, self.kubelet, self.scheduler, self.controller_manager]
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "containerd" / "containerd.sock"
+
+    @property
+    def host_state_file(self) -> Path:
+        return self.root / "host-before.json"
+
+    def running(self) -> bool:
+        return all(p.running() for p in self.processes)
+
+    def anything_running(self) -> bool:
+        return any(p.running() for p in self.processes)
+
+    # --- start ---------------------------------------------------------------------------
+
+    def start(self, images: list[tuple[Path, str]], pause_image: str) -> None:
+        """Start the node and load `images` (OCI archive, image name) into containerd."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.root.mkdir(parents=True)
+        # Recorded before anything runs, so `down` knows what to put back.
+        HostState.read(self.root).save(self.host_state_file)
+        self._started_at = time.time()
+        self._images_file.write_text(
+            json.dumps({"images": [[str(a), n] for a, n in images], "pause": pause_image})
+        )
+        if not any(NODE_IP in a for a in _addresses()):
+            run(["ip", "addr", "add", f"{NODE_IP}/32", "dev", "lo"], what="ip addr add")
+        self._start_control_plane()
+        self._start_containerd(pause_image)
+        for archive, name in images:
+            self.load_image(archive, name)
+        self._start_kubelet()
+
+    @property
+    def _images_file(self) -> Path:
+        return self.root.parent / "node-images.json"
+
+    def start_again(self) -> None:
+        """Start a stopped node with the images of its last start."""
+        last = json.loads(self._images_file.read_text())
+        self.start([(Path(a), n) for a, n in last["images"]], last["pause"])
+
+    def _start_control_plane(self) -> None:
+        bin_dir = paths.node_bin()
+        common = [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            "--v=1",
+        ]
+        self.scheduler.start(
+            [
+                str(bin_dir / "kube-scheduler"),
+                *common,
+                f"--secure-port={SCHEDULER_PORT}",
+            ]
+        )
+        self.controller_manager.start(
+            [
+                str(bin_dir / "kube-controller-manager"),
+                *common,
+                f"--secure-port={CONTROLLER_MANAGER_PORT}",
+                # Published as the kube-root-ca.crt ConfigMap, which service-account token
+                # volumes carry as ca.crt: what in-cluster clients trust.
+                f"--root-ca-file={self.certs / 'apiserver.crt'}",
+                f"--service-account-private-key-file={self.certs / 'service-account.key'}",
+                "--use-service-account-credentials=false",
+                # No cloud, no node CIDRs: pods share the host's network (module docstring).
+                "--allocate-node-cidrs=false",
+                "--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle",
+            ]
+        )
+
+    def _containerd_config(self, pause_image: str) -> dict[str, Any]:
+        base = self.root / "containerd"
+        cri = {
+            "sandbox_image": pause_image,
+            # This machine's bounding set lacks CAP_SYS_RESOURCE: runc cannot write a
+            # negative oom_score_adj, and without this every container start fails.
+            "restrict_oom_score_adj": True,
+            "stream_server_address": "127.0.0.1",
+            "stream_server_port": str(CONTAINERD_STREAM_PORT),
+            "enable_selinux": False,
+            "containerd": {
+                "snapshotter": "overlayfs",
+                "default_runtime_name": "runc",
+                "runtimes": {
+                    "runc": {
+                        "runtime_type": "io.containerd.runc.v2",
+                        "options": {"SystemdCgroup": False},
+                    }
+                },
+            },
+            "cni": {"bin_dir": "/usr/lib/cni", "conf_dir": str(base / "cni")},
+        }
+        return {
+            "version": 2,
+            "root": str(base / "root"),
+            "state": str(base / "state"),
+            "grpc": {"address": str(self.socket)},
+            "ttrpc": {"address": str(self.socket) + ".ttrpc"},
+            "debug": {"address": ""},
+            "metrics": {"address": ""},
+            "plugins": {
+                "io.containerd.grpc.v1.cri": cri,
+                "io.containerd.internal.v1.opt": {"path": str(base / "opt")},
+            },
+        }
+
+    def _start_containerd(self, pause_image: str) -> None:
+        if shutil.which("containerd") is None:
+            raise StackError("containerd is not installed; `make setup` installs it")
+        base = self.root / "containerd"
+        (base / "cni").mkdir(parents=True)
+        (base / "cni" / "10-kafka-retention.conflist").write_text(
+            json.dumps(
+                {
+                    "cniVersion": "1.0.0",
+                    "name": "kafka-retention",
+                    "plugins": [
+                        {
+                            "type": "bridge",
+                            "bridge": CNI_BRIDGE,
+                            "isGateway": True,
+                            # Pod traffic stays on this machine: no masquerading out.
+                            "ipMasq": False,
+                            "ipam": {
+                                "type": "host-local",
+                                "ranges": [[{"subnet": CNI_SUBNET}]],
+                                "dataDir": str(base / "cni-ipam"),
+                            },
+                        },
+                        {"type": "loopback"},
+                    ],
+                }
+            )
+        )
+        config = base / "config.toml"
+        config.write_text(_toml(self._containerd_config(pause_image)))
+        self.containerd.start(["containerd", "--config", str(config)])
+
+        def up() -> bool:
+            if self.containerd.exited_early():
+                raise StackError(f"containerd exited while starting; see {self.containerd.log}")
+            self.ctr("version")
+            return True
+
+        wait_for("containerd", up, 30, log=self.containerd.log)
+
+    def ctr(self, *args: str) -> str:
+        return run(
+            ["ctr", "--address", str(self.socket), "--namespace", NAMESPACE, *args],
+            what=f"ctr {args[0]}",
+        )
+
+    def load_image(self, archive: Path, name: str) -> None:
+        """Import an image archive and make sure it answers to `name`, the way the CRI
+        names images: a name without a registry is docker.io/library/NAME."""
+        started = time.monotonic()
+        wanted = name if "/" in name.split(":")[0] else f"docker.io/library/{name}"
+        before = set(self.ctr("images", "ls", "--quiet").split())
+        self.ctr("images", "import", "--base-name", wanted.rsplit(":", 1)[0], str(archive))
+        names = set(self.ctr("images", "ls", "--quiet").split())
+        if wanted not in names:
+            new = sorted(n for n in names - before if not n.startswith("sha256:"))
+            if not new:
+                raise StackError(f"importing {archive} gave no image to tag as {wanted}")
+            self.ctr("images", "tag", "--force", new[0], wanted)
+        _say(f"image {wanted} loaded into containerd in {time.monotonic() - started:.0f}s")
+
+    def _kubelet_config(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            "containerRuntimeEndpoint": f"unix://{self.socket}",
+            "address": NODE_IP,
+            "port": KUBELET_PORT,
+            "healthzBindAddress": "127.0.0.1",
+            "healthzPort": KUBELET_HEALTHZ_PORT,
+            "readOnlyPort": 0,
+            # The API server calls the kubelet for exec and logs without a client
+            # certificate; the kubelet answers on the node's own address only (NODE_IP).
+            "authentication": {
+                "anonymous": {"enabled": True},
+                "webhook": {"enabled": False},
+            },
+            "authorization": {"mode": "AlwaysAllow"},
+            "cgroupDriver": "cgroupfs",
+            "cgroupsPerQOS": False,
+            "enforceNodeAllocatable": [],
+            "failSwapOn": False,
+            "failCgroupV1": False,
+            # The kubelet would otherwise add KUBE-FIREWALL and canary chains to iptables.
+            "makeIPTablesUtilChains": False,
+            "podLogsDir": str(self.root / "pod-logs"),
+            "volumePluginDir": str(self.root / "volume-plugins"),
+            "serializeImagePulls": False,
+            "imageGCHighThresholdPercent": 100,
+            "imageGCLowThresholdPercent": 99,
+            # A busy development disk must not evict the operator under test.
+            "evictionHard": {
+                "memory.available": "100Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+            },
+            "maxPods": 60,
+            "resolvConf": "/etc/resolv.conf",
+            "staticPodPath": "",
+        }
+
+    def _start_kubelet(self) -> None:
+        config = self.root / "kubelet.yaml"
+        config.write_text(yaml.safe_dump(self._kubelet_config()))
+        self.kubelet.start(
+            [
+                str(paths.node_bin() / "kubelet"),
+                f"--config={config}",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--root-dir={self.root / 'kubelet'}",
+                f"--cert-dir={self.root / 'kubelet-pki'}",
+                f"--hostname-override={NODE_NAME}",
+                f"--node-ip={NODE_IP}",
+                "--v=1",
+            ]
+        )
+
+    def wait_ready(self, kubectl: Path, timeout: float = 120) -> None:
+        def ready() -> bool:
+            if self.kubelet.exited_early():
+                raise StackError(f"kubelet exited while starting; see {self.kubelet.log}")
+            out = run(
+                [
+                    str(kubectl),
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "get",
+                    "node",
+                    NODE_NAME,
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type=='Ready')]}",
+                ]
+            )
+            cond = json.loads(out)
+            # After a restart the Node object still says Ready: only a heartbeat of the
+            # kubelet started now counts.
+            beat = datetime.fromisoformat(cond["lastHeartbeatTime"].replace("Z", "+00:00"))
+            return bool(cond["status"] == "True" and beat.timestamp() >= self._started_at - 1)
+
+        wait_for(f"node {NODE_NAME} Ready", ready, timeout, interval=1.0, log=self.kubelet.log)
+
+    # --- stop ----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop every part and put the host back as `start` found it."""
+        for proc in (self.scheduler, self.controller_manager, self.kubelet):
+            proc.stop()
+        self._remove_containers()
+        self.containerd.stop()
+        self._kill_shims()
+        self._restore_host()
+
+    def _remove_containers(self) -> None:
+        """Kill and delete every task and container, and their sandboxes' network
+        namespaces, while containerd still answers."""
+        if not self.containerd.running():
+            return
+        with contextlib.suppress(StackError):
+            for line in self.ctr("tasks", "ls", "--quiet").split():
+                with contextlib.suppress(StackError):
+                    self.ctr("tasks", "kill", "--signal", "SIGKILL", line)
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and self.ctr("tasks", "ls", "--quiet").strip():
+                time.sleep(0.3)
+            for line in self.ctr("tasks", "ls", "--quiet").split():
+                with contextlib.suppress(StackError):
+                    self.ctr("tasks", "delete", "--force", line)
+            for line in self.ctr("containers", "ls", "--quiet").split():
+                with contextlib.suppress(StackError):
+                    self.ctr("containers", "delete", line)
+
+    def _kill_shims(self) -> None:
+        """containerd-shim processes outlive containerd by design; ours name our socket."""
+        done = subprocess.run(
+            ["pgrep", "-f", f"containerd-shim.*{self.socket}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for pid in done.stdout.split():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                subprocess.run(["kill", "-9", pid], check=False)
+
+    def _restore_host(self) -> None:
+        before = HostState.load(self.host_state_file) if self.host_state_file.exists() else None
+        # Mounts first, deepest first: pod volumes, container rootfs, sandbox shm.
+        for point in sorted(_mounts_under(self.root), key=len, reverse=True):
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+        if before is None:
+            return
+        now = HostState.read(self.root)
+        for ns in set(now.netns) - set(before.netns):
+            if ns.startswith("cni-"):
+                subprocess.run(["umount", f"/run/netns/{ns}"], capture_output=True, check=False)
+                Path("/run/netns", ns).unlink(missing_ok=True)
+        if any(NODE_IP in a for a in now.addresses) and not any(
+            NODE_IP in a for a in before.addresses
+        ):
+            subprocess.run(["ip", "addr", "del", f"{NODE_IP}/32", "dev", "lo"], check=False)
+        if CNI_BRIDGE in now.links and CNI_BRIDGE not in before.links:
+            subprocess.run(["ip", "link", "delete", CNI_BRIDGE], capture_output=True, check=False)
+        # containerd puts the CRI's containers under a `k8s.io` cgroup of each controller.
+        for cgroup in sorted(set(now.cgroups) - set(before.cgroups)):
+            _remove_cgroup(Path("/sys/fs/cgroup") / cgroup)
+        for name, value in before.sysctls.items():
+            path = _sysctl_path(name)
+            if path.read_text().strip() != value:
+                path.write_text(value + "\n")
+        self.host_state_file.unlink()
+
+    def leftovers(self, before: HostState) -> list[str]:
+        """What the node left on the host compared with `before` (empty when clean)."""
+        found = before.differences(HostState.read(self.root))
+        found += [f"{p.name} still running" for p in self.processes if p.running()]
+        return found
+
+
+def _remove_cgroup(path: Path) -> None:
+    """rmdir a cgroup and its children, deepest first; a cgroup with processes stays."""
+    if not path.is_dir():
+        return
+    for child in sorted((d for d in path.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)):
+        with contextlib.suppress(OSError):
+            child.rmdir()
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
+def _toml(value: dict[str, Any]) -> str:
+    """Just enough TOML for containerd's config: nested tables of scalars."""
+    lines: list[str] = []
+
+    def scalar(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return str(v)
+        return json.dumps(str(v))
+
+    def table(prefix: str, d: dict[str, Any]) -> None:
+        subs = {k: v for k, v in d.items() if isinstance(v, dict)}
+        for k, v in d.items():
+            if not isinstance(v, dict):
+                lines.append(f"{json.dumps(k) if '.' in k else k} = {scalar(v)}")
+        for k, v in subs.items():
+            key = f'"{k}"' if "." in k else k
+            name = f"{prefix}.{key}" if prefix else key
+            lines.append(f"\n[{name}]")
+            table(name, v)
+
+    table("", value)
+    return "\n".join(lines) + "\n"
