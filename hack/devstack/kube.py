@@ -1,8 +1,7 @@
 """etcd and kube-apiserver on 127.0.0.1, with token auth, RBAC and a kubeconfig.
 
-There is no controller-manager, scheduler or kubelet: custom resources, status
-subresources, finalizers, RBAC and admission all work; pods stay Pending and deleted
-namespaces stay Terminating.
+The node (kubelet, containerd) and the controllers beside the API server (scheduler,
+controller-manager) are in node.py.
 """
 
 from __future__ import annotations
@@ -120,7 +119,8 @@ class KubeApi:
                 f"--service-account-key-file={certs / 'service-account.pub'}",
                 f"--service-account-signing-key-file={certs / 'service-account.key'}",
                 f"--token-auth-file={self.root / 'tokens.csv'}",
-                "--disable-admission-plugins=ServiceAccount",
+                # The node registers as itself but answers on 127.0.0.1 only.
+                "--kubelet-preferred-address-types=InternalIP",
                 "--allow-privileged=true",
                 "--v=1",
             ]
