@@ -22,6 +22,8 @@ class SparkConfig:
     master: str = "https://kubernetes.default.svc"
     ca_cert: str | None = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
     token_file: str | None = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105
+    # Spark properties for every pod run (pod templates, resource requests, ...).
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,17 @@ def read_pod(namespace: str, name: str) -> dict[str, Any] | None:
     return _found(lambda: core.read_namespaced_pod(name, namespace))
 
 
+def delete_pod(namespace: str, name: str) -> None:
+    """Delete a pod; one already gone is fine. Its dependents (a Spark driver's executors
+    and service) go with it through their owner references."""
+    core = kubernetes.client.CoreV1Api(_client())
+    try:
+        core.delete_namespaced_pod(name, namespace, propagation_policy="Background")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
 def read_custom_object(
     api_version: str, plural: str, namespace: str, name: str
 ) -> dict[str, Any] | None:

@@ -153,6 +153,10 @@ class KubernetesRuns:
     def state(self, spec: spark_runs.RunSpec) -> RunState:
         return _pod_state(kube.read_pod(spec.namespace, f"{spec.name}-driver"))
 
+    def cleanup(self, spec: spark_runs.RunSpec) -> None:
+        """The driver pod outlives its run (Completed); nothing else owns it."""
+        kube.delete_pod(spec.namespace, f"{spec.name}-driver")
+
 
 class SparkOperatorRuns:
     """A SparkApplication for the spark-operator to run."""
@@ -178,6 +182,9 @@ class SparkOperatorRuns:
             "RUNNING": "Running",
         }.get(state, "Pending")
         return RunState(phase, app_state.get("errorMessage") or state or "not picked up yet")
+
+    def cleanup(self, spec: spark_runs.RunSpec) -> None:
+        """The SparkApplication belongs to the policies; the spark-operator removes its pods."""
 
 
 def _bundled_spark_submit() -> str:
@@ -223,6 +230,7 @@ def plan_in_pods(
             )
         time.sleep(poll_s)
     kube.delete_configmaps(spec.namespace, f"{chunks.RUN_LABEL}={spec.name}")
+    runs.cleanup(spec)
     return dict(by_policy(payload))
 
 
@@ -282,5 +290,6 @@ class BatchPlanner:
             self.cfg.service_account,
             request_json,
             executors=self.cfg.executors,
+            spark_conf=dict(self.cfg.spark_conf),
             client_config_secret=members[0].spec.client_config_secret,
         )

@@ -12,6 +12,13 @@ from pathlib import Path
 from kafka_retention import __version__, config
 
 
+def _spark_conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.startswith("spark."):
+        raise argparse.ArgumentTypeError(f"expected spark.KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def _run(args: argparse.Namespace) -> int:
     import kopf
 
@@ -28,6 +35,7 @@ def _run(args: argparse.Namespace) -> int:
             executors=args.spark_executors,
             run_timeout_s=args.spark_run_timeout,
             master=args.spark_master,
+            spark_conf=tuple(args.spark_conf),
         ),
         scheduling=config.SchedulingConfig(
             workers=args.workers,
@@ -147,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-master",
         default=defaults.master,
         help="API server URL for spark-submit (kubernetes mode)",
+    )
+    run.add_argument(
+        "--spark-conf",
+        action="append",
+        type=_spark_conf,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property for pod runs, e.g. spark.kubernetes.driver.podTemplateFile=... "
+        "(repeatable; kubernetes and spark-operator modes)",
     )
     sched = config.SchedulingConfig()
     run.add_argument(
