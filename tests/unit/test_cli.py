@@ -24,3 +24,29 @@ def test_unknown_command_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["frobnicate"])
     assert exit_info.value.code == 2
+
+
+def test_spark_conf_flags_reach_every_pod_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, object] = {}
+
+    def fake_run(**kwargs: object) -> None:
+        seen.update(kwargs)
+
+    import kopf
+
+    monkeypatch.setattr(kopf, "run", fake_run)
+    argv = ["run", "-A", "--spark-conf", "spark.a=1", "--spark-conf", "spark.b=x=y"]
+    assert main(argv) == 0
+    memo = seen["memo"]
+    assert isinstance(memo, kopf.Memo)
+    assert memo.config.spark.spark_conf == (("spark.a", "1"), ("spark.b", "x=y"))
+
+
+@pytest.mark.parametrize("bad", ["spark.a", "a=1", "=1"])
+def test_a_spark_conf_that_is_not_a_spark_property_is_a_usage_error(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "-A", "--spark-conf", bad])
+    assert exit_info.value.code == 2
+    assert "expected spark.KEY=VALUE" in capsys.readouterr().err

@@ -105,6 +105,25 @@ def test_spark_submit_runs_the_plan_job_in_cluster_mode_without_waiting() -> Non
     assert [o["uid"] for o in json.loads(args["--owner-references"])] == ["uid-1"]
 
 
+def test_operator_spark_properties_are_passed_and_win_over_defaults() -> None:
+    run = RunSpec(
+        (OWNER,),
+        "kr-x",
+        "team-a",
+        "img:1",
+        "sa",
+        "{}",
+        spark_conf={
+            "spark.kubernetes.executor.useDriverPodIP": "true",
+            "spark.driver.memory": "2g",
+        },
+    )
+    argv = spark_submit_argv(run, "https://h:1")
+    confs = [a for a in argv if a.startswith("spark.")]
+    assert "spark.kubernetes.executor.useDriverPodIP=true" in confs
+    assert [c for c in confs if c.startswith("spark.driver.memory=")] == ["spark.driver.memory=2g"]
+
+
 def test_spark_application_mirrors_the_same_run() -> None:
     app = spark_application(spec())
     assert app["apiVersion"] == "sparkoperator.k8s.io/v1beta2"
