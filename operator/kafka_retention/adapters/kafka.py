@@ -26,26 +26,41 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 
 from kafka_retention.core.facts import TopicPartition
 
-# Errors that go away by themselves (leader moves, brokers restarting, slow networks).
-_RETRIABLE = {
-    "_TRANSPORT",
-    "_TIMED_OUT",
-    "_ALL_BROKERS_DOWN",
-    "_WAIT_COORD",
-    "_RESOLVE",
-    "NOT_LEADER_OR_FOLLOWER",
-    "LEADER_NOT_AVAILABLE",
-    "REQUEST_TIMED_OUT",
-    "NOT_ENOUGH_REPLICAS",
-    "NOT_COORDINATOR",
-    "COORDINATOR_NOT_AVAILABLE",
-    "COORDINATOR_LOAD_IN_PROGRESS",
-    "NETWORK_EXCEPTION",
-    "KAFKA_STORAGE_ERROR",
-    # librdkafka: "Failed to query partition leaders: No leaders found" while metadata
-    # catches up with a leader change; the topic itself was checked to exist before.
-    "_NOENT",
-}
+# Errors that go away by themselves (leader moves, brokers restarting, slow networks), by
+# code: librdkafka's names differ from Kafka's (code 6 is NOT_LEADER_FOR_PARTITION here,
+# NOT_LEADER_OR_FOLLOWER in the protocol), and an error built from a result, not raised by
+# the client, answers retriable() with False. The broker codes are those the Java client
+# treats as retriable (RetriableException) that a DeleteRecords, ListOffsets or
+# offset-fetch can return; UNKNOWN_TOPIC_OR_PART is not among them on purpose: a topic
+# deleted under a purge is a failure to report, not to wait out.
+_RETRIABLE_CODES = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+        KafkaError._RESOLVE,
+        # "Failed to query partition leaders: No leaders found" while metadata catches up
+        # with a leader change; the topic itself was checked to exist before.
+        KafkaError._NOENT,
+        KafkaError.LEADER_NOT_AVAILABLE,  # 5
+        KafkaError.NOT_LEADER_FOR_PARTITION,  # 6, NOT_LEADER_OR_FOLLOWER
+        KafkaError.REQUEST_TIMED_OUT,  # 7
+        KafkaError.REPLICA_NOT_AVAILABLE,  # 9
+        KafkaError.NETWORK_EXCEPTION,  # 13
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,  # 14
+        KafkaError.COORDINATOR_NOT_AVAILABLE,  # 15
+        KafkaError.NOT_COORDINATOR,  # 16
+        KafkaError.NOT_ENOUGH_REPLICAS,  # 19
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,  # 20
+        KafkaError.NOT_CONTROLLER,  # 41
+        KafkaError.KAFKA_STORAGE_ERROR,  # 56
+        KafkaError.FENCED_LEADER_EPOCH,  # 74
+        KafkaError.UNKNOWN_LEADER_EPOCH,  # 75
+        KafkaError.OFFSET_NOT_AVAILABLE,  # 78
+        KafkaError.THROTTLING_QUOTA_EXCEEDED,  # 89
+    }
+)
 # Per-record bytes the log spends besides key, value and headers (varints, attributes,
 # a share of the batch header): a rough constant, good enough for an estimate.
 RECORD_OVERHEAD_BYTES = 16
@@ -68,8 +83,9 @@ class KafkaFailure:
 def _failure(exc: BaseException) -> KafkaFailure:
     err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     if isinstance(err, KafkaError):
-        code = err.name()
-        return KafkaFailure(code, err.str(), err.retriable() or code in _RETRIABLE)
+        return KafkaFailure(
+            err.name(), err.str(), err.retriable() or err.code() in _RETRIABLE_CODES
+        )
     return KafkaFailure(type(exc).__name__, str(exc), isinstance(exc, TimeoutError))
 
 
