@@ -1,21 +1,41 @@
-# The operator image: Python + a JRE, because the embedded Spark runs in local mode
-# inside the operator process. Build: docker build -t kafka-retention-operator:0.1.0 .
-FROM python:3.11-slim-bookworm AS build
+# The operator image: Python + a JRE, because the embedded Spark runs in local mode inside
+# the operator process, and the same image runs Spark's driver and executor pods
+# (--spark-mode kubernetes).
+#   docker build -t kafka-retention-operator:0.1.0 .
+# Without a Docker engine, `make dev-up` builds this file with buildah on a stand-in for
+# the base made from Debian packages (hack/devstack/image.py): --build-arg BASE=...
+ARG BASE=python:3.11-slim-bookworm
+
+FROM ${BASE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY operator ./operator
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+COPY spark-jobs ./spark-jobs
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
+    && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /requirements.txt
 
-FROM python:3.11-slim-bookworm
+FROM ${BASE}
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
     && rm -rf /var/lib/apt/lists/*
+# The dependencies get a layer of their own, before the project's code, keyed by the
+# dependency list alone: a code change does not download pyspark (about 450 MB) again.
+COPY --from=build /requirements.txt /tmp/requirements.txt
+RUN pip install --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.txt
+# Stable paths whatever the base: pip's site directory and the JRE's differ between the
+# python image and Debian's own Python, and between architectures.
+RUN ln -s "$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" /opt/spark-home \
+    && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /opt/java
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
-COPY spark-jobs /opt/kafka-retention/spark-jobs
-ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
-    PYTHONUNBUFFERED=1 \
-    KAFKA_RETENTION_SPARK_JOBS=/opt/kafka-retention/spark-jobs
+RUN pip install --no-cache-dir --no-deps /wheels/*.whl && rm -rf /wheels
+# spark-submit is given the plan job as a file (local://...); the package itself is
+# installed above, so the driver's and the executors' Python import the same code.
+COPY spark-jobs/retention_jobs /opt/kafka-retention/spark-jobs/retention_jobs
+COPY image/entrypoint.sh /opt/kafka-retention/entrypoint.sh
+ENV JAVA_HOME=/opt/java \
+    SPARK_HOME=/opt/spark-home \
+    PYSPARK_PYTHON=python3 \
+    PYTHONUNBUFFERED=1
 USER 10001
-ENTRYPOINT ["kafka-retention"]
+ENTRYPOINT ["/opt/kafka-retention/entrypoint.sh"]
 CMD ["run", "--all-namespaces"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from devstack import build
+from devstack import build, image
 from devstack.procs import StackError
 from devstack.stack import Stack
 
@@ -13,8 +13,11 @@ from devstack.stack import Stack
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup", help="collect Kafka jars and build etcd, kube-apiserver, kubectl")
-    sub.add_parser("up", help="start Kafka x3, etcd and kube-apiserver; write .dev/env")
+    sub.add_parser(
+        "setup", help="install the node's packages, collect Kafka jars, build binaries and images"
+    )
+    sub.add_parser("image", help="build the operator and pause images (buildah, no Docker)")
+    sub.add_parser("up", help="start Kafka x3, etcd, kube-apiserver and the node; write .dev/env")
     sub.add_parser("down", help="stop everything `up` started")
     sub.add_parser("status", help="show which parts are running")
     sub.add_parser("env", help="print the shell exports of .dev/env")
@@ -23,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "setup":
             build.setup()
+        elif args.command == "image":
+            for built in image.node_images().load:
+                print(f"{built.name}\t{built.archive}")
         elif args.command == "up":
             stack.up()
         elif args.command == "down":

@@ -174,3 +174,6 @@ def setup() -> None:
     kafka_jars()
     go_binaries()
     node_binaries()
+    from devstack import image  # the image module builds with what is installed above
+
+    image.node_images()

@@ -1,0 +1,74 @@
+"""The image built from the project's Dockerfile (buildah, on the stand-in base) carries
+everything the operator and its Spark pods run. Commands run in the image itself."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from devstack import image
+
+
+@pytest.fixture(scope="module")
+def operator_image() -> str:
+    image.operator_image()  # built or found by make setup; cached by its inputs
+    return f"localhost/{image.OPERATOR_IMAGE}"
+
+
+def in_image(name: str, *argv: str, entrypoint: bool = False) -> subprocess.CompletedProcess[str]:
+    return image.run_in_image(name, *argv, entrypoint=entrypoint)
+
+
+@pytest.mark.image
+def test_the_spark_jobs_are_importable_and_the_job_file_is_where_spark_submit_looks(
+    operator_image: str,
+) -> None:
+    done = in_image(
+        operator_image,
+        "python",
+        "-c",
+        "import retention_jobs.plan_job, kafka_retention.cli, os;"
+        "print(os.path.isfile('/opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py'))",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
+
+
+@pytest.mark.image
+def test_the_image_runs_as_an_unprivileged_user_with_java_and_spark(operator_image: str) -> None:
+    uid = in_image(operator_image, "id", "-u")
+    assert uid.stdout.strip() == "10001", uid.stderr
+    java = in_image(operator_image, "java", "-version")
+    assert java.returncode == 0, java.stderr
+    assert 'version "17' in java.stderr
+    # A pod's hostname resolves (the kubelet writes /etc/hosts); buildah's does not.
+    spark = in_image(
+        operator_image,
+        "env",
+        "SPARK_LOCAL_IP=127.0.0.1",
+        "/opt/spark-home/bin/spark-submit",
+        "--version",
+    )
+    assert spark.returncode == 0, spark.stderr
+    assert "version 4.3" in spark.stdout + spark.stderr
+
+
+@pytest.mark.image
+def test_the_entrypoint_hands_anything_but_driver_and_executor_to_the_operator_cli(
+    operator_image: str,
+) -> None:
+    done = in_image(operator_image, "--version", entrypoint=True)
+    assert done.returncode == 0, done.stderr
+    assert "kafka-retention" in done.stdout
+    bad = in_image(operator_image, "frobnicate", entrypoint=True)
+    assert bad.returncode == 2
+    assert "invalid choice: 'frobnicate'" in bad.stderr
+
+
+@pytest.mark.image
+def test_the_executor_entrypoint_demands_spark_settings(operator_image: str) -> None:
+    # Without the variables Spark sets on an executor pod, the script stops before Java.
+    done = in_image(operator_image, "executor", entrypoint=True)
+    assert done.returncode != 0
+    assert "SPARK_EXECUTOR_MEMORY" in done.stderr
