@@ -11,9 +11,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack import build, paths
+from devstack import build, image, paths
 from devstack.kafka import NODE_IDS, KafkaCluster
 from devstack.kube import APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, KubeApi
+from devstack.node import (
+    CONTAINERD_STREAM_PORT,
+    CONTROLLER_MANAGER_PORT,
+    KUBELET_HEALTHZ_PORT,
+    KUBELET_PORT,
+    SCHEDULER_PORT,
+    Node,
+)
 from devstack.procs import StackError
 
 
@@ -28,16 +36,17 @@ class Stack:
     def __post_init__(self) -> None:
         self.kafka = KafkaCluster(self.dev)
         self.kube = KubeApi(self.dev)
+        self.node = Node(self.dev, self.kube.kubeconfig, self.kube.root / "certs")
 
     @property
     def env_file(self) -> Path:
         return self.dev / "env"
 
     def running(self) -> bool:
-        return self.kafka.running() and self.kube.running()
+        return self.kafka.running() and self.kube.running() and self.node.running()
 
     def anything_running(self) -> bool:
-        procs = [self.kube.etcd, self.kube.apiserver]
+        procs = [self.kube.etcd, self.kube.apiserver, *self.node.processes]
         procs += [self.kafka.process(n) for n in NODE_IDS]
         return any(p.running() for p in procs)
 
@@ -56,6 +65,7 @@ class Stack:
             _say("stack partly running; stopping it for a clean start")
             self.down()
         build.setup()
+        images = image.node_images()
         self._check_ports_free()
         started = time.monotonic()
         for state in (self.kafka.root, self.kube.root):
@@ -66,7 +76,9 @@ class Stack:
         for n in NODE_IDS:
             self.kafka.start_node(n)  # JVMs warm up while etcd and the API server start
         self.kube.start()
+        self.node.start([(i.archive, i.name) for i in images.load], images.pause.name)
         self.kafka.wait_ready()
+        self.node.wait_ready(self.kube.kubectl)
         self.write_env()
         _say(f"stack up in {time.monotonic() - started:.0f}s; `. {self.env_file}` to use it")
         return True
@@ -75,6 +87,8 @@ class Stack:
         ports = [n.broker_port for n in self.kafka.nodes]
         ports += [n.controller_port for n in self.kafka.nodes]
         ports += [ETCD_CLIENT_PORT, ETCD_PEER_PORT, APISERVER_PORT]
+        ports += [KUBELET_PORT, KUBELET_HEALTHZ_PORT, SCHEDULER_PORT, CONTROLLER_MANAGER_PORT]
+        ports += [CONTAINERD_STREAM_PORT]
         for port in ports:
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
@@ -84,6 +98,8 @@ class Stack:
                     )
 
     def down(self) -> None:
+        # The node first: its kubelet and controllers talk to the API server until they stop.
+        self.node.stop()
         self.kafka.stop()
         self.kube.stop()
         _say("stack stopped")
@@ -95,6 +111,8 @@ class Stack:
             "KAFKA_RETENTION_KAFKA_LIBS": str(paths.kafka_libs()),
             # kubectl built at the pinned version comes first on PATH.
             "KAFKA_RETENTION_KUBE_BIN": str(paths.kube_bin()),
+            "KAFKA_RETENTION_IMAGE": image.OPERATOR_IMAGE,
+            "CONTAINERD_ADDRESS": str(self.node.socket),
         }
         for node in self.kafka.nodes:
             env[f"KAFKA_LOG_DIR_{node.node_id}"] = str(node.log_dir)
@@ -107,6 +125,7 @@ class Stack:
 
     def status(self) -> str:
         rows = [("etcd", self.kube.etcd.pid()), ("kube-apiserver", self.kube.apiserver.pid())]
+        rows += [(p.name, p.pid()) for p in self.node.processes]
         rows += [(f"kafka-{n}", self.kafka.process(n).pid()) for n in NODE_IDS]
         return "\n".join(
             f"{name:<16} {'running pid ' + str(pid) if pid else 'stopped'}" for name, pid in rows
