@@ -58,12 +58,20 @@ def _slug(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def namespace(stack: Stack, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A namespace of the test's own. Without a controller-manager a deleted namespace
-    stays Terminating, which is harmless: its name is never reused."""
+    """A namespace of the test's own, with its default service account (which the
+    controller-manager adds a moment after the namespace, and pods need)."""
     ns = _slug(request)
-    stack.kubectl("create", "namespace", ns)
+    create_namespace(stack, ns)
     yield ns
     stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def create_namespace(stack: Stack, name: str) -> None:
+    stack.kubectl("create", "namespace", name)
+    deadline = time.monotonic() + 30
+    while stack.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode:
+        assert time.monotonic() < deadline, f"no default service account in {name} after 30s"
+        time.sleep(0.2)
 
 
 class TopicFactory(Protocol):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from devstack.stack import Stack
-from tests.conftest import _slug
+from tests.conftest import _slug, create_namespace
 from tests.support import OperatorProcess
 
 PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e")
@@ -33,10 +33,10 @@ def e2e_ns(
     stack: Stack, operator: OperatorProcess, request: pytest.FixtureRequest
 ) -> Iterator[str]:
     ns = f"{PREFIX}-{_slug(request)}"[:63].rstrip("-")
-    stack.kubectl("create", "namespace", ns)
+    create_namespace(stack, ns)
     yield ns
-    # Without a controller-manager a deleted namespace keeps its objects: delete the
-    # policies themselves, or their daemons would go on running for the whole session.
+    # Policies first, while the operator is sure to be there to release their finalizers;
+    # the namespace then goes without waiting.
     stack.kubectl("delete", "retentionpolicies", "--all", "-n", ns, "--timeout=60s", check=False)
     stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 

@@ -182,19 +182,14 @@ def test_a_plan_the_api_server_will_not_store_fails_the_purge_naming_why(
         "spec": {"hard": {"count/configmaps": "0"}},
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(quota))
-    # No controller-manager here computes the quota's usage: say it, as it would.
-    stack.kubectl(
-        "patch",
+    # The quota admits nothing until the controller-manager has computed its usage.
+    wait_for(
+        stack,
         "resourcequota",
-        "no-configmaps",
-        "-n",
         e2e_ns,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(
-            {"status": {"hard": {"count/configmaps": "0"}, "used": {"count/configmaps": "0"}}}
-        ),
+        "no-configmaps",
+        lambda o: "count/configmaps" in o.get("status", {}).get("used", {}),
+        timeout=60,
     )
     body = {
         "apiVersion": "kafka-retention.io/v1alpha1",

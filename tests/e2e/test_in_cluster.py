@@ -1,0 +1,242 @@
+"""The operator as users deploy it: the Deployment from manifests/ (local overlay), the
+image built from the project's Dockerfile, on the local stack's real node. It reconciles
+both kinds, plans a RetentionPolicy with spark-submit in cluster mode (a driver pod and
+executor pods of the same image), and answers `kubectl exec`."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka.admin import AdminClient
+
+from devstack.stack import Stack
+from tests.conftest import REPO, TopicFactory, _slug, create_namespace
+from tests.support import commit, get, log_starts, produce, wait_for
+
+OPERATOR_NS = "kafka-retention-system"
+# Only namespaces named so: the session's own operator process watches `e2e-*`, and two
+# operators must never reconcile the same object.
+WATCHED = "incluster-*"
+
+
+def rendered_overlay(stack: Stack) -> list[dict[str, Any]]:
+    """The local overlay as kubectl renders it, watching WATCHED namespaces and planning
+    every policy with Spark in pods (a large policy's path, taken by a tiny one)."""
+    docs = [
+        d
+        for d in yaml.safe_load_all(
+            stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "local")).stdout
+        )
+        if d
+    ]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = [a for a in container["args"] if a != "--all-namespaces"]
+    assert len(args) == len(container["args"]) - 1, "the overlay runs --all-namespaces"
+    container["args"] = [
+        *args,
+        f"--namespace={WATCHED}",
+        "--spark-mode=kubernetes",
+        "--in-process-max-partitions=0",
+    ]
+    return docs
+
+
+@pytest.fixture(scope="module")
+def in_cluster(stack: Stack) -> Iterator[str]:
+    """The operator Deployment, Available; yields the name of its pod."""
+    docs = rendered_overlay(stack)
+    stack.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs)
+    )
+    try:
+        stack.kubectl(
+            "wait",
+            "deployment/kafka-retention-operator",
+            "-n",
+            OPERATOR_NS,
+            "--for=condition=Available",
+            "--timeout=180s",
+        )
+        pods = json.loads(
+            stack.kubectl(
+                "get",
+                "pods",
+                "-n",
+                OPERATOR_NS,
+                "-l",
+                "app.kubernetes.io/name=kafka-retention-operator",
+                "-o",
+                "json",
+            ).stdout
+        )["items"]
+        (pod,) = [p for p in pods if p["metadata"].get("deletionTimestamp") is None]
+        yield pod["metadata"]["name"]
+    finally:
+        logs = stack.kubectl(
+            "logs", "-n", OPERATOR_NS, "deployment/kafka-retention-operator", check=False
+        )
+        print(logs.stdout[-20000:])
+        stack.kubectl("delete", "namespace", OPERATOR_NS, "--timeout=120s", check=False)
+
+
+@pytest.fixture
+def ns(stack: Stack, in_cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = f"incluster-{_slug(request)}"[:63].rstrip("-")
+    create_namespace(stack, name)
+    # What a namespace needs for pod runs (README): the driver's service account and role.
+    stack.kubectl("apply", "-k", str(REPO / "manifests" / "spark-namespace"), "-n", name)
+    yield name
+    stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", name, check=False)
+    stack.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.mark.stack
+def test_operator_pod_runs_the_project_image_and_answers_exec(
+    stack: Stack, in_cluster: str
+) -> None:
+    pod = get(stack, "pod", OPERATOR_NS, in_cluster)
+    (status,) = pod["status"]["containerStatuses"]
+    assert status["ready"] is True
+    assert status["image"].endswith("kafka-retention-operator:0.1.0")
+    done = stack.kubectl(
+        "exec",
+        "-n",
+        OPERATOR_NS,
+        in_cluster,
+        "--",
+        "python",
+        "-c",
+        "import os, retention_jobs.plan_job as j; print(os.getuid(), j.__name__)",
+    )
+    assert done.stdout.split() == ["10001", "retention_jobs.plan_job"]
+
+
+@pytest.mark.stack
+def test_in_cluster_operator_purges_records(
+    stack: Stack, ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 40, 1: 40})
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordPurge",
+        "metadata": {"name": "purge", "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": bootstrap},
+            "partitions": [
+                {"topic": topic, "partition": 0, "offset": 25},
+                {"topic": topic, "partition": 1, "offset": -1},
+            ],
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    obj = wait_for(
+        stack,
+        "recordpurge",
+        ns,
+        "purge",
+        lambda o: o.get("status", {}).get("phase") in {"Succeeded", "Failed", "PartiallySucceeded"},
+        timeout=90,
+    )
+    assert obj["status"]["phase"] == "Succeeded"
+    assert log_starts(admin, topic, 2) == [25, 40]
+
+
+class PodWatch:
+    """Every pod of a Spark run seen in a namespace while it ran, by role."""
+
+    def __init__(self, stack: Stack, namespace: str) -> None:
+        self.stack, self.namespace = stack, namespace
+        self.seen: dict[str, dict[str, Any]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> PodWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def current(self) -> list[dict[str, Any]]:
+        done = self.stack.kubectl(
+            "get", "pods", "-n", self.namespace, "-l", "spark-role", "-o", "json", check=False
+        )
+        if done.returncode != 0:
+            return []
+        items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+        return items
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            for pod in self.current():
+                name = pod["metadata"]["name"]
+                phase = pod.get("status", {}).get("phase")
+                seen = self.seen.setdefault(
+                    name, {"role": pod["metadata"]["labels"]["spark-role"], "phases": []}
+                )
+                if phase and (not seen["phases"] or seen["phases"][-1] != phase):
+                    seen["phases"].append(phase)
+            time.sleep(0.5)
+
+    def roles(self, phase: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for pod in self.seen.values():
+            if phase in pod["phases"]:
+                counts[pod["role"]] = counts.get(pod["role"], 0) + 1
+        return counts
+
+
+@pytest.mark.stack
+def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applied(
+    stack: Stack, ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, {0: 60, 1: 60, 2: 60})
+    group = f"{topic}-g"
+    commit(bootstrap, group, topic, {0: 45, 1: 10, 2: 60})
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": "consumed", "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": bootstrap},
+            "interval": "10m",
+            "topics": {"names": [topic]},
+            "deleteConsumed": {"groups": [group]},
+        },
+    }
+    with PodWatch(stack, ns) as watch:
+        stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+        obj = wait_for(
+            stack,
+            "retentionpolicy",
+            ns,
+            "consumed",
+            lambda o: (
+                o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None
+                or o.get("status", {}).get("lastRun", {}).get("error") is not None
+            ),
+            timeout=300,
+        )
+        # The run's pods go once the plan is read: executors when the driver stops,
+        # the driver (and its service) when the operator deletes it.
+        deadline = time.monotonic() + 120
+        while watch.current() and time.monotonic() < deadline:
+            time.sleep(1)
+        leftover = [p["metadata"]["name"] for p in watch.current()]
+    assert obj["status"]["lastRun"].get("error") is None, obj["status"]["lastRun"]
+    assert log_starts(admin, topic, 3) == [45, 10, 60]
+    assert obj["status"]["lastRun"]["recordsDeleted"] == 115
+    ran = watch.roles("Running")
+    assert ran.get("driver") == 1, watch.seen
+    assert ran.get("executor", 0) >= 1, watch.seen
+    assert leftover == []
