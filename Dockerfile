@@ -26,6 +26,11 @@ RUN pip install --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.
 # python image and Debian's own Python, and between architectures.
 RUN ln -s "$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" /opt/spark-home \
     && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /opt/java
+# A named user for uid 10001: Kopf and Hadoop's login both ask the passwd database for
+# the user's name and fail on a bare uid. Home is /tmp, the one writable place when the
+# root filesystem is read-only (Spark and Ivy write under $HOME).
+RUN useradd --uid 10001 --user-group --no-create-home --home-dir /tmp \
+        --shell /usr/sbin/nologin kafka-retention
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-deps /wheels/*.whl && rm -rf /wheels
 # spark-submit is given the plan job as a file (local://...); the package itself is
