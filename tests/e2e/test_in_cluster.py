@@ -155,6 +155,7 @@ class PodWatch:
     def __init__(self, stack: Stack, namespace: str) -> None:
         self.stack, self.namespace = stack, namespace
         self.seen: dict[str, dict[str, Any]] = {}
+        self.owned_seen: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -185,6 +186,7 @@ class PodWatch:
                 )
                 if phase and (not seen["phases"] or seen["phases"][-1] != phase):
                     seen["phases"].append(phase)
+            self.owned_seen.update(driver_owned(self.stack, self.namespace, check=False))
             time.sleep(0.5)
 
     def roles(self, phase: str) -> dict[str, int]:
@@ -193,6 +195,24 @@ class PodWatch:
             if phase in pod["phases"]:
                 counts[pod["role"]] = counts.get(pod["role"], 0) + 1
         return counts
+
+
+def driver_owned(stack: Stack, namespace: str, check: bool = True) -> list[str]:
+    """Objects in the namespace whose owner is a Spark driver pod."""
+    done = stack.kubectl(
+        "get", "services,networkpolicies,configmaps", "-n", namespace, "-o", "json", check=check
+    )
+    if done.returncode != 0:
+        return []
+    found = json.loads(done.stdout)["items"]
+    return [
+        f"{o['kind']}/{o['metadata']['name']}"
+        for o in found
+        if any(
+            ref["kind"] == "Pod" and ref["name"].endswith("-driver")
+            for ref in o["metadata"].get("ownerReferences", [])
+        )
+    ]
 
 
 @pytest.mark.stack
@@ -233,6 +253,11 @@ def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applie
         while watch.current() and time.monotonic() < deadline:
             time.sleep(1)
         leftover = [p["metadata"]["name"] for p in watch.current()]
+        # What spark-submit made beside the driver (its service, its NetworkPolicy, its
+        # ConfigMaps) is owned by the driver pod: the garbage collector takes it too.
+        deadline = time.monotonic() + 60
+        while (owned := driver_owned(stack, ns)) and time.monotonic() < deadline:
+            time.sleep(1)
     assert obj["status"]["lastRun"].get("error") is None, obj["status"]["lastRun"]
     assert log_starts(admin, topic, 3) == [45, 10, 60]
     assert obj["status"]["lastRun"]["recordsDeleted"] == 115
@@ -240,3 +265,6 @@ def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applie
     assert ran.get("driver") == 1, watch.seen
     assert ran.get("executor", 0) >= 1, watch.seen
     assert leftover == []
+    kinds = {o.split("/")[0] for o in watch.owned_seen}
+    assert {"Service", "NetworkPolicy", "ConfigMap"} <= kinds, watch.owned_seen
+    assert owned == []
