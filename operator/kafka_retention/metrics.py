@@ -40,6 +40,12 @@ UNCONSUMED_DELETED = Counter(
     "Records deleted before a deleteConsumed group had read them (maxRetention/deleteBefore).",
     ["namespace", "name", "group", "topic"],
 )
+UNCONSUMED_LOST = Counter(
+    "kafka_retention_unconsumed_lost_records_total",
+    "Records removed before a spec.notify group read them, by what removed them "
+    "(maxRetention, deleteBefore, brokerRetention, external); each loss counted once.",
+    ["namespace", "name", "group", "topic", "cause"],
+)
 RUN_FAILURES = Counter(
     "kafka_retention_run_failures_total",
     "Policy runs that could not complete (Kafka unreachable, Secret missing, ...).",

@@ -112,5 +112,6 @@ def _policy_from(raw: Mapping[str, Any]) -> PolicyRequest:
             min_retention_ms=rules["min_retention_ms"],
             delete_before_ms=rules["delete_before_ms"],
             max_retention_ms=rules["max_retention_ms"],
+            notify_groups=tuple(rules.get("notify_groups") or ()),
         ),
     )

@@ -34,6 +34,7 @@ def with_(**fields: Any) -> dict[str, Any]:
         (with_(deleteBefore="yesterday"), "spec.deleteBefore"),
         (with_(maxRetention="0s"), "spec.maxRetention"),
         (with_(interval="1s"), "spec.interval"),
+        (with_(notify={"groups": []}), "spec.notify.groups"),
         (
             with_(deleteConsumed={"groups": ["g"], "minRetention": "2d"}, maxRetention="1d"),
             "spec.deleteConsumed.minRetention",
@@ -78,3 +79,14 @@ def test_selector_matches_whole_names_excludes_and_never_internal_topics() -> No
         "other",
     ]
     assert selector.select(topics) == ["app-a-repartition", "named"]
+
+
+def test_a_notify_only_policy_watches_its_groups_and_plans_no_cut() -> None:
+    spec = parse_policy_spec(
+        {"cluster": BASE["cluster"], "topics": BASE["topics"], "notify": {"groups": ["b", "a"]}}
+    )
+    assert spec.rules.notify_groups == ("a", "b")
+    assert spec.rules.groups() == ("a", "b")
+    assert not spec.rules.deletes()
+    # Watched groups are read by the plan but never hold a cut back.
+    assert spec.rules.consumed_groups == ()

@@ -31,6 +31,8 @@ class FakeKafka:
         self.commits: dict[str, dict[TopicPartition, int]] = {}
         self.times: dict[TopicPartition, dict[int, int]] = {}
         self.configs: dict[str, dict[str, str]] = {}
+        # Timestamp of each partition's first record (ListOffsets for time 0).
+        self.first_times: dict[TopicPartition, int] = {}
         self.deletes: list[dict[TopicPartition, int]] = []
         self.calls: list[str] = []
         self.down = False
@@ -61,6 +63,12 @@ class FakeKafka:
     ) -> dict[TopicPartition, int | KafkaFailure]:
         self._call("offsets_for_timestamp")
         return {tp: self.times.get(tp, {}).get(timestamp_ms, -1) for tp in tps}
+
+    def first_record_times(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | KafkaFailure | None]:
+        self._call("first_record_times")
+        return {tp: self.first_times.get(tp) for tp in tps}
 
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
@@ -427,3 +435,94 @@ def test_policies_planned_in_process_read_only_their_own_partitions() -> None:
     outcomes = run_batch(items, {}, env(kafka, FakeSpark(kafka, fail=True), line=5), lambda: NOW)
     assert outcomes["ns/small"].ok
     assert {tp.topic for tp in read} == {"t"}
+
+
+# --- spec.notify: unread-record loss, reported once -------------------------------------
+
+
+def dataloss(store: Store) -> dict[str, Any]:
+    conditions: dict[str, dict[str, Any]] = {c["type"]: c for c in store.status["conditions"]}
+    return conditions["DataLoss"]
+
+
+def test_a_watch_only_policy_deletes_nothing_and_reports_an_external_loss_once() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"slow": {T0: 10}, "done": {T0: 100}}
+    store = Store()
+    first = run_one(kafka, store, notify={"groups": ["slow", "done"]})
+    assert first.notify_losses == []
+    assert kafka.deletes == []
+    assert dataloss(store)["status"] == "False"
+    # Someone deletes past the slow group (default 7-day retention, records fresh).
+    kafka.logs[T0][0] = 40
+    kafka.first_times[T0] = NOW_MS - 1000
+    second = run_one(kafka, store, notify={"groups": ["slow", "done"]})
+    assert [(x.group, x.from_offset, x.to_offset, x.cause) for x in second.notify_losses] == [
+        ("slow", 10, 40, "external")
+    ]
+    (entry,) = store.status["losses"]
+    assert (entry["group"], entry["partition"], entry["records"]) == ("slow", 0, 30)
+    assert store.status["unconsumedLostTotal"] == 30
+    assert (dataloss(store)["status"], dataloss(store)["reason"]) == (
+        "True",
+        "UnconsumedRecordsDeleted",
+    )
+    assert kafka.deletes == []
+    # The next run finds the same gap and says nothing more; a further delete adds its part.
+    third = run_one(kafka, store, notify={"groups": ["slow", "done"]})
+    assert third.notify_losses == []
+    assert store.status["unconsumedLostTotal"] == 30
+    kafka.logs[T0][0] = 55
+    fourth = run_one(kafka, store, notify={"groups": ["slow", "done"]})
+    assert [(x.from_offset, x.to_offset) for x in fourth.notify_losses] == [(40, 55)]
+    assert store.status["unconsumedLostTotal"] == 45
+    assert [e["fromOffset"] for e in store.status["losses"]] == [40, 10]
+
+
+def test_the_policys_own_max_retention_cut_is_named_as_the_cause() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"idle": {T0: 10}}
+    kafka.times[T0] = {NOW_MS - 3_600_000: 60}
+    store = Store()
+    outcome = run_one(kafka, store, maxRetention="1h", notify={"groups": ["idle"]})
+    assert kafka.logs[T0][0] == 60
+    assert [(x.from_offset, x.to_offset, x.cause) for x in outcome.notify_losses] == [
+        (10, 60, "maxRetention")
+    ]
+    # Causes of the policy's own cuts need no extra reads.
+    assert "first_record_times" not in kafka.calls
+
+
+def test_records_aged_out_by_time_retention_are_blamed_on_the_broker() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [50, 100]
+    kafka.commits = {"slow": {T0: 10}}
+    kafka.configs["t"] = {"cleanup.policy": "delete", "retention.ms": "60000"}
+    kafka.first_times[T0] = NOW_MS - 120_000  # older than the topic's retention
+    store = Store()
+    outcome = run_one(kafka, store, notify={"groups": ["slow"]})
+    assert [x.cause for x in outcome.notify_losses] == ["brokerRetention"]
+
+
+def test_a_group_that_caught_up_drops_its_cursor() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [40, 100]
+    kafka.commits = {"slow": {T0: 10}}
+    store = Store()
+    run_one(kafka, store, notify={"groups": ["slow"]})
+    assert store.status["lossCursor"] == [{"group": "slow", "topic": "t", "reportedTo": "0:40"}]
+    kafka.commits = {"slow": {T0: 70}}
+    run_one(kafka, store, notify={"groups": ["slow"]})
+    assert store.status["lossCursor"] == []
+    assert store.status["unconsumedLostTotal"] == 30
+
+
+def test_a_watch_only_peer_holds_no_cut_back() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 70}, "watched": {T0: 5}}
+    others = {"ns/watch": parse_policy_spec(spec_of(notify={"groups": ["watched"]}))}
+    run_one(kafka, Store(), others, deleteConsumed={"groups": ["a"]})
+    assert kafka.logs[T0][0] == 70

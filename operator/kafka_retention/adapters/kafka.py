@@ -182,8 +182,20 @@ class KafkaAdmin:
         spec = OffsetSpec.for_timestamp(timestamp_ms)
         return self._list_offsets(dict.fromkeys(tps, spec))
 
+    def first_record_times(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | KafkaFailure | None]:
+        """The timestamp of each partition's first record (None when it has none):
+        ListOffsets for time 0 answers with the first record and its timestamp."""
+        spec = OffsetSpec.for_timestamp(0)
+        infos = self._list_offsets(dict.fromkeys(tps, spec), field="timestamp", empty=-1)
+        return {tp: (None if v == -1 else v) for tp, v in infos.items()}
+
     def _list_offsets(
-        self, specs: Mapping[TopicPartition, OffsetSpec]
+        self,
+        specs: Mapping[TopicPartition, OffsetSpec],
+        field: str = "offset",
+        empty: int | None = None,
     ) -> dict[TopicPartition, int | KafkaFailure]:
         if not specs:
             return {}
@@ -196,7 +208,11 @@ class KafkaAdmin:
         for ktp, fut in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
-                out[tp] = int(_wait(fut, self._timeout).offset)
+                info = _wait(fut, self._timeout)
+                # No record at or after the time: offset -1, and no timestamp to give.
+                out[tp] = (
+                    empty if empty is not None and info.offset < 0 else int(getattr(info, field))
+                )
             except Exception as exc:
                 out[tp] = _failure(exc)
         return out

@@ -35,6 +35,9 @@ class Reason(StrEnum):
     STATE_NOT_PERSISTED = "StateNotPersisted"
     # RecordPurge Ready once its stored plan was applied
     PLAN_APPLIED = "PlanApplied"
+    # RetentionPolicy DataLoss (spec.notify)
+    UNCONSUMED_RECORDS_DELETED = "UnconsumedRecordsDeleted"
+    NO_LOSS = "NoLoss"
 
 
 def timestamp(moment: datetime) -> str:

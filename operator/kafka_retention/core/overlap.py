@@ -45,14 +45,14 @@ def conservative_cut(
 class PeerIndex:
     """Which other policies cut a topic on a cluster, found without trying every policy's
     selector on every topic: names are looked up, only patterns are matched. A dry run
-    cuts nothing, so it holds nobody back."""
+    or a watch-only policy (notify alone) cuts nothing, so it holds nobody back."""
 
     def __init__(self, others: Mapping[str, PolicySpec]) -> None:
         self._by_name: dict[tuple[str, str], set[str]] = {}
         self._patterns: list[tuple[str, PolicySpec]] = []
         self._specs = others
         for name, spec in others.items():
-            if spec.dry_run:
+            if spec.dry_run or not spec.rules.deletes():
                 continue
             for topic in spec.topics.names:
                 self._by_name.setdefault((spec.bootstrap_servers, topic), set()).add(name)

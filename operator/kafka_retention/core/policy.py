@@ -27,6 +27,8 @@ class RetentionRules:
     min_retention_ms: int | None = None
     delete_before_ms: int | None = None
     max_retention_ms: int | None = None
+    # Groups watched for unread-record loss (spec.notify.groups): read, never protecting.
+    notify_groups: tuple[str, ...] = ()
 
     def lookup_times(self, now_ms: int) -> tuple[int, ...]:
         """The times whose offsets (ListOffsets for a timestamp) the plan needs."""
@@ -41,7 +43,15 @@ class RetentionRules:
 
     def groups(self) -> tuple[str, ...]:
         """Groups whose committed offsets the plan reads, and whose losses it counts."""
-        return tuple(sorted(set(self.consumed_groups)))
+        return tuple(sorted(set(self.consumed_groups) | set(self.notify_groups)))
+
+    def deletes(self) -> bool:
+        """False for a watch-only policy (notify alone): it plans no cut."""
+        return bool(
+            self.consumed_groups
+            or self.delete_before_ms is not None
+            or self.max_retention_ms is not None
+        )
 
 
 @dataclass(frozen=True)

@@ -103,8 +103,14 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         max_retention = _duration(spec["maxRetention"], "spec.maxRetention")
         if max_retention <= 0:
             raise SpecError("spec.maxRetention", "must be longer than zero")
-    if not groups and delete_before is None and max_retention is None:
-        raise SpecError("spec", "needs deleteConsumed, deleteBefore or maxRetention")
+    notify = spec.get("notify")
+    notify_groups: tuple[str, ...] = ()
+    if notify is not None:
+        notify_groups = tuple(sorted(set(notify.get("groups") or ())))
+        if not notify_groups:
+            raise SpecError("spec.notify.groups", "needs at least one group")
+    if not groups and delete_before is None and max_retention is None and not notify_groups:
+        raise SpecError("spec", "needs deleteConsumed, deleteBefore, maxRetention or notify")
     if min_retention is not None and max_retention is not None and min_retention > max_retention:
         raise SpecError(
             "spec.deleteConsumed.minRetention",
@@ -122,6 +128,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
             min_retention_ms=min_retention,
             delete_before_ms=delete_before,
             max_retention_ms=max_retention,
+            notify_groups=notify_groups,
         ),
         interval_ms=interval,
         dry_run=bool(spec.get("dryRun", False)),

@@ -115,5 +115,27 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
             message=f"group {loss['group']} lost {loss['records']} unread records of "
             f"{loss['topic']} (maxRetention/deleteBefore)",
         )
+    for lost in outcome.notify_losses:
+        metrics.UNCONSUMED_LOST.labels(namespace, name, lost.group, lost.tp.topic, lost.cause).inc(
+            lost.records
+        )
+        what = (
+            f"group {lost.group} lost {lost.records} unread records of {lost.tp} "
+            f"(offsets {lost.from_offset}-{lost.to_offset - 1}, cause {lost.cause})"
+        )
+        log.warning("%s/%s: %s", namespace, name, what)
+    if outcome.notify_losses:
+        # One event a run, not one a partition: a dead group on thousands of partitions
+        # would flood the namespace's events.
+        first = outcome.notify_losses[0]
+        records = sum(lost.records for lost in outcome.notify_losses)
+        kopf.warn(
+            body,
+            reason=EventReason.UNCONSUMED_RECORDS_DELETED,
+            message=f"{records} unread records lost on {len(outcome.notify_losses)} "
+            f"partition(s), e.g. group {first.group} on {first.tp} "
+            f"(offsets {first.from_offset}-{first.to_offset - 1}, cause {first.cause}); "
+            "see status.losses",
+        )
     for failure in outcome.failures[:10]:
         kopf.warn(body, reason=EventReason.PARTITION_FAILED, message=failure)

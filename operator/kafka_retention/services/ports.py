@@ -51,6 +51,10 @@ class KafkaPlanner(KafkaCutter, Protocol):
 
 
 class PolicyKafka(KafkaPlanner, Protocol):
-    """Plus the topic list, which RetentionPolicies select from by name and pattern."""
+    """Plus the topic list, which RetentionPolicies select from by name and pattern, and
+    first-record times, which name the cause of a loss."""
 
     def topic_names(self) -> list[str]: ...
+    def first_record_times(
+        self, tps: Iterable[TopicPartition]
+    ) -> Mapping[TopicPartition, int | KafkaFailure | None]: ...

@@ -17,12 +17,14 @@ from typing import Any
 
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core import conditions as cond
+from kafka_retention.core import loss
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.overlap import PeerIndex, conservative_cut
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services import loss_watch
 from kafka_retention.services import retention_report as report
 from kafka_retention.services.cutting import delete_and_verify
 from kafka_retention.services.fresh import read_facts
@@ -57,6 +59,8 @@ class RunOutcome:
     partitions_cut: int = 0
     deleted_by_topic: dict[str, int] = field(default_factory=dict)
     losses: list[dict[str, Any]] = field(default_factory=list)
+    # Unread-record losses of spec.notify groups found this run (each reported once).
+    notify_losses: list[loss.Loss] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
 
@@ -140,8 +144,13 @@ def apply_plan(
         message = f"deleted {records} records from {len(by_topic)} topics"
     interval = spec.interval_ms / 1000
     degraded = "; ".join(failures[:5])
+    watched = loss_watch.watch(spec, run.status, rows, moved, kafka, finished)
+    conditions = _conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded)
+    if watched is not None:
+        conditions = loss_watch.data_loss_condition(conditions, watched, run.generation, finished)
     run.store.patch(
         {
+            **(watched.status if watched is not None else {}),
             "observedGeneration": run.generation,
             "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
             "recordsDeletedTotal": int(run.status.get("recordsDeletedTotal") or 0) + records,
@@ -158,9 +167,7 @@ def apply_plan(
                 "error": degraded or None,
             },
             "topics": topics,
-            "conditions": _conditions(
-                run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded
-            ),
+            "conditions": conditions,
         }
     )
     return RunOutcome(
@@ -172,6 +179,7 @@ def apply_plan(
         partitions_cut=partitions_cut,
         deleted_by_topic=by_topic,
         losses=lost,
+        notify_losses=watched.new if watched is not None else [],
         failures=failures,
     )
 

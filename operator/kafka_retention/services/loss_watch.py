@@ -1,0 +1,146 @@
+"""Unread-record loss of a policy's spec.notify groups, found at the end of each run from
+the offsets the run already holds (no extra reads unless a loss needs its cause named),
+reported once: the cursor of what was reported is kept in status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kafka_retention.adapters.kafka import KafkaFailure
+from kafka_retention.core import conditions as cond
+from kafka_retention.core import loss
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.services.ports import PolicyKafka
+
+MAX_LOSSES_LISTED = 100
+_PENDING = "pending"
+
+
+@dataclass
+class LossReport:
+    new: list[loss.Loss]
+    # Status fields to patch: losses, unconsumedLostTotal, lossCursor.
+    status: dict[str, Any]
+
+
+def watch(
+    spec: PolicySpec,
+    status: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    moved: Mapping[TopicPartition, tuple[int, int]],
+    kafka: PolicyKafka,
+    finished: datetime,
+) -> LossReport | None:
+    """None when the policy watches no group."""
+    groups = spec.rules.notify_groups
+    if not groups:
+        return None
+    observed = []
+    own: dict[TopicPartition, loss.OwnCut] = {}
+    for row in rows:
+        tp = TopicPartition(row["topic"], row["partition"])
+        before, after = moved.get(tp, (row["logStartOffset"], row["logStartOffset"]))
+        if after > before and not spec.dry_run:
+            own[tp] = loss.OwnCut(before, after, str(row.get("rule") or "policy"))
+        committed = {
+            g["group"]: g["committedOffset"]
+            for g in row.get("groups") or []
+            if g["group"] in groups
+        }
+        observed.append(loss.Observed(tp, max(after, int(row["logStartOffset"])), committed))
+    old = loss.decode_cursor(status.get("lossCursor"))
+    found, kept = loss.detect(observed, groups, old, own, lambda tp: _PENDING)
+    seen = {o.tp for o in observed}
+    # Partitions this run did not see (a read error, a skipped topic) keep their cursor.
+    for key, offset in old.items():
+        if key[0] in groups and TopicPartition(key[1], key[2]) not in seen:
+            kept.setdefault(key, offset)
+    found = _name_causes(found, kafka, int(finished.timestamp() * 1000))
+    detected_at = cond.timestamp(finished)
+    entries = [
+        {
+            "group": lost.group,
+            "topic": lost.tp.topic,
+            "partition": lost.tp.partition,
+            "fromOffset": lost.from_offset,
+            "toOffset": lost.to_offset,
+            "records": lost.records,
+            "cause": lost.cause,
+            "detectedAt": detected_at,
+        }
+        for lost in found
+    ]
+    total = int(status.get("unconsumedLostTotal") or 0) + sum(lost.records for lost in found)
+    listed = (entries[::-1] + list(status.get("losses") or []))[:MAX_LOSSES_LISTED]
+    return LossReport(
+        found,
+        {
+            "losses": listed,
+            "unconsumedLostTotal": total,
+            "lossCursor": loss.encode_cursor(kept),
+        },
+    )
+
+
+def _name_causes(found: list[loss.Loss], kafka: PolicyKafka, now_ms: int) -> list[loss.Loss]:
+    """Pending causes named from the topics' retention settings and first records, read
+    only for the partitions that need them."""
+    pending = sorted({lost.tp for lost in found if lost.cause == _PENDING})
+    if not pending:
+        return found
+    configs = kafka.topic_configs(sorted({tp.topic for tp in pending}))
+    firsts = kafka.first_record_times(pending)
+    cause: dict[TopicPartition, str] = {}
+    for tp in pending:
+        config = configs.get(tp.topic)
+        first = firsts.get(tp)
+        if isinstance(config, KafkaFailure) or config is None or isinstance(first, KafkaFailure):
+            # Unknown settings: say external rather than blame the broker without grounds.
+            cause[tp] = loss.EXTERNAL
+            continue
+        plausible = loss.broker_retention_plausible(config, first, now_ms)
+        cause[tp] = loss.BROKER_RETENTION if plausible else loss.EXTERNAL
+    return [
+        loss.Loss(lost.group, lost.tp, lost.from_offset, lost.to_offset, cause[lost.tp])
+        if lost.cause == _PENDING
+        else lost
+        for lost in found
+    ]
+
+
+def data_loss_condition(
+    conditions: Sequence[Mapping[str, Any]] | None,
+    report: LossReport,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """DataLoss: True when this run found new losses (with the totals), else False."""
+    if report.new:
+        records = sum(lost.records for lost in report.new)
+        groups = sorted({lost.group for lost in report.new})
+        message = (
+            f"{records} unread records lost by {', '.join(groups)} this run "
+            f"({report.status['unconsumedLostTotal']} since the policy began); see status.losses"
+        )
+        return cond.set_condition(
+            conditions,
+            "DataLoss",
+            "True",
+            cond.Reason.UNCONSUMED_RECORDS_DELETED,
+            message,
+            generation,
+            now,
+        )
+    return cond.set_condition(
+        conditions,
+        "DataLoss",
+        "False",
+        cond.Reason.NO_LOSS,
+        f"no new loss ({report.status['unconsumedLostTotal']} records since the policy began)",
+        generation,
+        now,
+    )
