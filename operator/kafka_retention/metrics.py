@@ -46,6 +46,25 @@ UNCONSUMED_LOST = Counter(
     "(maxRetention, deleteBefore, brokerRetention, external); each loss counted once.",
     ["namespace", "name", "group", "topic", "cause"],
 )
+UNREAD_AT_RISK = Gauge(
+    "kafka_retention_unread_at_risk_seconds",
+    "Upper bound on the time before retention (the broker's retention.ms or the policy's "
+    "maxRetention) reaches a spec.notify group's next unread record, soonest partition "
+    "per group and topic; absent when none is within spec.notify.atRiskWithin.",
+    ["namespace", "name", "group", "topic"],
+)
+TOMBSTONE_MARGIN = Gauge(
+    "kafka_retention_tombstone_margin_seconds",
+    "delete.retention.ms minus a spec.tombstones group's time lag on a compacted topic "
+    "(smallest over partitions; negative: tombstones it has not read may be gone); set "
+    "while the group is past its warnAtPercent.",
+    ["namespace", "name", "group", "topic"],
+)
+DELETE_RETENTION_RAISED = Counter(
+    "kafka_retention_delete_retention_raised_total",
+    "Times a policy raised a compacted topic's delete.retention.ms (raiseDeleteRetention).",
+    ["namespace", "name", "topic"],
+)
 RUN_FAILURES = Counter(
     "kafka_retention_run_failures_total",
     "Policy runs that could not complete (Kafka unreachable, Secret missing, ...).",

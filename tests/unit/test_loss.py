@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafka_retention.core import loss
+from kafka_retention.core import tombstones as ts
 from kafka_retention.core.facts import TopicPartition
 
 TP = TopicPartition("t", 3)
@@ -59,3 +60,33 @@ def test_the_cursor_survives_its_status_form() -> None:
     encoded = loss.encode_cursor(cursor)
     assert encoded[0] == {"group": "a", "topic": "t", "reportedTo": "0:5,12:900"}
     assert loss.decode_cursor(encoded) == cursor
+
+
+def test_time_left_is_the_first_window_whose_boundary_passed_the_next_unread_record() -> None:
+    # offsets_at[w]: first offset whose timestamp is at or after now - retention + w.
+    offsets_at = {0: 10, 900: 30, 1800: 50, 2700: 70, 3600: 90}
+    assert loss.time_left(5, offsets_at) == 0  # already older than the boundary
+    assert loss.time_left(40, offsets_at) == 1800
+    assert loss.time_left(95, offsets_at) is None  # out of the window
+    # No record as recent as a boundary: every record is older, all within it.
+    assert loss.time_left(95, {0: 10, 900: None}) == 900
+
+
+def test_the_nearest_time_retention_decides_and_none_without_one() -> None:
+    deleting = {"cleanup.policy": "delete", "retention.ms": "7200000"}
+    assert loss.retention_of(deleting, None) == (7_200_000, "brokerRetention")
+    assert loss.retention_of(deleting, 3_600_000) == (3_600_000, "maxRetention")
+    assert loss.retention_of({"cleanup.policy": "compact", "retention.ms": "1"}, None) is None
+    assert loss.retention_of({"retention.ms": "-1"}, None) is None
+    assert loss.windows(3_600_000) == (0, 900_000, 1_800_000, 2_700_000, 3_600_000)
+
+
+def test_tombstone_risk_starts_at_the_warn_share_and_the_raise_is_capped() -> None:
+    c0 = TopicPartition("c", 0)
+    lags = {("a", c0): 79, ("b", c0): 80, ("c", c0): 120}
+    risks = ts.at_risk(lags, {"c": 100}, warn_percent=80)
+    assert [(r.group, r.margin_ms) for r in risks] == [("c", -20), ("b", 20)]
+    minute = ts.MINUTE_MS
+    assert ts.raised_delete_retention(60 * minute, 80 * minute, 80, 1000 * minute) == 100 * minute
+    assert ts.raised_delete_retention(60 * minute, 80 * minute, 80, 90 * minute) == 90 * minute
+    assert ts.raised_delete_retention(200 * minute, 80 * minute, 80, 1000 * minute) is None

@@ -33,6 +33,9 @@ class FakeKafka:
         self.configs: dict[str, dict[str, str]] = {}
         # Timestamp of each partition's first record (ListOffsets for time 0).
         self.first_times: dict[TopicPartition, int] = {}
+        # Timestamp of the record at an offset (a group's next unread record).
+        self.record_times: dict[TopicPartition, dict[int, int]] = {}
+        self.altered: list[tuple[str, str, str]] = []
         self.deletes: list[dict[TopicPartition, int]] = []
         self.calls: list[str] = []
         self.down = False
@@ -63,6 +66,22 @@ class FakeKafka:
     ) -> dict[TopicPartition, int | KafkaFailure]:
         self._call("offsets_for_timestamp")
         return {tp: self.times.get(tp, {}).get(timestamp_ms, -1) for tp in tps}
+
+    def record_times_at(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]]
+    ) -> dict[TopicPartition, int]:
+        self._call("record_times_at")
+        return {
+            tp: self.record_times[tp][start]
+            for tp, (start, _) in ranges.items()
+            if start in self.record_times.get(tp, {})
+        }
+
+    def set_topic_config(self, topic: str, key: str, value: str) -> KafkaFailure | None:
+        self._call("set_topic_config")
+        self.altered.append((topic, key, value))
+        self.configs.setdefault(topic, {})[key] = value
+        return None
 
     def first_record_times(
         self, tps: Iterable[TopicPartition]
@@ -526,3 +545,94 @@ def test_a_watch_only_peer_holds_no_cut_back() -> None:
     others = {"ns/watch": parse_policy_spec(spec_of(notify={"groups": ["watched"]}))}
     run_one(kafka, Store(), others, deleteConsumed={"groups": ["a"]})
     assert kafka.logs[T0][0] == 70
+
+
+def test_at_risk_names_the_group_whose_unread_records_retention_reaches_soonest() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"near": {T0: 20}, "far": {T0: 80}, "done": {T0: 100}}
+    kafka.configs["t"] = {"cleanup.policy": "delete", "retention.ms": "7200000"}
+    # First offsets at or after now - 2h + w for w in 0, 15, 30, 45, 60 minutes.
+    boundary = NOW_MS - 7_200_000
+    kafka.times[T0] = {boundary + k * 900_000: off for k, off in enumerate([10, 25, 40, 55, 70])}
+    store = Store()
+    outcome = run_one(kafka, store, notify={"groups": ["near", "far", "done"]})
+    assert outcome.at_risk is not None
+    assert [(r.group, r.within_ms, r.by) for r in outcome.at_risk] == [
+        ("near", 900_000, "brokerRetention")
+    ]
+    (entry,) = store.status["atRisk"]
+    assert (entry["group"], entry["withinSeconds"], entry["committedOffset"]) == ("near", 900, 20)
+    conditions = {c["type"]: c for c in store.status["conditions"]}
+    assert conditions["AtRisk"]["status"] == "True"
+    assert "group near on t-0" in conditions["AtRisk"]["message"]
+    # The group reads on: the risk clears.
+    kafka.commits["near"] = {T0: 90}
+    run_one(kafka, store, notify={"groups": ["near", "far", "done"]})
+    conditions = {c["type"]: c for c in store.status["conditions"]}
+    assert conditions["AtRisk"]["status"] == "False"
+    assert store.status["atRisk"] == []
+
+
+# --- spec.tombstones: lag against delete.retention.ms on compacted topics ---------------
+
+C0 = TopicPartition("c", 0)
+DAY_MS = 86_400_000
+
+
+def compacted_topic(kafka: FakeKafka, delete_retention_ms: int = DAY_MS) -> None:
+    kafka.logs[C0] = [0, 100]
+    kafka.configs["c"] = {
+        "cleanup.policy": "compact",
+        "delete.retention.ms": str(delete_retention_ms),
+    }
+
+
+def test_a_group_lagging_past_its_share_of_delete_retention_is_at_risk() -> None:
+    kafka = FakeKafka()
+    compacted_topic(kafka)
+    kafka.commits = {"slow": {C0: 10}, "fresh": {C0: 90}, "done": {C0: 100}}
+    # slow's next record is 20h old (past 80% of a day); fresh's 1h.
+    kafka.record_times[C0] = {10: NOW_MS - 20 * 3_600_000, 90: NOW_MS - 3_600_000}
+    store = Store()
+    outcome = run_one(
+        kafka, store, topics={"names": ["c"]}, tombstones={"groups": ["slow", "fresh", "done"]}
+    )
+    assert outcome.tombstones is not None
+    assert [(r.group, r.lag_ms) for r in outcome.tombstones.risks] == [("slow", 72_000_000)]
+    assert outcome.tombstones.new_pairs == [("slow", "c")]
+    (entry,) = store.status["tombstones"]
+    assert (entry["group"], entry["marginSeconds"]) == ("slow", 4 * 3600)
+    conditions = {c["type"]: c for c in store.status["conditions"]}
+    assert conditions["TombstonesAtRisk"]["status"] == "True"
+    # Watching only: nothing deleted, no setting changed.
+    assert kafka.deletes == []
+    assert kafka.altered == []
+    # The next run with the same risk is not new.
+    again = run_one(
+        kafka, store, topics={"names": ["c"]}, tombstones={"groups": ["slow", "fresh", "done"]}
+    )
+    assert again.tombstones is not None
+    assert again.tombstones.new_pairs == []
+
+
+def test_delete_retention_is_raised_for_the_slowest_group_within_the_cap() -> None:
+    kafka = FakeKafka()
+    compacted_topic(kafka)
+    kafka.commits = {"slow": {C0: 10}}
+    kafka.record_times[C0] = {10: NOW_MS - 40 * 3_600_000}  # 40h behind a 24h setting
+    store = Store()
+    spec = {"groups": ["slow"], "raiseDeleteRetention": {"enabled": True, "max": "3d"}}
+    outcome = run_one(kafka, store, topics={"names": ["c"]}, tombstones=spec)
+    # 40h at 80% -> 50h.
+    assert kafka.altered == [("c", "delete.retention.ms", str(50 * 3_600_000))]
+    assert outcome.tombstones is not None
+    assert [(r.from_ms, r.to_ms) for r in outcome.tombstones.raised] == [(DAY_MS, 50 * 3_600_000)]
+    assert store.status["deleteRetentionRaised"][0]["toMs"] == 50 * 3_600_000
+    # Far behind: the cap holds; and a value already above what is wanted is never lowered.
+    kafka.record_times[C0] = {10: NOW_MS - 100 * 3_600_000}
+    run_one(kafka, store, topics={"names": ["c"]}, tombstones=spec)
+    assert kafka.altered[-1] == ("c", "delete.retention.ms", str(3 * DAY_MS))
+    kafka.configs["c"]["delete.retention.ms"] = str(10 * DAY_MS)  # a person set it higher
+    run_one(kafka, store, topics={"names": ["c"]}, tombstones=spec)
+    assert len(kafka.altered) == 2

@@ -22,7 +22,14 @@ from confluent_kafka import (
     Message,
 )
 from confluent_kafka import TopicPartition as KTP
-from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    OffsetSpec,
+    ResourceType,
+)
 
 from kafka_retention.core.facts import TopicPartition
 
@@ -163,6 +170,33 @@ class KafkaAdmin:
             except Exception as exc:
                 out[res.name] = _failure(exc)
         return out
+
+    def set_topic_config(self, topic: str, key: str, value: str) -> KafkaFailure | None:
+        """IncrementalAlterConfigs SET of one topic setting, leaving the others as they
+        are; the failure, if Kafka refused."""
+        entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        try:
+            futures = self._admin.incremental_alter_configs(
+                [resource], request_timeout=self._timeout
+            )
+            for fut in futures.values():
+                _wait(fut, self._timeout)
+        except Exception as exc:
+            return _failure(exc)
+        return None
+
+    def record_times_at(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]]
+    ) -> dict[TopicPartition, int]:
+        """The timestamp of the first record in each [start, end) (a group's next unread
+        record, where compaction may have removed the exact offset); partitions with none
+        are left out."""
+        reader = RecordReader(self._bootstrap, self._client_config)
+        try:
+            return {tp: rec.timestamp_ms for tp, rec in reader.read_many(ranges, first_only=True)}
+        finally:
+            reader.close()
 
     # --- offsets ----------------------------------------------------------------------
 

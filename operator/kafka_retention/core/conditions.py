@@ -38,6 +38,12 @@ class Reason(StrEnum):
     # RetentionPolicy DataLoss (spec.notify)
     UNCONSUMED_RECORDS_DELETED = "UnconsumedRecordsDeleted"
     NO_LOSS = "NoLoss"
+    # RetentionPolicy AtRisk (spec.notify)
+    UNREAD_AT_RISK = "UnreadRecordsAtRisk"
+    NO_RISK = "NoRisk"
+    # RetentionPolicy TombstonesAtRisk (spec.tombstones)
+    TOMBSTONES_AT_RISK = "TombstonesAtRisk"
+    TOMBSTONES_SAFE = "TombstonesSafe"
 
 
 def timestamp(moment: datetime) -> str:
@@ -91,3 +97,5 @@ class EventReason(StrEnum):
     RUN_FAILED = "RunFailed"
     RECORDS_DELETED = "RecordsDeleted"
     UNCONSUMED_RECORDS_DELETED = "UnconsumedRecordsDeleted"
+    TOMBSTONES_AT_RISK = "TombstonesAtRisk"
+    DELETE_RETENTION_RAISED = "DeleteRetentionRaised"

@@ -155,3 +155,48 @@ def decode_cursor(entries: Iterable[Mapping[str, str]] | None) -> Cursor:
             partition, offset = item.split(":")
             out[(str(entry["group"]), str(entry["topic"]), int(partition))] = int(offset)
     return out
+
+
+@dataclass(frozen=True)
+class Risk:
+    """Unread records of a group that retention will reach within `within_ms` (an upper
+    bound, to the step the check used), and which retention: the broker's or maxRetention."""
+
+    group: str
+    tp: TopicPartition
+    committed: int
+    within_ms: int
+    by: str
+
+
+def windows(at_risk_within_ms: int, steps: int = 4) -> tuple[int, ...]:
+    """The look-ahead times checked: 0 (already past the boundary) up to the full window,
+    in `steps` equal steps; the time left is known to within one step."""
+    return tuple(at_risk_within_ms * k // steps for k in range(steps + 1))
+
+
+def time_left(committed: int, offsets_at: Mapping[int, int | None]) -> int | None:
+    """The smallest window w whose boundary passed the group's next unread record, or None.
+
+    offsets_at[w] is ListOffsets for time (now - retention + w): the first offset whose
+    timestamp is at or after it (None: no record is that recent, all are older). With
+    CreateTime in offset order, committed < offsets_at[w] means the next unread record is
+    older than that boundary: retention reaches it within w."""
+    for w in sorted(offsets_at):
+        first_young = offsets_at[w]
+        if first_young is None or committed < first_young:
+            return w
+    return None
+
+
+def retention_of(config: Mapping[str, str], max_retention_ms: int | None) -> tuple[int, str] | None:
+    """The time retention that reaches a topic's records first: the broker's retention.ms
+    (on a topic that deletes) or the policy's maxRetention; None when neither applies."""
+    found: list[tuple[int, str]] = []
+    if "delete" in config.get("cleanup.policy", "delete"):
+        broker = int(config.get("retention.ms", "-1"))
+        if broker >= 0:
+            found.append((broker, BROKER_RETENTION))
+    if max_retention_ms is not None:
+        found.append((max_retention_ms, "maxRetention"))
+    return min(found) if found else None

@@ -13,6 +13,7 @@ from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_cluster, par
 
 DEFAULT_INTERVAL_MS = 5 * 60_000
 MIN_INTERVAL_MS = 10_000
+DEFAULT_AT_RISK_WITHIN_MS = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,16 @@ class TopicSelector:
 
 
 @dataclass(frozen=True)
+class TombstoneSpec:
+    """spec.tombstones: groups watched on compacted topics, the share of
+    delete.retention.ms their lag may reach, and the optional cap to raise it to."""
+
+    groups: tuple[str, ...]
+    warn_at_percent: int = 80
+    raise_max_ms: int | None = None  # None: never raise delete.retention.ms
+
+
+@dataclass(frozen=True)
 class PolicySpec:
     bootstrap_servers: str
     client_config_secret: str | None
@@ -38,6 +49,10 @@ class PolicySpec:
     rules: RetentionRules
     interval_ms: int
     dry_run: bool
+    # spec.notify.atRiskWithin: how far ahead AtRisk looks for retention reaching unread
+    # records of the notify groups.
+    at_risk_within_ms: int = DEFAULT_AT_RISK_WITHIN_MS
+    tombstones: TombstoneSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -109,8 +124,20 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         notify_groups = tuple(sorted(set(notify.get("groups") or ())))
         if not notify_groups:
             raise SpecError("spec.notify.groups", "needs at least one group")
-    if not groups and delete_before is None and max_retention is None and not notify_groups:
-        raise SpecError("spec", "needs deleteConsumed, deleteBefore, maxRetention or notify")
+    at_risk_within = DEFAULT_AT_RISK_WITHIN_MS
+    if notify is not None and notify.get("atRiskWithin") is not None:
+        at_risk_within = _duration(notify["atRiskWithin"], "spec.notify.atRiskWithin")
+    tombstones = _tombstones(spec.get("tombstones"))
+    if (
+        not groups
+        and delete_before is None
+        and max_retention is None
+        and not notify_groups
+        and tombstones is None
+    ):
+        raise SpecError(
+            "spec", "needs deleteConsumed, deleteBefore, maxRetention, notify or tombstones"
+        )
     if min_retention is not None and max_retention is not None and min_retention > max_retention:
         raise SpecError(
             "spec.deleteConsumed.minRetention",
@@ -132,4 +159,24 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         ),
         interval_ms=interval,
         dry_run=bool(spec.get("dryRun", False)),
+        at_risk_within_ms=at_risk_within,
+        tombstones=tombstones,
     )
+
+
+def _tombstones(raw: Mapping[str, Any] | None) -> TombstoneSpec | None:
+    if raw is None:
+        return None
+    groups = tuple(sorted(set(raw.get("groups") or ())))
+    if not groups:
+        raise SpecError("spec.tombstones.groups", "needs at least one group")
+    warn = int(raw.get("warnAtPercent", 80))
+    if not 1 <= warn <= 100:
+        raise SpecError("spec.tombstones.warnAtPercent", "must be between 1 and 100")
+    remedy = raw.get("raiseDeleteRetention") or {}
+    cap = None
+    if remedy.get("enabled"):
+        if remedy.get("max") is None:
+            raise SpecError("spec.tombstones.raiseDeleteRetention.max", "is required when enabled")
+        cap = _duration(remedy["max"], "spec.tombstones.raiseDeleteRetention.max")
+    return TombstoneSpec(groups, warn, cap)

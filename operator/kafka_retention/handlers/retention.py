@@ -16,11 +16,13 @@ from kafka_retention.adapters.kube import drop_finalizer, read_client_config
 from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
+from kafka_retention.core.loss import Risk
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
 from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.policy_batches import Environment
 from kafka_retention.services.retention_run import RunOutcome
+from kafka_retention.services.tombstone_watch import TombstoneReport
 
 KIND = "RetentionPolicy"
 log = logging.getLogger(__name__)
@@ -137,5 +139,56 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
             f"(offsets {first.from_offset}-{first.to_offset - 1}, cause {first.cause}); "
             "see status.losses",
         )
+    if outcome.at_risk is not None:
+        _set_at_risk(namespace, name, outcome.at_risk)
+    if outcome.tombstones is not None:
+        _report_tombstones(body, namespace, name, outcome.tombstones)
     for failure in outcome.failures[:10]:
         kopf.warn(body, reason=EventReason.PARTITION_FAILED, message=failure)
+
+
+# The (group, topic) series each policy's at-risk gauge has now, to drop those that clear.
+_AT_RISK_SERIES: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
+
+def _set_at_risk(namespace: str, name: str, risks: list[Risk]) -> None:
+    soonest: dict[tuple[str, str], int] = {}
+    for risk in risks:
+        key = (risk.group, risk.tp.topic)
+        soonest[key] = min(soonest.get(key, risk.within_ms), risk.within_ms)
+    for group, topic in _AT_RISK_SERIES.get((namespace, name), set()) - set(soonest):
+        metrics.UNREAD_AT_RISK.remove(namespace, name, group, topic)
+    for (group, topic), ms in soonest.items():
+        metrics.UNREAD_AT_RISK.labels(namespace, name, group, topic).set(ms / 1000)
+    _AT_RISK_SERIES[(namespace, name)] = set(soonest)
+
+
+_MARGIN_SERIES: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
+
+def _report_tombstones(body: kopf.Body, namespace: str, name: str, report: TombstoneReport) -> None:
+    margins: dict[tuple[str, str], int] = {}
+    for risk in report.risks:
+        key = (risk.group, risk.tp.topic)
+        margins[key] = min(margins.get(key, risk.margin_ms), risk.margin_ms)
+    for group, topic in report.new_pairs:
+        kopf.warn(
+            body,
+            reason=EventReason.TOMBSTONES_AT_RISK,
+            message=f"group {group} lags past its share of delete.retention.ms on "
+            f"compacted topic {topic} (margin {margins[(group, topic)] // 1000}s): it can "
+            "miss deletes and keep stale keys",
+        )
+    for raised in report.raised:
+        metrics.DELETE_RETENTION_RAISED.labels(namespace, name, raised.topic).inc()
+        kopf.info(
+            body,
+            reason=EventReason.DELETE_RETENTION_RAISED,
+            message=f"delete.retention.ms of {raised.topic} raised from {raised.from_ms} "
+            f"to {raised.to_ms} so the slowest listed group stays inside it",
+        )
+    for group, topic in _MARGIN_SERIES.get((namespace, name), set()) - set(margins):
+        metrics.TOMBSTONE_MARGIN.remove(namespace, name, group, topic)
+    for (group, topic), ms in margins.items():
+        metrics.TOMBSTONE_MARGIN.labels(namespace, name, group, topic).set(ms / 1000)
+    _MARGIN_SERIES[(namespace, name)] = set(margins)

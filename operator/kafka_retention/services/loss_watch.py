@@ -23,8 +23,9 @@ _PENDING = "pending"
 @dataclass
 class LossReport:
     new: list[loss.Loss]
-    # Status fields to patch: losses, unconsumedLostTotal, lossCursor.
+    # Status fields to patch: losses, unconsumedLostTotal, lossCursor, atRisk.
     status: dict[str, Any]
+    risks: list[loss.Risk]
 
 
 def watch(
@@ -74,6 +75,7 @@ def watch(
         }
         for lost in found
     ]
+    risks = _at_risk(spec, rows, moved, kafka, int(finished.timestamp() * 1000))
     total = int(status.get("unconsumedLostTotal") or 0) + sum(lost.records for lost in found)
     listed = (entries[::-1] + list(status.get("losses") or []))[:MAX_LOSSES_LISTED]
     return LossReport(
@@ -82,8 +84,79 @@ def watch(
             "losses": listed,
             "unconsumedLostTotal": total,
             "lossCursor": loss.encode_cursor(kept),
+            "atRisk": [
+                {
+                    "group": risk.group,
+                    "topic": risk.tp.topic,
+                    "partition": risk.tp.partition,
+                    "committedOffset": risk.committed,
+                    "withinSeconds": risk.within_ms // 1000,
+                    "by": risk.by,
+                }
+                for risk in risks[:MAX_LOSSES_LISTED]
+            ],
         },
+        risks,
     )
+
+
+def _at_risk(
+    spec: PolicySpec,
+    rows: Sequence[Mapping[str, Any]],
+    moved: Mapping[TopicPartition, tuple[int, int]],
+    kafka: PolicyKafka,
+    now_ms: int,
+) -> list[loss.Risk]:
+    """Watched groups with unread records that time retention reaches within
+    spec.notify.atRiskWithin, soonest first. Costs one DescribeConfigs for the topics and
+    a few ListOffsets for the partitions where a watched group has unread records."""
+    groups = set(spec.rules.notify_groups)
+    lagging: dict[TopicPartition, dict[str, int]] = {}
+    for row in rows:
+        tp = TopicPartition(row["topic"], row["partition"])
+        start = max(int(row["logStartOffset"]), moved.get(tp, (0, 0))[1])
+        for g in row.get("groups") or []:
+            committed = g["committedOffset"]
+            # Already lost (below the log start) is a loss, not a risk; nothing unread, none.
+            if (
+                g["group"] in groups
+                and committed is not None
+                and start <= committed < int(row["highWatermark"])
+            ):
+                lagging.setdefault(tp, {})[g["group"]] = committed
+    if not lagging:
+        return []
+    configs = kafka.topic_configs(sorted({tp.topic for tp in lagging}))
+    steps = loss.windows(spec.at_risk_within_ms)
+    by_time: dict[int, list[TopicPartition]] = {}
+    retention: dict[TopicPartition, tuple[int, str]] = {}
+    for tp in lagging:
+        config = configs.get(tp.topic)
+        found = loss.retention_of(
+            {} if isinstance(config, KafkaFailure) or config is None else config,
+            spec.rules.max_retention_ms,
+        )
+        if found is None:
+            continue
+        retention[tp] = found
+        for w in steps:
+            by_time.setdefault(now_ms - found[0] + w, []).append(tp)
+    offsets: dict[TopicPartition, dict[int, int | None]] = {}
+    for when, tps in by_time.items():
+        for tp, off in kafka.offsets_for_timestamp(tps, when).items():
+            if isinstance(off, KafkaFailure):
+                continue  # no answer: no claim either way for this window
+            window = when - now_ms + retention[tp][0]
+            offsets.setdefault(tp, {})[window] = off if off >= 0 else None
+    risks = []
+    for tp, per_group in lagging.items():
+        if tp not in retention:
+            continue
+        for group, committed in sorted(per_group.items()):
+            left = loss.time_left(committed, offsets.get(tp, {}))
+            if left is not None:
+                risks.append(loss.Risk(group, tp, committed, left, retention[tp][1]))
+    return sorted(risks, key=lambda r: (r.within_ms, r.group, r.tp))
 
 
 def _name_causes(found: list[loss.Loss], kafka: PolicyKafka, now_ms: int) -> list[loss.Loss]:
@@ -110,6 +183,37 @@ def _name_causes(found: list[loss.Loss], kafka: PolicyKafka, now_ms: int) -> lis
         else lost
         for lost in found
     ]
+
+
+def at_risk_condition(
+    conditions: Sequence[Mapping[str, Any]] | None,
+    report: LossReport,
+    spec: PolicySpec,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """AtRisk: True while retention will reach unread records of a watched group within
+    spec.notify.atRiskWithin, naming the soonest."""
+    if report.risks:
+        first = report.risks[0]
+        groups = sorted({r.group for r in report.risks})
+        message = (
+            f"{first.by} reaches unread records of group {first.group} on {first.tp} "
+            f"(from offset {first.committed}) within {first.within_ms // 1000}s; "
+            f"{len(report.risks)} partition(s) of {', '.join(groups)} at risk; see status.atRisk"
+        )
+        return cond.set_condition(
+            conditions, "AtRisk", "True", cond.Reason.UNREAD_AT_RISK, message, generation, now
+        )
+    return cond.set_condition(
+        conditions,
+        "AtRisk",
+        "False",
+        cond.Reason.NO_RISK,
+        f"no watched group's unread records within {spec.at_risk_within_ms // 1000}s of retention",
+        generation,
+        now,
+    )
 
 
 def data_loss_condition(

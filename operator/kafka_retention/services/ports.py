@@ -51,10 +51,15 @@ class KafkaPlanner(KafkaCutter, Protocol):
 
 
 class PolicyKafka(KafkaPlanner, Protocol):
-    """Plus the topic list, which RetentionPolicies select from by name and pattern, and
-    first-record times, which name the cause of a loss."""
+    """Plus the topic list, which RetentionPolicies select from by name and pattern;
+    first-record times, which name the cause of a loss; record times at offsets, which
+    give a group's time lag; and one topic setting raised (tombstone safety)."""
 
     def topic_names(self) -> list[str]: ...
     def first_record_times(
         self, tps: Iterable[TopicPartition]
     ) -> Mapping[TopicPartition, int | KafkaFailure | None]: ...
+    def record_times_at(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]]
+    ) -> Mapping[TopicPartition, int]: ...
+    def set_topic_config(self, topic: str, key: str, value: str) -> KafkaFailure | None: ...

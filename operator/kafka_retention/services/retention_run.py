@@ -24,7 +24,7 @@ from kafka_retention.core.overlap import PeerIndex, conservative_cut
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services import loss_watch
+from kafka_retention.services import loss_watch, tombstone_watch
 from kafka_retention.services import retention_report as report
 from kafka_retention.services.cutting import delete_and_verify
 from kafka_retention.services.fresh import read_facts
@@ -61,6 +61,10 @@ class RunOutcome:
     losses: list[dict[str, Any]] = field(default_factory=list)
     # Unread-record losses of spec.notify groups found this run (each reported once).
     notify_losses: list[loss.Loss] = field(default_factory=list)
+    # Watched groups' unread records near retention; None when the policy watches none.
+    at_risk: list[loss.Risk] | None = None
+    # spec.tombstones: groups at risk and delete.retention.ms raised; None when unset.
+    tombstones: tombstone_watch.TombstoneReport | None = None
     failures: list[str] = field(default_factory=list)
 
 
@@ -148,9 +152,19 @@ def apply_plan(
     conditions = _conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded)
     if watched is not None:
         conditions = loss_watch.data_loss_condition(conditions, watched, run.generation, finished)
+        conditions = loss_watch.at_risk_condition(
+            conditions, watched, spec, run.generation, finished
+        )
+    tomb = tombstone_watch.watch(
+        spec, run.status, {r["topic"] for r in rows} | set(plan.skipped), kafka, finished
+    )
+    if tomb is not None:
+        conditions = tombstone_watch.condition(conditions, tomb, run.generation, finished)
+        failures += tomb.problems
     run.store.patch(
         {
             **(watched.status if watched is not None else {}),
+            **(tomb.status if tomb is not None else {}),
             "observedGeneration": run.generation,
             "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
             "recordsDeletedTotal": int(run.status.get("recordsDeletedTotal") or 0) + records,
@@ -180,6 +194,8 @@ def apply_plan(
         deleted_by_topic=by_topic,
         losses=lost,
         notify_losses=watched.new if watched is not None else [],
+        at_risk=watched.risks if watched is not None else None,
+        tombstones=tomb,
         failures=failures,
     )
 

@@ -1,0 +1,67 @@
+"""Tombstone safety on compacted topics (the consumer side of KIP-534).
+
+The log cleaner drops a tombstone (a null value) once it is older than the topic's
+delete.retention.ms. A consumer that lags by more than that can miss the delete and keep
+the stale key forever. So for each listed group, its time lag on each partition (how old
+its next unread record is) is compared with delete.retention.ms: past a user-set share of
+it, the group is at risk. The optional remedy raises delete.retention.ms so the slowest
+group sits back at that share, never above a cap and never lowering any value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kafka_retention.core.facts import TopicPartition
+
+DEFAULT_DELETE_RETENTION_MS = 86_400_000  # Kafka's default delete.retention.ms (1 day)
+MINUTE_MS = 60_000
+
+
+def compacted(config: Mapping[str, str]) -> bool:
+    return "compact" in config.get("cleanup.policy", "delete")
+
+
+def delete_retention_ms(config: Mapping[str, str]) -> int:
+    return int(config.get("delete.retention.ms", str(DEFAULT_DELETE_RETENTION_MS)))
+
+
+@dataclass(frozen=True)
+class TombstoneRisk:
+    group: str
+    tp: TopicPartition
+    lag_ms: int  # age of the group's next unread record
+    delete_retention_ms: int
+
+    @property
+    def margin_ms(self) -> int:
+        """Time before the cleaner may drop tombstones the group has not read (negative:
+        it may already have)."""
+        return self.delete_retention_ms - self.lag_ms
+
+
+def at_risk(
+    lags: Mapping[tuple[str, TopicPartition], int],
+    delete_retention: Mapping[str, int],
+    warn_percent: int,
+) -> list[TombstoneRisk]:
+    """Groups whose lag passed warn_percent of their topic's delete.retention.ms, the
+    smallest margin first."""
+    out = [
+        TombstoneRisk(group, tp, lag, delete_retention[tp.topic])
+        for (group, tp), lag in lags.items()
+        if lag * 100 >= warn_percent * delete_retention[tp.topic]
+    ]
+    return sorted(out, key=lambda r: (r.margin_ms, r.group, r.tp))
+
+
+def raised_delete_retention(
+    current_ms: int, slowest_lag_ms: int, warn_percent: int, cap_ms: int
+) -> int | None:
+    """The delete.retention.ms that puts the slowest lag back at warn_percent of it,
+    rounded up to a minute and capped; None when that would not raise the value."""
+    wanted = -(-slowest_lag_ms * 100 // warn_percent)
+    wanted = -(-wanted // MINUTE_MS) * MINUTE_MS
+    target = min(wanted, cap_ms)
+    return target if target > current_ms else None

@@ -1,0 +1,72 @@
+"""spec.tombstones (KIP-534, consumer side) on the real cluster: a group lagging past its
+share of a compacted topic's delete.retention.ms is named, and with raiseDeleteRetention
+the topic's setting is raised within the cap. The setting is read back with Kafka's own
+admin client."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+from devstack.stack import Stack
+from tests.conftest import TopicFactory
+from tests.e2e.test_retention_policy import apply_policy, condition, ran
+from tests.support import commit, events, produce
+
+MINUTE = 60_000
+
+
+def delete_retention_ms(admin: AdminClient, topic: str) -> int:
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(timeout=30)
+    return int(entries["delete.retention.ms"].value)
+
+
+@pytest.mark.stack
+def test_a_lagging_group_on_a_compacted_topic_is_named_and_delete_retention_raised(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(
+        partitions=1,
+        config={"cleanup.policy": "compact", "delete.retention.ms": str(60 * MINUTE)},
+    )
+    now = int(time.time() * 1000)
+    # The slow group's next record is 55 minutes old: past 80% of the topic's hour.
+    stamps = [now - 55 * MINUTE + i for i in range(10)] + [now + i for i in range(10)]
+    produce(bootstrap, topic, {0: 20}, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
+    slow, fresh = f"{topic}-slow", f"{topic}-fresh"
+    commit(bootstrap, slow, topic, {0: 2})
+    commit(bootstrap, fresh, topic, {0: 15})
+    apply_policy(
+        stack,
+        e2e_ns,
+        "tomb",
+        # One run: as the lag grows, later runs would raise the setting again.
+        interval="1h",
+        topics={"names": [topic]},
+        tombstones={
+            "groups": [slow, fresh],
+            "raiseDeleteRetention": {"enabled": True, "max": "2h"},
+        },
+    )
+    obj = ran(stack, e2e_ns, "tomb")
+    at_risk = condition(obj, "TombstonesAtRisk")
+    assert at_risk["status"] == "True", at_risk
+    assert f"group {slow}" in at_risk["message"]
+    (entry,) = obj["status"]["tombstones"]
+    assert (entry["group"], entry["topic"], entry["deleteRetentionSeconds"]) == (
+        slow,
+        topic,
+        3600,
+    )
+    assert 55 * 60 <= entry["lagSeconds"] < 60 * 60
+    # Raised so 55 minutes and a little is 80% of it: 69 or 70 minutes, under the 2h cap.
+    raised = delete_retention_ms(admin, topic)
+    assert 69 * MINUTE <= raised <= 70 * MINUTE
+    (change,) = obj["status"]["deleteRetentionRaised"]
+    assert (change["fromMs"], change["toMs"]) == (60 * MINUTE, raised)
+    reasons = [e["reason"] for e in events(stack, e2e_ns, "tomb")]
+    assert reasons.count("TombstonesAtRisk") == 1
+    assert reasons.count("DeleteRetentionRaised") == 1
