@@ -6,6 +6,7 @@ admin client, not the operator's."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
 from tests.e2e.test_retention_policy import HOUR, NO_RETENTION, apply_policy, condition, ran
-from tests.support import commit, events, log_starts, produce
+from tests.support import OperatorProcess, commit, events, log_starts, produce
 
 
 def delete_records(admin: AdminClient, topic: str, cuts: dict[int, int]) -> None:
@@ -140,3 +141,40 @@ def test_at_risk_is_raised_before_retention_reaches_unread_records(
     # Nothing is lost yet, and nothing was deleted.
     assert obj["status"]["losses"] == []
     assert log_starts(admin, topic, 1) == [0]
+
+
+@pytest.mark.stack
+def test_a_restarted_operator_reports_nothing_twice(
+    stack: Stack,
+    namespace: str,
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+    tmp_path: Path,
+) -> None:
+    # Its own operator (the namespace is not the session operator's), stopped and started.
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 60})
+    slow = f"{topic}-slow"
+    commit(bootstrap, slow, topic, {0: 10})
+    first_operator = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
+    try:
+        apply_policy(
+            stack, namespace, "watch", topics={"names": [topic]}, notify={"groups": [slow]}
+        )
+        first = ran(stack, namespace, "watch")
+        delete_records(admin, topic, {0: 35})
+        found = ran(stack, namespace, "watch", after=first["status"]["lastRun"]["completedAt"])
+        assert found["status"]["unconsumedLostTotal"] == 25
+    finally:
+        assert first_operator.stop() == 0
+    second_operator = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
+    try:
+        later = ran(stack, namespace, "watch", after=found["status"]["lastRun"]["completedAt"])
+    finally:
+        # Deleted while an operator can still remove its finalizer.
+        stack.kubectl("delete", "retentionpolicy", "watch", "-n", namespace, "--timeout=60s")
+        assert second_operator.stop() == 0
+    assert later["status"]["unconsumedLostTotal"] == 25
+    assert len(later["status"]["losses"]) == 1
+    assert len(loss_events(stack, namespace, "watch")) == 1
