@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kafka_retention.adapters.kafka import RecordInfo, RecordReader, average_record_sizes
+from kafka_retention.adapters.kafka import (
+    RecordInfo,
+    RecordReader,
+    average_record_sizes,
+    key_text,
+)
 from kafka_retention.core.facts import TopicPartition
 from retention_jobs.request import Connection
 
@@ -86,8 +91,7 @@ class _Tally:
         self.count += 1
         self.size += rec.size
         if len(self.keys) < key_sample:
-            key = None if rec.key is None else rec.key.decode("utf-8", "backslashreplace")
-            self.keys.append((rec.offset, None if key is None else key[:200]))
+            self.keys.append((rec.offset, key_text(rec.key)))
 
 
 class _Tombstones:

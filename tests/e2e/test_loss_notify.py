@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
+from tests.e2e.test_record_purge import apply_purge, finished
 from tests.e2e.test_retention_policy import HOUR, NO_RETENTION, apply_policy, condition, ran
 from tests.support import OperatorProcess, commit, events, log_starts, produce
 
@@ -65,7 +66,7 @@ def test_a_manual_delete_past_a_watched_group_is_reported_once_as_external(
     assert len(again["status"]["losses"]) == 1
     (event,) = loss_events(stack, e2e_ns, "watch")
     assert event.get("count", 1) == 1
-    assert f"group {slow} on {topic}-0" in event["message"]
+    assert f"group {slow} lost 25 unread records of {topic}-0" in event["message"]
     assert "cause external" in event["message"]
 
 
@@ -76,7 +77,7 @@ def test_the_policys_own_max_retention_cut_is_reported_with_its_rule(
     topic = make_topic(partitions=1, config=NO_RETENTION)
     now = int(time.time() * 1000)
     stamps = [now - 3 * HOUR + i for i in range(20)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
+    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps}, key=lambda p, i: b"order-%d" % i)
     idle = f"{topic}-idle"
     commit(bootstrap, idle, topic, {0: 5})
     apply_policy(
@@ -91,6 +92,39 @@ def test_the_policys_own_max_retention_cut_is_reported_with_its_rule(
     assert log_starts(admin, topic, 1) == [20]
     (loss,) = obj["status"]["losses"]
     assert (loss["fromOffset"], loss["toOffset"], loss["cause"]) == (5, 20, "maxRetention")
+    assert (loss["group"], loss["records"]) == (idle, 15)
+    # The first keys it lost, read before the cut removed them.
+    assert loss["sampleKeys"] == [{"offset": o, "key": f"order-{o}"} for o in range(5, 10)]
+    (event,) = loss_events(stack, e2e_ns, "cap")
+    assert event.get("count", 1) == 1
+    assert "cause maxRetention, keys 'order-5', 'order-6'" in event["message"]
+
+
+@pytest.mark.stack
+def test_a_record_purge_past_a_watched_group_is_named_as_the_cause(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 50, 1: 50})
+    slow = f"{topic}-slow"
+    commit(bootstrap, slow, topic, {0: 10, 1: 10})
+    apply_policy(stack, e2e_ns, "blame", topics={"names": [topic]}, notify={"groups": [slow]})
+    first = ran(stack, e2e_ns, "blame")
+    apply_purge(
+        stack,
+        e2e_ns,
+        "trim",
+        partitions=[{"topic": topic, "partition": 0, "offset": 30}],
+    )
+    assert finished(stack, e2e_ns, "trim")["status"]["phase"] == "Succeeded"
+    # And someone else's delete on partition 1, which no purge explains.
+    delete_records(admin, topic, {1: 20})
+    after = ran(stack, e2e_ns, "blame", after=first["status"]["lastRun"]["completedAt"])
+    found = {loss["partition"]: loss for loss in after["status"]["losses"]}
+    assert (found[0]["cause"], found[0]["recordPurge"]) == ("recordPurge", f"{e2e_ns}/trim")
+    assert (found[0]["fromOffset"], found[0]["toOffset"]) == (10, 30)
+    assert (found[1]["cause"], "recordPurge" in found[1]) == ("external", False)
+    assert log_starts(admin, topic, 2) == [30, 20]
 
 
 @pytest.mark.stack

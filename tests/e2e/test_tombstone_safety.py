@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from devstack.stack import Stack
@@ -43,12 +44,11 @@ def test_a_lagging_group_on_a_compacted_topic_is_named_and_delete_retention_rais
         stack,
         e2e_ns,
         "tomb",
-        # One run: as the lag grows, later runs would raise the setting again.
         interval="1h",
         topics={"names": [topic]},
         tombstones={
             "groups": [slow, fresh],
-            "raiseDeleteRetention": {"enabled": True, "max": "2h"},
+            "raiseDeleteRetention": {"enabled": True, "max": "3h"},
         },
     )
     obj = ran(stack, e2e_ns, "tomb")
@@ -62,11 +62,50 @@ def test_a_lagging_group_on_a_compacted_topic_is_named_and_delete_retention_rais
         3600,
     )
     assert 55 * 60 <= entry["lagSeconds"] < 60 * 60
-    # Raised so 55 minutes and a little is 80% of it: 69 or 70 minutes, under the 2h cap.
+    # Raised so 55 minutes and a little is half of 80% of it: 138 or 139 minutes (rounded
+    # up to a minute), under the 3h cap.
     raised = delete_retention_ms(admin, topic)
-    assert 69 * MINUTE <= raised <= 70 * MINUTE
+    assert 138 * MINUTE <= raised <= 139 * MINUTE
     (change,) = obj["status"]["deleteRetentionRaised"]
     assert (change["fromMs"], change["toMs"]) == (60 * MINUTE, raised)
     reasons = [e["reason"] for e in events(stack, e2e_ns, "tomb")]
     assert reasons.count("TombstonesAtRisk") == 1
     assert reasons.count("DeleteRetentionRaised") == 1
+
+
+@pytest.mark.stack
+def test_a_tombstone_inventory_counts_them_with_the_oldest_age(
+    stack: Stack, e2e_ns: str, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(
+        partitions=2,
+        config={"cleanup.policy": "compact", "delete.retention.ms": str(180 * MINUTE)},
+    )
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(20):
+        producer.produce(topic, key=b"k%d" % i, value=b"x", partition=i % 2, timestamp=now + i)
+    # Deletes of k3 (two hours ago) and k5 on partition 1, and k4 on partition 0.
+    for key, partition, age in ((b"k3", 1, 120 * MINUTE), (b"k5", 1, 10 * MINUTE), (b"k4", 0, 0)):
+        producer.produce(topic, key=key, value=None, partition=partition, timestamp=now - age)
+    assert producer.flush(30) == 0
+    apply_policy(
+        stack,
+        e2e_ns,
+        "inventory",
+        interval="1h",
+        topics={"names": [topic]},
+        tombstones={"groups": [f"{topic}-g"], "inventory": True},
+    )
+    # The scan runs in the operator's Spark session: allow for the JVM to start.
+    obj = ran(stack, e2e_ns, "inventory")
+    (entry,) = obj["status"]["tombstoneInventory"]
+    assert {k: entry[k] for k in ("topic", "partitions", "recordsScanned", "tombstones")} == {
+        "topic": topic,
+        "partitions": 2,
+        "recordsScanned": 23,
+        "tombstones": 3,
+    }
+    assert entry["deleteRetentionSeconds"] == 180 * 60
+    assert 120 * 60 <= entry["oldestAgeSeconds"] < 125 * 60
+    assert condition(obj, "Degraded")["status"] == "False"

@@ -10,9 +10,11 @@ purpose (it can compile the regex and compare durations; the schema cannot)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from devstack.stack import Stack
 from kafka_retention.core.policy_spec import parse_policy_spec
@@ -36,6 +38,26 @@ POLICIES: list[tuple[str, dict[str, Any], bool]] = [
     ("bad-duration", {"topics": {"names": ["t"]}, "maxRetention": "soon"}, False),
     ("bad-time", {"topics": {"names": ["t"]}, "deleteBefore": "yesterday"}, False),
     ("bad-topic", {"topics": {"names": ["no spaces"]}, "maxRetention": "1d"}, False),
+    ("notify-only", {"topics": {"names": ["t"]}, "notify": {"groups": ["g"]}}, True),
+    ("notify-no-groups", {"topics": {"names": ["t"]}, "notify": {"groups": []}}, False),
+    (
+        "tombstone-inventory",
+        {"topics": {"names": ["t"]}, "tombstones": {"groups": ["g"], "inventory": True}},
+        True,
+    ),
+    (
+        "raise-without-max",
+        {
+            "topics": {"names": ["t"]},
+            "tombstones": {"groups": ["g"], "raiseDeleteRetention": {"enabled": True}},
+        },
+        False,
+    ),
+    (
+        "warn-above-100",
+        {"topics": {"names": ["t"]}, "tombstones": {"groups": ["g"], "warnAtPercent": 101}},
+        False,
+    ),
     *(
         (
             f"interval-{value.lower()}",
@@ -165,3 +187,20 @@ def test_what_only_the_parser_refuses_is_named_in_its_error(stack: Stack, namesp
         with pytest.raises(SpecError) as caught:
             parse_policy_spec({"cluster": CLUSTER, **spec})
         assert caught.value.field == field, name
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_every_shipped_example_is_accepted_by_the_api_server_and_the_parser(
+    stack: Stack, namespace: str, example: str
+) -> None:
+    (body,) = yaml.safe_load_all((EXAMPLES / example).read_text())
+    done = stack.kubectl(
+        "apply", "--dry-run=server", "-n", namespace, "-f", str(EXAMPLES / example), check=False
+    )
+    assert done.returncode == 0, done.stderr
+    parse = parse_policy_spec if body["kind"] == "RetentionPolicy" else parse_spec
+    parse(body["spec"])

@@ -87,6 +87,51 @@ def test_tombstone_risk_starts_at_the_warn_share_and_the_raise_is_capped() -> No
     risks = ts.at_risk(lags, {"c": 100}, warn_percent=80)
     assert [(r.group, r.margin_ms) for r in risks] == [("c", -20), ("b", 20)]
     minute = ts.MINUTE_MS
-    assert ts.raised_delete_retention(60 * minute, 80 * minute, 80, 1000 * minute) == 100 * minute
+    # 80 minutes of lag sits at half of 80% of 200 minutes.
+    assert ts.raised_delete_retention(60 * minute, 80 * minute, 80, 1000 * minute) == 200 * minute
     assert ts.raised_delete_retention(60 * minute, 80 * minute, 80, 90 * minute) == 90 * minute
     assert ts.raised_delete_retention(200 * minute, 80 * minute, 80, 1000 * minute) is None
+    assert ts.raised_delete_retention(300 * minute, 80 * minute, 80, 1000 * minute) is None
+
+
+def test_a_growing_lag_raises_delete_retention_once_per_doubling_not_every_run() -> None:
+    """A stuck group's lag grows by a minute a run: after one raise it is out of risk
+    until its lag has doubled."""
+    minute, c0 = ts.MINUTE_MS, TopicPartition("c", 0)
+    retention, raises = 60 * minute, 0
+    for lag in range(48 * minute, 400 * minute, minute):
+        if ts.at_risk({("g", c0): lag}, {"c": retention}, warn_percent=80):
+            target = ts.raised_delete_retention(retention, lag, 80, 10_000 * minute)
+            assert target is not None
+            assert target > retention
+            retention, raises = target, raises + 1
+    # At 48 min -> 120 (the lag at 40%), at 96 -> 240, 192 -> 480, 384 -> 960: four
+    # raises over 352 runs.
+    assert (raises, retention) == (4, 960 * minute)
+
+
+def test_the_tombstone_inventory_folds_partitions_and_puts_the_nearest_to_expiry_first() -> None:
+    def row(topic: str, read: int, found: int, age: int | None) -> dict[str, object]:
+        return {
+            "topic": topic,
+            "recordsRead": read,
+            "tombstones": found,
+            "oldestTombstoneAgeMs": age,
+        }
+
+    rows = [
+        row("a", 10, 2, 100),
+        row("a", 20, 1, 300),
+        row("b", 5, 1, 50),
+        row("none", 7, 0, None),
+        row("not-compacted", 9, 9, 999),
+    ]
+    found = ts.fold_inventory(rows, {"a": 1000, "b": 100, "none": 1000})
+    # b's oldest has 50 ms left, a's 700; a topic without tombstones comes last.
+    assert [
+        (t.topic, t.partitions, t.records_scanned, t.tombstones, t.oldest_age_ms) for t in found
+    ] == [
+        ("b", 1, 5, 1, 50),
+        ("a", 2, 30, 3, 300),
+        ("none", 1, 7, 0, None),
+    ]

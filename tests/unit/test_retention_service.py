@@ -4,6 +4,7 @@ the fresh re-check, overlapping policies, failures, and what status says."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
+from kafka_retention.core.purge_ledger import PurgeLedger, purge_done
 from kafka_retention.services import retention_run
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.policy_planning import plan_in_process, select
@@ -18,6 +20,7 @@ from kafka_retention.services.retention_run import PolicyRun, RunOutcome
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
+NOW_TEXT = "2026-11-22T12:00:00Z"
 T0 = TopicPartition("t", 0)
 
 
@@ -100,6 +103,18 @@ class FakeKafka:
     ) -> dict[TopicPartition, float]:
         return dict.fromkeys(ranges, 100.0)
 
+    def first_keys(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], count: int
+    ) -> dict[TopicPartition, list[tuple[int, str | None]]]:
+        """Records exist from the log start to the high watermark, keyed key-<offset>."""
+        self._call("first_keys")
+        out: dict[TopicPartition, list[tuple[int, str | None]]] = {}
+        for tp, (start, end) in ranges.items():
+            first, hw = self.logs[tp]
+            offsets = range(max(start, first), min(end, hw, start + count))
+            out[tp] = [(o, f"key-{o}") for o in offsets]
+        return out
+
     def delete_records(
         self, cuts: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, int | KafkaFailure]:
@@ -146,9 +161,14 @@ def env(kafka: FakeKafka, spark: Any = None, line: int = 2000) -> Environment:
 
 
 def run_one(
-    kafka: FakeKafka, store: Store, others: Mapping[str, PolicySpec] | None = None, **fields: Any
+    kafka: FakeKafka,
+    store: Store,
+    others: Mapping[str, PolicySpec] | None = None,
+    purges: PurgeLedger | None = None,
+    **fields: Any,
 ) -> RunOutcome:
-    outcomes = run_batch([due(store, **fields)], others or {}, env(kafka), lambda: NOW)
+    environment = replace(env(kafka), purges=purges)
+    outcomes = run_batch([due(store, **fields)], others or {}, environment, lambda: NOW)
     return outcomes["ns/p"]
 
 
@@ -364,8 +384,12 @@ def test_a_batch_reads_the_cluster_once_for_all_its_policies() -> None:
 
 
 class FakeSpark:
-    def __init__(self, kafka: FakeKafka, fail: bool = False) -> None:
-        self.kafka, self.fail = kafka, fail
+    """Plans as the job does (through the same core); `tombstones` are its scan rows."""
+
+    def __init__(
+        self, kafka: FakeKafka, fail: bool = False, tombstones: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        self.kafka, self.fail, self.tombstones = kafka, fail, list(tombstones)
         self.planned: list[list[str]] = []
 
     def __call__(
@@ -377,7 +401,10 @@ class FakeSpark:
                 "An error occurred while calling o91.collect.\n"
                 "KafkaUnavailable: executor lost\n\tat org.apache.spark"
             )
-        return plan_in_process(self.kafka, members, select(self.kafka, members), now_ms)
+        plans = plan_in_process(self.kafka, members, select(self.kafka, members), now_ms)
+        for plan in plans.values():
+            plan.tombstones = list(self.tombstones)
+        return plans
 
 
 def test_small_policies_are_planned_in_process_and_a_large_one_with_spark() -> None:
@@ -512,6 +539,77 @@ def test_the_policys_own_max_retention_cut_is_named_as_the_cause() -> None:
     ]
     # Causes of the policy's own cuts need no extra reads.
     assert "first_record_times" not in kafka.calls
+    # The first keys were read before the cut and travel with the loss (five listed).
+    (entry,) = store.status["losses"]
+    assert entry["sampleKeys"] == [{"offset": o, "key": f"key-{o}"} for o in range(10, 15)]
+    assert kafka.calls.index("first_keys") < kafka.calls.index("delete_records")
+
+
+def test_a_loss_outside_the_policys_cut_carries_no_sampled_keys() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [40, 100]
+    kafka.commits = {"slow": {T0: 10}}
+    store = Store()
+    run_one(kafka, store, notify={"groups": ["slow"]})
+    (entry,) = store.status["losses"]
+    assert (entry["cause"], "sampleKeys" in entry) == ("external", False)
+    assert "first_keys" not in kafka.calls
+
+
+def test_a_record_purge_that_left_the_log_start_in_the_lost_range_is_named() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [40, 100]
+    kafka.commits = {"slow": {T0: 10}}
+    ledger = PurgeLedger()
+    ledger.put(
+        "ops/trim", purge_done(purge_body("trim", "k:9092", {"partition": 0, "lowWatermark": 40}))
+    )
+    # A purge elsewhere, or one that left the log start outside the range, is not blamed.
+    ledger.put(
+        "ops/other", purge_done(purge_body("other", "x:9092", {"partition": 0, "lowWatermark": 40}))
+    )
+    ledger.put(
+        "ops/old", purge_done(purge_body("old", "k:9092", {"partition": 0, "lowWatermark": 5}))
+    )
+    store = Store()
+    outcome = run_one(kafka, store, notify={"groups": ["slow"]}, purges=ledger)
+    assert [(x.cause, x.by) for x in outcome.notify_losses] == [("recordPurge", "ops/trim")]
+    (entry,) = store.status["losses"]
+    assert (entry["cause"], entry["recordPurge"]) == ("recordPurge", "ops/trim")
+    # Named from the ledger: no retention settings needed.
+    assert "first_record_times" not in kafka.calls
+
+
+def test_a_folded_purge_is_named_only_when_it_completed_since_the_previous_check() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [40, 100]
+    kafka.commits = {"slow": {T0: 10}}
+    folded = {"partition": -1, "note": "summary of 2000 partitions"}
+    ledger = PurgeLedger()
+    ledger.put(
+        "ops/big", purge_done(purge_body("big", "k:9092", folded, completed="2026-11-22T11:30:00Z"))
+    )
+    before = Store()
+    before.status["lastRun"] = {"completedAt": "2026-11-22T11:00:00Z"}
+    outcome = run_one(kafka, before, notify={"groups": ["slow"]}, purges=ledger)
+    assert [(x.cause, x.by) for x in outcome.notify_losses] == [("recordPurge", "ops/big")]
+    after = Store()
+    after.status["lastRun"] = {"completedAt": "2026-11-22T11:45:00Z"}
+    outcome = run_one(kafka, after, notify={"groups": ["slow"]}, purges=ledger)
+    assert [(x.cause, x.by) for x in outcome.notify_losses] == [("external", None)]
+
+
+def purge_body(
+    name: str, cluster: str, result: dict[str, Any], completed: str = NOW_TEXT
+) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "ops", "name": name},
+        "spec": {"cluster": {"bootstrapServers": cluster}},
+        "status": {
+            "completedAt": completed,
+            "results": [{"topic": "t", "state": "Purged", **result}],
+        },
+    }
 
 
 def test_records_aged_out_by_time_retention_are_blamed_on_the_broker() -> None:
@@ -620,11 +718,11 @@ def test_delete_retention_is_raised_for_the_slowest_group_within_the_cap() -> No
     kafka = FakeKafka()
     compacted_topic(kafka)
     kafka.commits = {"slow": {C0: 10}}
-    kafka.record_times[C0] = {10: NOW_MS - 40 * 3_600_000}  # 40h behind a 24h setting
+    kafka.record_times[C0] = {10: NOW_MS - 20 * 3_600_000}  # 20h: past 80% of a 24h setting
     store = Store()
     spec = {"groups": ["slow"], "raiseDeleteRetention": {"enabled": True, "max": "3d"}}
     outcome = run_one(kafka, store, topics={"names": ["c"]}, tombstones=spec)
-    # 40h at 80% -> 50h.
+    # 20h at half of 80% -> 50h.
     assert kafka.altered == [("c", "delete.retention.ms", str(50 * 3_600_000))]
     assert outcome.tombstones is not None
     assert [(r.from_ms, r.to_ms) for r in outcome.tombstones.raised] == [(DAY_MS, 50 * 3_600_000)]
@@ -636,3 +734,56 @@ def test_delete_retention_is_raised_for_the_slowest_group_within_the_cap() -> No
     kafka.configs["c"]["delete.retention.ms"] = str(10 * DAY_MS)  # a person set it higher
     run_one(kafka, store, topics={"names": ["c"]}, tombstones=spec)
     assert len(kafka.altered) == 2
+
+
+def scan_row(partition: int, read: int, tombstones: int, age_ms: int | None) -> dict[str, Any]:
+    return {
+        "topic": "c",
+        "partition": partition,
+        "recordsRead": read,
+        "tombstones": tombstones,
+        "oldestTombstoneAgeMs": age_ms,
+    }
+
+
+def test_a_tombstone_inventory_is_planned_with_spark_however_small_and_lands_in_status() -> None:
+    kafka = FakeKafka()
+    compacted_topic(kafka)
+    kafka.logs[TopicPartition("c", 1)] = [0, 50]
+    kafka.logs[T0] = [0, 100]
+    spark = FakeSpark(kafka, tombstones=[scan_row(0, 100, 3, 5_000_000), scan_row(1, 50, 0, None)])
+    stores = {"ns/inv": Store(), "ns/small": Store()}
+    items = [
+        due(
+            stores["ns/inv"],
+            "ns/inv",
+            topics={"names": ["c"]},
+            tombstones={"groups": ["g"], "inventory": True},
+        ),
+        due(stores["ns/small"], "ns/small", maxRetention="1d"),
+    ]
+    outcomes = run_batch(items, {}, env(kafka, spark, line=5000), lambda: NOW)
+    assert spark.planned == [["ns/inv"]]
+    assert outcomes["ns/inv"].ok
+    (entry,) = stores["ns/inv"].status["tombstoneInventory"]
+    assert {k: v for k, v in entry.items() if k != "scannedAt"} == {
+        "topic": "c",
+        "partitions": 2,
+        "recordsScanned": 150,
+        "tombstones": 3,
+        "oldestAgeSeconds": 5000,
+        "deleteRetentionSeconds": 86400,
+    }
+
+
+def test_a_tombstone_inventory_without_spark_says_no_scan_ran() -> None:
+    kafka = FakeKafka()
+    compacted_topic(kafka)
+    store = Store()
+    outcome = run_one(
+        kafka, store, topics={"names": ["c"]}, tombstones={"groups": ["g"], "inventory": True}
+    )
+    assert outcome.ok
+    assert store.status["tombstoneInventory"] == []
+    conditions = {c["type"]: c for c in store.status["conditions"]}
+    assert "no record scan ran" in conditions["Degraded"]["message"]

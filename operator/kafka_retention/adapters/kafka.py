@@ -302,6 +302,21 @@ class KafkaAdmin:
 
     # --- records ----------------------------------------------------------------------
 
+    def first_keys(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], count: int
+    ) -> dict[TopicPartition, list[tuple[int, str | None]]]:
+        """The first `count` records' (offset, key) of each [start, end): a bounded sample
+        of what a cut will remove, read before it does."""
+        wanted = {tp: (start, min(end, start + count)) for tp, (start, end) in ranges.items()}
+        out: dict[TopicPartition, list[tuple[int, str | None]]] = {tp: [] for tp in wanted}
+        reader = RecordReader(self._bootstrap, self._client_config)
+        try:
+            for tp, rec in reader.read_many(wanted):
+                out[tp].append((rec.offset, key_text(rec.key)))
+        finally:
+            reader.close()
+        return out
+
     def average_record_bytes(
         self, ranges: Mapping[TopicPartition, tuple[int, int]], sample: int = 20
     ) -> dict[TopicPartition, float]:
@@ -323,6 +338,15 @@ class RecordInfo:
     key: bytes | None
     size: int  # estimated stored bytes: key + value + headers + RECORD_OVERHEAD_BYTES
     tombstone: bool  # a null value: a delete marker on a compacted topic
+
+
+MAX_KEY_CHARS = 200
+
+
+def key_text(key: bytes | None) -> str | None:
+    """A record key as status and events show it: UTF-8 where it is, escaped bytes where
+    not, cut at MAX_KEY_CHARS (keys can be large binary blobs)."""
+    return None if key is None else key.decode("utf-8", "backslashreplace")[:MAX_KEY_CHARS]
 
 
 class RecordReader:

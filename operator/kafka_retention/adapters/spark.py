@@ -238,6 +238,7 @@ def plan_in_pods(
 class BatchPlan:
     rows: list[dict[str, Any]]
     skipped: dict[str, str]
+    tombstones: list[dict[str, Any]]
 
 
 class BatchPlanner:
@@ -251,18 +252,24 @@ class BatchPlanner:
     def __call__(
         self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
     ) -> dict[str, BatchPlan]:
-        from retention_jobs.request import PlanRequest
+        from retention_jobs.request import PlanRequest, Scans
 
         specs = {m.key: m.spec for m in members}
         bootstrap = members[0].spec.bootstrap_servers
+        # The tombstone scan reads every record of the compacted topics: only when asked.
+        scans = Scans(
+            tombstones=any(
+                s.tombstones is not None and s.tombstones.inventory for s in specs.values()
+            )
+        )
         if self.cfg.mode == "local":
             from retention_jobs import plan_job
 
-            request = PlanRequest.for_policies(bootstrap, client_config, specs, now_ms)
+            request = PlanRequest.for_policies(bootstrap, client_config, specs, now_ms, scans)
             results = plan_job.run_batch(local_session(), request)
-            return {k: BatchPlan(r.rows, r.skipped) for k, r in results.items()}
+            return {k: BatchPlan(r.rows, r.skipped, r.tombstones) for k, r in results.items()}
         # Secrets stay out of the request: the driver reads clientConfigSecret itself.
-        request = PlanRequest.for_policies(bootstrap, {}, specs, now_ms)
+        request = PlanRequest.for_policies(bootstrap, {}, specs, now_ms, scans)
         runs: KubernetesRuns | SparkOperatorRuns = (
             KubernetesRuns(self.cfg.master, self.cfg.ca_cert, self.cfg.token_file)
             if self.cfg.mode == "kubernetes"
@@ -271,7 +278,7 @@ class BatchPlanner:
         parts = plan_in_pods(
             runs, self.run_spec(members, request.to_json(), now_ms), self.cfg.run_timeout_s
         )
-        return {k: BatchPlan(rows, skipped) for k, (rows, skipped, _) in parts.items()}
+        return {k: BatchPlan(*plan) for k, plan in parts.items()}
 
     def run_spec(
         self, members: Sequence[Member], request_json: str, now_ms: int

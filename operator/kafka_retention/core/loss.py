@@ -7,8 +7,9 @@ reports only [max(committed, cursor), log start). A cursor is dropped once the g
 committed past it, since no later loss can overlap what it covers.
 
 The cause is named where it can be known: the policy's own cut in this run (the rule that
-made it), else the broker's retention when the topic's settings make that plausible, else
-"external" (a RecordPurge, a manual DeleteRecords, another tool).
+made it), else a RecordPurge that left the log start inside the lost range
+(core.purge_ledger), else the broker's retention when the topic's settings make that
+plausible, else "external" (a manual DeleteRecords, another tool).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ class Loss:
     from_offset: int
     to_offset: int
     cause: str
+    # The RecordPurge (namespace/name) when the cause is one.
+    by: str | None = None
+    # The first (offset, key) of the range, when they were read before the cut.
+    sample: tuple[tuple[int, str | None], ...] = ()
 
     @property
     def records(self) -> int:

@@ -39,6 +39,8 @@ class TombstoneSpec:
     groups: tuple[str, ...]
     warn_at_percent: int = 80
     raise_max_ms: int | None = None  # None: never raise delete.retention.ms
+    # Count tombstones and their oldest age by reading the topics' records (a Spark scan).
+    inventory: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,4 +181,4 @@ def _tombstones(raw: Mapping[str, Any] | None) -> TombstoneSpec | None:
         if remedy.get("max") is None:
             raise SpecError("spec.tombstones.raiseDeleteRetention.max", "is required when enabled")
         cap = _duration(remedy["max"], "spec.tombstones.raiseDeleteRetention.max")
-    return TombstoneSpec(groups, warn, cap)
+    return TombstoneSpec(groups, warn, cap, bool(raw.get("inventory", False)))

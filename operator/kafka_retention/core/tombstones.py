@@ -5,13 +5,17 @@ delete.retention.ms. A consumer that lags by more than that can miss the delete 
 the stale key forever. So for each listed group, its time lag on each partition (how old
 its next unread record is) is compared with delete.retention.ms: past a user-set share of
 it, the group is at risk. The optional remedy raises delete.retention.ms so the slowest
-group sits back at that share, never above a cap and never lowering any value.
+group sits at half that share, never above a cap and never lowering any value. Half, not
+the share itself: a group whose lag keeps growing would otherwise cross the share again
+by the next run and cause a raise every run; with the headroom it takes one raise each
+time its lag doubles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
 
@@ -59,9 +63,53 @@ def at_risk(
 def raised_delete_retention(
     current_ms: int, slowest_lag_ms: int, warn_percent: int, cap_ms: int
 ) -> int | None:
-    """The delete.retention.ms that puts the slowest lag back at warn_percent of it,
+    """The delete.retention.ms that puts the slowest lag at half of warn_percent of it,
     rounded up to a minute and capped; None when that would not raise the value."""
-    wanted = -(-slowest_lag_ms * 100 // warn_percent)
+    wanted = -(-slowest_lag_ms * 200 // warn_percent)
     wanted = -(-wanted // MINUTE_MS) * MINUTE_MS
     target = min(wanted, cap_ms)
     return target if target > current_ms else None
+
+
+@dataclass(frozen=True)
+class TopicTombstones:
+    """One compacted topic's tombstones, as the record scan found them."""
+
+    topic: str
+    partitions: int
+    records_scanned: int
+    tombstones: int
+    oldest_age_ms: int | None
+    delete_retention_ms: int
+
+
+def fold_inventory(
+    scanned: Iterable[Mapping[str, Any]], delete_retention: Mapping[str, int]
+) -> list[TopicTombstones]:
+    """Per topic from the scan's per-partition rows (topic, recordsRead, tombstones,
+    oldestTombstoneAgeMs): the topics whose oldest tombstone is nearest its
+    delete.retention.ms first, topics without tombstones last."""
+    per: dict[str, list[Mapping[str, Any]]] = {}
+    for row in scanned:
+        if row["topic"] in delete_retention:
+            per.setdefault(str(row["topic"]), []).append(row)
+    out = []
+    for topic, rows in per.items():
+        ages = [int(r["oldestTombstoneAgeMs"]) for r in rows if r.get("tombstones")]
+        out.append(
+            TopicTombstones(
+                topic,
+                len(rows),
+                sum(int(r.get("recordsRead") or 0) for r in rows),
+                sum(int(r.get("tombstones") or 0) for r in rows),
+                max(ages) if ages else None,
+                delete_retention[topic],
+            )
+        )
+
+    def nearest(t: TopicTombstones) -> tuple[int, int | float, str]:
+        if t.oldest_age_ms is None:
+            return (1, 0, t.topic)
+        return (0, t.delete_retention_ms - t.oldest_age_ms, t.topic)
+
+    return sorted(out, key=nearest)

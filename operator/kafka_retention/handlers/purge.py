@@ -13,9 +13,10 @@ from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter, read_client_config
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VERSION
-from kafka_retention.handlers.common import namespaced
+from kafka_retention.handlers.common import namespaced, purge_ledger
 from kafka_retention.kube_objects.chunks import set_base
 from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import purge_run as service
@@ -101,3 +102,15 @@ def purge(
         kopf.info(body, reason=EventReason.PURGE_SUCCEEDED, message=outcome.message)
     else:
         kopf.warn(body, reason=f"Purge{outcome.phase}", message=outcome.message)
+
+
+@kopf.on.event(GROUP, VERSION, RECORD_PURGES)
+def remember(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Keep what each purge deleted where policy runs can see it (the same watch as the
+    purge handler: no extra API calls)."""
+    meta = body.get("metadata") or {}
+    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    if event.get("type") == "DELETED":
+        purge_ledger(memo).remove(key)
+    else:
+        purge_ledger(memo).put(key, purge_done(body))

@@ -4,6 +4,7 @@ run's outcome becomes events and metrics here. No thread or daemon is held per p
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any, cast
@@ -16,9 +17,11 @@ from kafka_retention.adapters.kube import drop_finalizer, read_client_config
 from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
-from kafka_retention.core.loss import Risk
+from kafka_retention.core.loss import Loss, Risk
 from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
+from kafka_retention.handlers.common import purge_ledger
 from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.policy_batches import Environment
 from kafka_retention.services.retention_run import RunOutcome
@@ -33,7 +36,7 @@ def _client_config(spec: PolicySpec, namespace: str) -> dict[str, str]:
     return read_client_config(namespace, secret) if secret else {}
 
 
-def build_fleet(cfg: OperatorConfig) -> Fleet:
+def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet:
     sched = cfg.scheduling
     env = Environment(
         client_config=_client_config,
@@ -41,6 +44,7 @@ def build_fleet(cfg: OperatorConfig) -> Fleet:
         spark=BatchPlanner(cfg.spark),
         in_process_max_partitions=sched.in_process_max_partitions,
         apply_workers=sched.apply_workers,
+        purges=purges,
     )
     return Fleet(
         env,
@@ -54,7 +58,7 @@ def build_fleet(cfg: OperatorConfig) -> Fleet:
 @kopf.on.startup()
 async def start_scheduler(memo: kopf.Memo, **_: Any) -> None:
     if "fleet" not in memo:
-        memo["fleet"] = build_fleet(memo.get("config") or OperatorConfig())
+        memo["fleet"] = build_fleet(memo.get("config") or OperatorConfig(), purge_ledger(memo))
 
 
 @kopf.on.cleanup()
@@ -121,23 +125,30 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
         metrics.UNCONSUMED_LOST.labels(namespace, name, lost.group, lost.tp.topic, lost.cause).inc(
             lost.records
         )
-        what = (
-            f"group {lost.group} lost {lost.records} unread records of {lost.tp} "
-            f"(offsets {lost.from_offset}-{lost.to_offset - 1}, cause {lost.cause})"
+        # One logfmt line a loss, for log pipelines to parse; keys stay in status/events.
+        log.warning(
+            "unread_records_lost policy=%s/%s group=%s topic=%s partition=%d "
+            "from_offset=%d to_offset=%d records=%d cause=%s record_purge=%s",
+            namespace,
+            name,
+            json.dumps(lost.group),
+            json.dumps(lost.tp.topic),
+            lost.tp.partition,
+            lost.from_offset,
+            lost.to_offset,
+            lost.records,
+            lost.cause,
+            lost.by or "-",
         )
-        log.warning("%s/%s: %s", namespace, name, what)
     if outcome.notify_losses:
         # One event a run, not one a partition: a dead group on thousands of partitions
         # would flood the namespace's events.
-        first = outcome.notify_losses[0]
         records = sum(lost.records for lost in outcome.notify_losses)
         kopf.warn(
             body,
             reason=EventReason.UNCONSUMED_RECORDS_DELETED,
             message=f"{records} unread records lost on {len(outcome.notify_losses)} "
-            f"partition(s), e.g. group {first.group} on {first.tp} "
-            f"(offsets {first.from_offset}-{first.to_offset - 1}, cause {first.cause}); "
-            "see status.losses",
+            f"partition(s), e.g. {_describe(outcome.notify_losses[0])}; see status.losses",
         )
     if outcome.at_risk is not None:
         _set_at_risk(namespace, name, outcome.at_risk)
@@ -145,6 +156,18 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
         _report_tombstones(body, namespace, name, outcome.tombstones)
     for failure in outcome.failures[:10]:
         kopf.warn(body, reason=EventReason.PARTITION_FAILED, message=failure)
+
+
+def _describe(lost: Loss) -> str:
+    """One loss in words: who, how many, where, why, and the first keys when known."""
+    cause = lost.cause if lost.by is None else f"{lost.cause} {lost.by}"
+    keys = ", ".join(repr(k) for _, k in lost.sample)
+    return (
+        f"group {lost.group} lost {lost.records} unread records of {lost.tp} "
+        f"(offsets {lost.from_offset}-{lost.to_offset - 1}, cause {cause}"
+        + (f", keys {keys}" if keys else "")
+        + ")"
+    )
 
 
 # The (group, topic) series each policy's at-risk gauge has now, to drop those that clear.

@@ -5,7 +5,7 @@ reported once: the cursor of what was reported is kept in status."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -14,9 +14,12 @@ from kafka_retention.core import conditions as cond
 from kafka_retention.core import loss
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.core.purge_ledger import RECORD_PURGE, PurgeLedger
 from kafka_retention.services.ports import PolicyKafka
 
 MAX_LOSSES_LISTED = 100
+# Keys shown per loss in status and events (the plan may hold more).
+MAX_KEYS_LISTED = 5
 _PENDING = "pending"
 
 
@@ -35,6 +38,7 @@ def watch(
     moved: Mapping[TopicPartition, tuple[int, int]],
     kafka: PolicyKafka,
     finished: datetime,
+    purges: PurgeLedger | None = None,
 ) -> LossReport | None:
     """None when the policy watches no group."""
     groups = spec.rules.notify_groups
@@ -42,6 +46,7 @@ def watch(
         return None
     observed = []
     own: dict[TopicPartition, loss.OwnCut] = {}
+    samples: dict[tuple[str, TopicPartition], list[tuple[int, str | None]]] = {}
     for row in rows:
         tp = TopicPartition(row["topic"], row["partition"])
         before, after = moved.get(tp, (row["logStartOffset"], row["logStartOffset"]))
@@ -52,6 +57,9 @@ def watch(
             for g in row.get("groups") or []
             if g["group"] in groups
         }
+        for g in row.get("groups") or []:
+            if g["group"] in groups and g.get("unconsumedSample"):
+                samples[(g["group"], tp)] = [(s["offset"], s["key"]) for s in g["unconsumedSample"]]
         observed.append(loss.Observed(tp, max(after, int(row["logStartOffset"])), committed))
     old = loss.decode_cursor(status.get("lossCursor"))
     found, kept = loss.detect(observed, groups, old, own, lambda tp: _PENDING)
@@ -60,21 +68,13 @@ def watch(
     for key, offset in old.items():
         if key[0] in groups and TopicPartition(key[1], key[2]) not in seen:
             kept.setdefault(key, offset)
-    found = _name_causes(found, kafka, int(finished.timestamp() * 1000))
+    since = _previous_check_ms(status)
+    found = _name_causes(
+        found, kafka, int(finished.timestamp() * 1000), purges, spec.bootstrap_servers, since
+    )
+    found = [_with_sample(lost, samples.get((lost.group, lost.tp), [])) for lost in found]
     detected_at = cond.timestamp(finished)
-    entries = [
-        {
-            "group": lost.group,
-            "topic": lost.tp.topic,
-            "partition": lost.tp.partition,
-            "fromOffset": lost.from_offset,
-            "toOffset": lost.to_offset,
-            "records": lost.records,
-            "cause": lost.cause,
-            "detectedAt": detected_at,
-        }
-        for lost in found
-    ]
+    entries = [_entry(lost, detected_at) for lost in found]
     risks = _at_risk(spec, rows, moved, kafka, int(finished.timestamp() * 1000))
     total = int(status.get("unconsumedLostTotal") or 0) + sum(lost.records for lost in found)
     listed = (entries[::-1] + list(status.get("losses") or []))[:MAX_LOSSES_LISTED]
@@ -98,6 +98,36 @@ def watch(
         },
         risks,
     )
+
+
+def _entry(lost: loss.Loss, detected_at: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "group": lost.group,
+        "topic": lost.tp.topic,
+        "partition": lost.tp.partition,
+        "fromOffset": lost.from_offset,
+        "toOffset": lost.to_offset,
+        "records": lost.records,
+        "cause": lost.cause,
+        "detectedAt": detected_at,
+    }
+    if lost.by is not None:
+        entry["recordPurge"] = lost.by
+    if lost.sample:
+        entry["sampleKeys"] = [{"offset": o, "key": k} for o, k in lost.sample]
+    return entry
+
+
+def _with_sample(lost: loss.Loss, sample: Sequence[tuple[int, str | None]]) -> loss.Loss:
+    """The sampled keys that fall in the lost range (read before this run's cut)."""
+    keys = [(o, k) for o, k in sample if lost.from_offset <= o < lost.to_offset]
+    return replace(lost, sample=tuple(keys[:MAX_KEYS_LISTED])) if keys else lost
+
+
+def _previous_check_ms(status: Mapping[str, Any]) -> int | None:
+    """When the previous run ended: a loss found now happened after it."""
+    done = (status.get("lastRun") or {}).get("completedAt")
+    return None if not done else int(datetime.fromisoformat(done).timestamp() * 1000)
 
 
 def _at_risk(
@@ -159,12 +189,26 @@ def _at_risk(
     return sorted(risks, key=lambda r: (r.within_ms, r.group, r.tp))
 
 
-def _name_causes(found: list[loss.Loss], kafka: PolicyKafka, now_ms: int) -> list[loss.Loss]:
-    """Pending causes named from the topics' retention settings and first records, read
-    only for the partitions that need them."""
-    pending = sorted({lost.tp for lost in found if lost.cause == _PENDING})
+def _name_causes(
+    found: list[loss.Loss],
+    kafka: PolicyKafka,
+    now_ms: int,
+    purges: PurgeLedger | None,
+    cluster: str,
+    since_ms: int | None,
+) -> list[loss.Loss]:
+    """Pending causes named: a RecordPurge the ledger knows moved the log start into the
+    range; else the broker's retention or external, from the topics' retention settings
+    and first records, read only for the partitions that need them."""
+    named: list[loss.Loss] = []
+    for lost in found:
+        purge = None
+        if lost.cause == _PENDING and purges is not None:
+            purge = purges.cause(cluster, lost.tp, lost.from_offset, lost.to_offset, since_ms)
+        named.append(replace(lost, cause=RECORD_PURGE, by=purge) if purge else lost)
+    pending = sorted({lost.tp for lost in named if lost.cause == _PENDING})
     if not pending:
-        return found
+        return named
     configs = kafka.topic_configs(sorted({tp.topic for tp in pending}))
     firsts = kafka.first_record_times(pending)
     cause: dict[TopicPartition, str] = {}
@@ -178,10 +222,7 @@ def _name_causes(found: list[loss.Loss], kafka: PolicyKafka, now_ms: int) -> lis
         plausible = loss.broker_retention_plausible(config, first, now_ms)
         cause[tp] = loss.BROKER_RETENTION if plausible else loss.EXTERNAL
     return [
-        loss.Loss(lost.group, lost.tp, lost.from_offset, lost.to_offset, cause[lost.tp])
-        if lost.cause == _PENDING
-        else lost
-        for lost in found
+        replace(lost, cause=cause[lost.tp]) if lost.cause == _PENDING else lost for lost in named
     ]
 
 

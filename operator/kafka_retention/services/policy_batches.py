@@ -20,6 +20,7 @@ from kafka_retention.adapters.kube import SecretUnavailable
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
+from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import retention_run
 from kafka_retention.services.policy_planning import (
@@ -53,6 +54,8 @@ class Environment:
     in_process_max_partitions: int = 10_000
     apply_workers: int = 4
     retry_delay: float = 15.0
+    # What RecordPurges deleted (fed by their watch), to name them as a loss's cause.
+    purges: PurgeLedger | None = None
 
 
 class PlanFailed(RuntimeError):
@@ -120,7 +123,14 @@ def run_batch(
             item, spec = specs[key]
             try:
                 return key, retention_run.apply_plan(
-                    item.run, spec, plans[key], kafka, peers, started, env.retry_delay
+                    item.run,
+                    spec,
+                    plans[key],
+                    kafka,
+                    peers,
+                    started,
+                    env.retry_delay,
+                    env.purges,
                 )
             except Exception as err:  # one policy's trouble is its own
                 log.exception("run of %s failed", key)
@@ -162,7 +172,9 @@ def split(
     env: Environment,
 ) -> tuple[list[Member], list[Member]]:
     """Policies planned here (smallest first, while the union of their partitions stays
-    within the line) and those left for Spark. Without Spark, everything is planned here."""
+    within the line) and those left for Spark. A policy asking for a tombstone inventory
+    needs a record scan, so Spark, whatever its size. Without Spark, everything is planned
+    here (and an inventory is reported as unavailable)."""
     if env.spark is None:
         return list(members), []
 
@@ -173,6 +185,9 @@ def split(
     union: set[str] = set()
     large: list[Member] = []
     for member in sorted(members, key=lambda m: (size(m), m.key)):
+        if member.spec.tombstones is not None and member.spec.tombstones.inventory:
+            large.append(member)
+            continue
         grown = union | set(selected[member.key])
         if sum(len(partitions.get(t, ())) for t in grown) <= env.in_process_max_partitions:
             small.append(member)

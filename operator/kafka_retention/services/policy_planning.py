@@ -6,8 +6,10 @@ over its policies, default 10,000) is planned here. Up to that size one Spark jo
 more in scheduling and Python workers than it saves (BENCHMARKS.md: 0.4 s in process vs
 3.6 s with Spark at 1,000 partitions, 4.2 s vs 9.9 s at 10,000); above it, Spark spreads
 the reads over executors and, in pod modes, over machines. In-process plans skip the
-record scans (time lag, samples of unread keys): their offsets, cuts, unread counts and
-byte estimates are the same as Spark's, from the same core.
+record scans (time lags, unread bytes): their offsets, cuts, unread counts and byte
+estimates are the same as Spark's, from the same core. Where a cut passes a spec.notify
+group, the first keys it removes unread are sampled here too (a bounded read), so a loss
+report carries keys whichever planner ran.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class PolicyPlan:
 
     rows: list[dict[str, Any]]
     skipped: dict[str, str] = field(default_factory=dict)
+    # Tombstone scan rows, one per compacted partition (Spark plans with a scan only).
+    tombstones: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Planned(Protocol):
@@ -38,6 +42,7 @@ class Planned(Protocol):
 
     rows: list[dict[str, Any]]
     skipped: dict[str, str]
+    tombstones: list[dict[str, Any]]
 
 
 class BatchPlanner(Protocol):
@@ -118,6 +123,7 @@ def plan_in_process(
                 if row.get("recordsToDelete"):
                     to_size[tp] = (row["logStartOffset"], row["highWatermark"])
         plans[member.key] = PolicyPlan(rows, selection.skipped(member.key))
+    _sample_unread(kafka, members, plans)
     averages = kafka.average_record_bytes(to_size) if to_size else {}
     for plan in plans.values():
         for row in plan.rows:
@@ -130,6 +136,48 @@ def plan_in_process(
                 else (None if avg is None else round(avg * row["recordsToDelete"]))
             )
     return plans
+
+
+# Keys kept per group and partition (as the Spark scan's default), and partitions sampled
+# per policy: status lists at most 100 losses, so more samples would never be shown.
+KEY_SAMPLE = 10
+MAX_SAMPLED_PARTITIONS = 100
+
+
+def _sample_unread(
+    kafka: PolicyKafka, members: Sequence[Member], plans: Mapping[str, PolicyPlan]
+) -> None:
+    """Add `unconsumedSample` [{offset, key}] to each notify group a cut passes: the first
+    records it will remove that the group has not read. One bounded read per group."""
+    wanted: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
+    targets: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    for member in members:
+        watched = set(member.spec.rules.notify_groups)
+        sampled = 0
+        for row in plans[member.key].rows:
+            for g in row.get("groups") or []:
+                if g["group"] not in watched or not g.get("unconsumedToDelete"):
+                    continue
+                if sampled >= MAX_SAMPLED_PARTITIONS:
+                    break
+                sampled += 1
+                tp = TopicPartition(row["topic"], row["partition"])
+                start = max(int(row["logStartOffset"]), int(g["committedOffset"] or 0))
+                ranges = wanted.setdefault(g["group"], {})
+                # Policies sharing the group may cut the partition differently: read to
+                # the furthest cut, keep each policy's keys below its own.
+                end = max(int(row["targetOffset"]), ranges.get(tp, (start, start))[1])
+                ranges[tp] = (start, end)
+                targets.append((g["group"], row, g))
+    found: dict[tuple[str, TopicPartition], list[tuple[int, str | None]]] = {}
+    for group, ranges in sorted(wanted.items()):
+        for tp, keys in kafka.first_keys(ranges, KEY_SAMPLE).items():
+            found[(group, tp)] = keys
+    for group, row, g in targets:
+        keys = found.get((group, TopicPartition(row["topic"], row["partition"])), [])
+        g["unconsumedSample"] = [
+            {"offset": o, "key": k} for o, k in keys if o < int(row["targetOffset"])
+        ]
 
 
 def _commits(

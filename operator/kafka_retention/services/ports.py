@@ -53,7 +53,8 @@ class KafkaPlanner(KafkaCutter, Protocol):
 class PolicyKafka(KafkaPlanner, Protocol):
     """Plus the topic list, which RetentionPolicies select from by name and pattern;
     first-record times, which name the cause of a loss; record times at offsets, which
-    give a group's time lag; and one topic setting raised (tombstone safety)."""
+    give a group's time lag; one topic setting raised (tombstone safety); and the first
+    keys of a range, sampled before a cut removes records a watched group has not read."""
 
     def topic_names(self) -> list[str]: ...
     def first_record_times(
@@ -63,3 +64,6 @@ class PolicyKafka(KafkaPlanner, Protocol):
         self, ranges: Mapping[TopicPartition, tuple[int, int]]
     ) -> Mapping[TopicPartition, int]: ...
     def set_topic_config(self, topic: str, key: str, value: str) -> KafkaFailure | None: ...
+    def first_keys(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], count: int
+    ) -> Mapping[TopicPartition, list[tuple[int, str | None]]]: ...

@@ -23,6 +23,7 @@ from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.overlap import PeerIndex, conservative_cut
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import loss_watch, tombstone_watch
 from kafka_retention.services import retention_report as report
@@ -115,8 +116,10 @@ def apply_plan(
     peers: PeerIndex,
     started: datetime,
     retry_delay: float = 15.0,
+    purges: PurgeLedger | None = None,
 ) -> RunOutcome:
-    """Re-check, hold back for overlapping policies, delete, verify and report."""
+    """Re-check, hold back for overlapping policies, delete, verify and report. `purges`
+    lets a loss be blamed on the RecordPurge that caused it."""
     rows = [r for r in plan.rows if not r.get("error")]
     failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
     try:
@@ -147,20 +150,26 @@ def apply_plan(
     else:
         message = f"deleted {records} records from {len(by_topic)} topics"
     interval = spec.interval_ms / 1000
+    watched = loss_watch.watch(spec, run.status, rows, moved, kafka, finished, purges)
+    tomb = tombstone_watch.watch(
+        spec,
+        run.status,
+        {r["topic"] for r in rows} | set(plan.skipped),
+        kafka,
+        finished,
+        plan.tombstones,
+    )
+    if tomb is not None:
+        failures += tomb.problems
     degraded = "; ".join(failures[:5])
-    watched = loss_watch.watch(spec, run.status, rows, moved, kafka, finished)
     conditions = _conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded)
     if watched is not None:
         conditions = loss_watch.data_loss_condition(conditions, watched, run.generation, finished)
         conditions = loss_watch.at_risk_condition(
             conditions, watched, spec, run.generation, finished
         )
-    tomb = tombstone_watch.watch(
-        spec, run.status, {r["topic"] for r in rows} | set(plan.skipped), kafka, finished
-    )
     if tomb is not None:
         conditions = tombstone_watch.condition(conditions, tomb, run.generation, finished)
-        failures += tomb.problems
     run.store.patch(
         {
             **(watched.status if watched is not None else {}),

@@ -18,6 +18,7 @@ from kafka_retention.services.ports import PolicyKafka
 
 MAX_LISTED = 100
 MAX_RAISES_LISTED = 50
+MAX_INVENTORY_LISTED = 500
 
 
 @dataclass
@@ -43,8 +44,10 @@ def watch(
     topics: Iterable[str],
     kafka: PolicyKafka,
     finished: datetime,
+    scanned: Sequence[Mapping[str, Any]] = (),
 ) -> TombstoneReport | None:
-    """None when the policy lists no tombstone groups."""
+    """None when the policy lists no tombstone groups. `scanned`: the plan's tombstone
+    scan rows, folded into status.tombstoneInventory when the spec asks for it."""
     if spec.tombstones is None:
         return None
     want = spec.tombstones
@@ -78,6 +81,22 @@ def watch(
     before = {(e["group"], e["topic"]) for e in status.get("tombstones") or []}
     new_pairs = sorted({(r.group, r.tp.topic) for r in risks} - before)
     at = cond.timestamp(finished)
+    inventory: dict[str, Any] = {}
+    if want.inventory:
+        if retention and not scanned:
+            problems.append("tombstone inventory: no record scan ran (it needs Spark)")
+        inventory["tombstoneInventory"] = [
+            {
+                "topic": t.topic,
+                "partitions": t.partitions,
+                "recordsScanned": t.records_scanned,
+                "tombstones": t.tombstones,
+                "oldestAgeSeconds": None if t.oldest_age_ms is None else t.oldest_age_ms // 1000,
+                "deleteRetentionSeconds": t.delete_retention_ms // 1000,
+                "scannedAt": at,
+            }
+            for t in ts.fold_inventory(scanned, retention)[:MAX_INVENTORY_LISTED]
+        ]
     history = [
         {"topic": r.topic, "fromMs": r.from_ms, "toMs": r.to_ms, "at": at} for r in raised
     ] + list(status.get("deleteRetentionRaised") or [])
@@ -97,6 +116,7 @@ def watch(
                 for r in risks[:MAX_LISTED]
             ],
             "deleteRetentionRaised": history[:MAX_RAISES_LISTED],
+            **inventory,
         },
         problems,
         new_pairs,

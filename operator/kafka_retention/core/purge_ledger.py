@@ -1,0 +1,100 @@
+"""What RecordPurges deleted, so a RetentionPolicy can name a purge as the cause of an
+unread-record loss instead of calling it "external".
+
+The ledger is fed from the operator's watch of RecordPurges, i.e. from what the API server
+stores: a restarted operator rebuilds it from the same objects, and a purge deleted since
+is no longer named (its loss is then reported as external). Each purge contributes the
+log start it left on every partition its status lists one by one; where status folded the
+results per topic (large purges), only the topic and the time it completed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.purge_states import State
+
+RECORD_PURGE = "recordPurge"
+
+
+@dataclass(frozen=True)
+class PurgeDone:
+    """One RecordPurge that deleted records: where, when, and the log starts it left."""
+
+    key: str  # namespace/name
+    cluster: str  # bootstrap servers, as policies name theirs
+    completed_ms: int | None
+    low_watermarks: Mapping[TopicPartition, int]
+    folded_topics: frozenset[str]
+
+
+def purge_done(body: Mapping[str, Any]) -> PurgeDone | None:
+    """A stored RecordPurge as the ledger keeps it; None when it has deleted nothing."""
+    meta, spec, status = (body.get(k) or {} for k in ("metadata", "spec", "status"))
+    cluster = str((spec.get("cluster") or {}).get("bootstrapServers") or "")
+    marks: dict[TopicPartition, int] = {}
+    folded: set[str] = set()
+    for entry in status.get("results") or []:
+        if entry.get("state") != State.PURGED or not entry.get("topic"):
+            continue
+        if int(entry.get("partition", -1)) < 0:
+            folded.add(str(entry["topic"]))
+        elif entry.get("lowWatermark") is not None:
+            tp = TopicPartition(str(entry["topic"]), int(entry["partition"]))
+            marks[tp] = int(entry["lowWatermark"])
+    if not cluster or not (marks or folded):
+        return None
+    completed = status.get("completedAt")
+    return PurgeDone(
+        f"{meta.get('namespace')}/{meta.get('name')}",
+        cluster,
+        None if not completed else int(datetime.fromisoformat(completed).timestamp() * 1000),
+        marks,
+        frozenset(folded),
+    )
+
+
+class PurgeLedger:
+    """Finished purges by key. Written by the watch (event loop), read by policy runs
+    (worker threads): a lock keeps each read consistent."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, PurgeDone] = {}
+        self._lock = threading.Lock()
+
+    def put(self, key: str, done: PurgeDone | None) -> None:
+        with self._lock:
+            if done is None:
+                self._done.pop(key, None)
+            else:
+                self._done[key] = done
+
+    def remove(self, key: str) -> None:
+        self.put(key, None)
+
+    def cause(
+        self, cluster: str, tp: TopicPartition, start: int, end: int, since_ms: int | None
+    ) -> str | None:
+        """The purge that moved tp's log start into the lost range (start, end], if any.
+
+        A purge listing the partition is named when the log start it left lies in that
+        range. A purge that folded the topic is named only when it completed after the
+        policy's previous check (since_ms): without offsets, timing is the only evidence.
+        """
+        with self._lock:
+            done = [d for d in self._done.values() if d.cluster == cluster]
+        for d in sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key)):
+            mark = d.low_watermarks.get(tp)
+            if mark is not None and start < mark <= end:
+                return d.key
+        if since_ms is None:
+            return None
+        for d in sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key)):
+            if tp.topic in d.folded_topics and (d.completed_ms or 0) >= since_ms:
+                return d.key
+        return None

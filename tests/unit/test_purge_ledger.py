@@ -1,0 +1,55 @@
+"""The ledger of finished RecordPurges that names a purge as the cause of a loss: only
+what a purge really deleted counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.purge_ledger import PurgeLedger, purge_done
+
+T0 = TopicPartition("t", 0)
+
+
+def body(*results: dict[str, Any], cluster: str = "k:9092") -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "ops", "name": "trim"},
+        "spec": {"cluster": {"bootstrapServers": cluster}},
+        "status": {"completedAt": "2026-11-22T12:00:00Z", "results": list(results)},
+    }
+
+
+def test_a_dry_run_or_failed_purge_is_not_a_cause() -> None:
+    assert purge_done(body({"topic": "t", "partition": 0, "state": "DryRun"})) is None
+    failed = {"topic": "t", "partition": 0, "state": "Failed", "error": "OFFSET_OUT_OF_RANGE"}
+    assert purge_done(body(failed)) is None
+    assert purge_done({"metadata": {}, "spec": {}}) is None
+
+
+def test_only_the_purged_partitions_and_their_log_starts_are_kept() -> None:
+    done = purge_done(
+        body(
+            {"topic": "t", "partition": 0, "state": "Purged", "lowWatermark": 30},
+            {"topic": "t", "partition": 1, "state": "Failed"},
+            {"topic": "u", "partition": -1, "state": "Purged", "note": "summary of 2000"},
+        )
+    )
+    assert done is not None
+    assert (done.key, done.cluster) == ("ops/trim", "k:9092")
+    assert dict(done.low_watermarks) == {T0: 30}
+    assert done.folded_topics == frozenset({"u"})
+    assert done.completed_ms == 1_795_348_800_000
+
+
+def test_a_deleted_purge_is_no_longer_named() -> None:
+    ledger = PurgeLedger()
+    ledger.put(
+        "ops/trim",
+        purge_done(body({"topic": "t", "partition": 0, "state": "Purged", "lowWatermark": 30})),
+    )
+    assert ledger.cause("k:9092", T0, 10, 30, None) == "ops/trim"
+    # The log start it left must lie in (start, end]: a range it did not reach is not its.
+    assert ledger.cause("k:9092", T0, 30, 50, None) is None
+    assert ledger.cause("other:9092", T0, 10, 30, None) is None
+    ledger.remove("ops/trim")
+    assert ledger.cause("k:9092", T0, 10, 30, None) is None
