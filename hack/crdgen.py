@@ -1,7 +1,8 @@
 """Writes crds/*.yaml from hack/crd-src/: resolves `$ref: "#/<key>"` against shared.yaml.
 
 The API server forbids $ref in CRD schemas, yet both CRDs share the cluster connection,
-condition and name schemas; keeping the fragments once here keeps them identical.
+condition and name schemas; keeping the fragments once here keeps them identical. Keys
+beside a $ref override the fragment's, except `properties`, which are added to it.
 Run `python hack/crdgen.py` (or `make crds`); `--check` fails when crds/ is stale.
 """
 
@@ -22,10 +23,12 @@ def resolve(node: Any, shared: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         if "$ref" in node:
             key = node["$ref"].removeprefix("#/")
-            return {
-                **resolve(shared[key], shared),
-                **{k: resolve(v, shared) for k, v in node.items() if k != "$ref"},
-            }
+            base = resolve(shared[key], shared)
+            local = {k: resolve(v, shared) for k, v in node.items() if k != "$ref"}
+            # Properties add to the shared fragment's (RetentionPolicy's cluster has more).
+            if "properties" in base and "properties" in local:
+                local["properties"] = {**base["properties"], **local["properties"]}
+            return {**base, **local}
         return {k: resolve(v, shared) for k, v in node.items()}
     if isinstance(node, list):
         return [resolve(v, shared) for v in node]

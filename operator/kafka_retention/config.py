@@ -46,3 +46,6 @@ class SchedulingConfig:
 class OperatorConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
+    # spec.cluster.brokers.access: local reads and removes under the brokers' log.dirs on
+    # the operator's own filesystem: only where a person said so (--local-broker-volumes).
+    local_broker_volumes: bool = False

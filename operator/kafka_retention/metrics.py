@@ -65,6 +65,22 @@ DELETE_RETENTION_RAISED = Counter(
     "Times a policy raised a compacted topic's delete.retention.ms (raiseDeleteRetention).",
     ["namespace", "name", "topic"],
 )
+# KIP-370's proposed broker metrics, from outside: per policy and broker.
+ORPHAN_PARTITIONS = Gauge(
+    "kafka_retention_orphan_partitions",
+    "Orphan partition directories on a broker's log dirs at the last check.",
+    ["namespace", "name", "broker"],
+)
+ORPHAN_BYTES = Gauge(
+    "kafka_retention_orphan_partition_bytes",
+    "Bytes those orphan directories hold.",
+    ["namespace", "name", "broker"],
+)
+ORPHAN_BYTES_RECLAIMED = Counter(
+    "kafka_retention_orphan_bytes_reclaimed",
+    "Bytes freed by removing orphan partition directories.",
+    ["namespace", "name", "broker"],
+)
 RUN_FAILURES = Counter(
     "kafka_retention_run_failures_total",
     "Policy runs that could not complete (Kafka unreachable, Secret missing, ...).",

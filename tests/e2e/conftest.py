@@ -22,7 +22,10 @@ PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e")
 @pytest.fixture(scope="session")
 def operator(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    proc = OperatorProcess(stack, [f"{PREFIX}-*"], log).start()
+    # The brokers' log dirs are on this machine: orphan cleanup may use access local.
+    proc = OperatorProcess(
+        stack, [f"{PREFIX}-*"], log, extra_args=("--local-broker-volumes",)
+    ).start()
     yield proc
     code = proc.stop()
     assert code == 0, f"operator exited {code}; log: {log}"

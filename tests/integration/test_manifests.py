@@ -85,3 +85,35 @@ def test_spark_namespace_kit_lets_the_driver_write_its_plan(
         "auth", "can-i", "create", "configmaps", "-n", "default", "--as", driver, check=False
     )
     assert other.stdout.strip() == "no"
+
+
+@pytest.mark.stack
+def test_only_the_orphan_cleanup_overlay_lets_the_operator_exec_into_pods(
+    installed: Stack,
+) -> None:
+    def may_exec() -> str:
+        done = installed.kubectl(
+            "auth",
+            "can-i",
+            "create",
+            "pods",
+            "--subresource=exec",
+            "-n",
+            "default",
+            "--as",
+            SA,
+            check=False,
+        )
+        return done.stdout.strip()
+
+    assert may_exec() == "no"
+    rendered = installed.kubectl(
+        "kustomize", str(REPO / "manifests" / "overlays" / "orphan-cleanup")
+    ).stdout
+    installed.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)
+    try:
+        assert may_exec() == "yes"
+    finally:
+        for kind in ("clusterrolebinding", "clusterrole"):
+            installed.kubectl("delete", kind, "kafka-retention-orphan-cleanup", check=False)
+    assert may_exec() == "no"

@@ -22,6 +22,7 @@ from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError
 
 CLUSTER = {"bootstrapServers": "127.0.0.1:39091"}
+LOCAL_BROKERS = {**CLUSTER, "brokers": {"access": "local"}}
 
 POLICIES: list[tuple[str, dict[str, Any], bool]] = [
     ("consumed", {"topics": {"names": ["t"]}, "deleteConsumed": {"groups": ["g"]}}, True),
@@ -39,6 +40,48 @@ POLICIES: list[tuple[str, dict[str, Any], bool]] = [
     ("bad-time", {"topics": {"names": ["t"]}, "deleteBefore": "yesterday"}, False),
     ("bad-topic", {"topics": {"names": ["no spaces"]}, "maxRetention": "1d"}, False),
     ("notify-only", {"topics": {"names": ["t"]}, "notify": {"groups": ["g"]}}, True),
+    (
+        "orphans-only",
+        {"cluster": LOCAL_BROKERS, "orphanPartitions": {"enabled": True, "removalDelay": "2d"}},
+        True,
+    ),
+    (
+        "orphans-exec",
+        {
+            "cluster": {**CLUSTER, "brokers": {"podSelector": {"matchLabels": {"app": "kafka"}}}},
+            "orphanPartitions": {"enabled": True},
+        },
+        True,
+    ),
+    (
+        "orphans-exec-without-selector",
+        {"cluster": {**CLUSTER, "brokers": {}}, "orphanPartitions": {"enabled": True}},
+        False,
+    ),
+    (
+        "orphans-without-brokers",
+        {"topics": {"names": ["t"]}, "orphanPartitions": {"enabled": True}},
+        False,
+    ),
+    (
+        "orphans-disabled-alone",
+        {"topics": {"names": ["t"]}, "orphanPartitions": {"enabled": False}},
+        False,
+    ),
+    (
+        "no-topics-beside-a-rule",
+        {
+            "cluster": LOCAL_BROKERS,
+            "orphanPartitions": {"enabled": True},
+            "maxRetention": "1d",
+        },
+        False,
+    ),
+    (
+        "orphans-bad-delay",
+        {"cluster": LOCAL_BROKERS, "orphanPartitions": {"enabled": True, "removalDelay": "soon"}},
+        False,
+    ),
     ("notify-no-groups", {"topics": {"names": ["t"]}, "notify": {"groups": []}}, False),
     (
         "tombstone-inventory",

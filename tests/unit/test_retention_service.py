@@ -103,6 +103,17 @@ class FakeKafka:
     ) -> dict[TopicPartition, float]:
         return dict.fromkeys(ranges, 100.0)
 
+    def placements(self) -> dict[str, tuple[str, dict[int, frozenset[int]]]]:
+        self._call("placements")
+        out: dict[str, tuple[str, dict[int, frozenset[int]]]] = {}
+        for tp in self.logs:
+            out.setdefault(tp.topic, ("", {}))[1][tp.partition] = frozenset({1})
+        return out
+
+    def broker_configs(self) -> dict[int, dict[str, str]]:
+        self._call("broker_configs")
+        return {}
+
     def first_keys(
         self, ranges: Mapping[TopicPartition, tuple[int, int]], count: int
     ) -> dict[TopicPartition, list[tuple[int, str | None]]]:

@@ -20,6 +20,7 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
+    TopicCollection,
 )
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import (
@@ -112,6 +113,12 @@ def _stored_size(msg: Message) -> int:
 OffsetKind = Literal["earliest", "latest"]
 
 
+def kafka_uuid(value: object) -> str:
+    """A topic id as Kafka writes it (partition.metadata, kafka-topics.sh): URL-safe base64
+    without padding. librdkafka prints the standard alphabet ('+', '/') instead."""
+    return str(value).replace("+", "-").replace("/", "_").rstrip("=")
+
+
 class KafkaAdmin:
     def __init__(
         self,
@@ -156,6 +163,43 @@ class KafkaAdmin:
             else:
                 out[topic] = sorted(tmeta.partitions)
         return out
+
+    def placements(self) -> dict[str, tuple[str, dict[int, frozenset[int]]]]:
+        """Every topic (internal ones too) with its topic id and each partition's replica
+        brokers. All or nothing: an orphan check must never take a topic it could not
+        describe for a topic that does not exist, so any failure raises KafkaUnavailable."""
+        names = self.topic_names()
+        out: dict[str, tuple[str, dict[int, frozenset[int]]]] = {}
+        for i in range(0, len(names), 500):
+            chunk = TopicCollection(names[i : i + 500])
+            try:
+                futures = self._admin.describe_topics(chunk, request_timeout=self._timeout)
+                for name, fut in futures.items():
+                    desc = _wait(fut, self._timeout)
+                    out[name] = (
+                        kafka_uuid(desc.topic_id),
+                        {p.id: frozenset(n.id for n in p.replicas) for p in desc.partitions},
+                    )
+            except Exception as exc:
+                raise KafkaUnavailable(f"describing topics: {_failure(exc)}") from exc
+        return out
+
+    def broker_configs(self) -> dict[int, dict[str, str]]:
+        """Each live broker's configuration (log.dirs, log.retention.*), by node id."""
+        out: dict[int, dict[str, str]] = {}
+        try:
+            for broker in sorted(self._admin.list_topics(timeout=self._timeout).brokers):
+                # librdkafka takes one BROKER resource per request.
+                resource = ConfigResource(ResourceType.BROKER, str(broker))
+                futures = self._admin.describe_configs([resource], request_timeout=self._timeout)
+                for fut in futures.values():
+                    entries = _wait(fut, self._timeout)
+                    out[broker] = {
+                        k: str(e.value) for k, e in entries.items() if e.value is not None
+                    }
+            return out
+        except Exception as exc:
+            raise KafkaUnavailable(f"describing brokers: {_failure(exc)}") from exc
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str] | KafkaFailure]:
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]

@@ -233,3 +233,57 @@ def drop_finalizer(plural: str, namespace: str, name: str, finalizer: str) -> No
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ],
     )
+
+
+def running_pods(namespace: str, match_labels: Mapping[str, str]) -> list[str]:
+    """Names of the Running pods with all these labels (the broker pods an orphan check
+    execs into), sorted."""
+    selector = ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
+    api = kubernetes.client.CoreV1Api(_client())
+    found = api.list_namespaced_pod(namespace, label_selector=selector)
+    return sorted(
+        str(p.metadata.name)
+        for p in found.items
+        if p.metadata and p.status and p.status.phase == "Running"
+    )
+
+
+class ExecFailed(RuntimeError):
+    """A command run in a pod exited non-zero (its stderr is the message)."""
+
+
+def exec_in_pod(
+    namespace: str, pod: str, container: str, argv: list[str], timeout: float = 120.0
+) -> str:
+    """Run argv (no shell unless argv names one) in a pod's container; its stdout.
+
+    `stream` swaps the client's request function while it runs, so each call gets an
+    ApiClient of its own rather than the one status writes share across threads."""
+    from kubernetes.stream import stream
+
+    _client()  # loads the configuration once
+    core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient())
+    resp = stream(
+        core.connect_get_namespaced_pod_exec,
+        pod,
+        namespace,
+        container=container,
+        command=argv,
+        stdin=False,
+        stdout=True,
+        stderr=True,
+        tty=False,
+        _preload_content=False,
+    )
+    out: list[str] = []
+    err: list[str] = []
+    try:
+        resp.run_forever(timeout=timeout)
+        out.append(resp.read_stdout())
+        err.append(resp.read_stderr())
+        code = resp.returncode
+    finally:
+        resp.close()
+    if code != 0:
+        raise ExecFailed(f"{argv[0]} in {namespace}/{pod} exited {code}: {''.join(err)[:500]}")
+    return "".join(out)

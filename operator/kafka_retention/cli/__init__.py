@@ -43,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
             batch_window_s=args.batch_window,
             in_process_max_partitions=args.in_process_max_partitions,
         ),
+        local_broker_volumes=args.local_broker_volumes,
     )
     kopf.configure(verbose=args.verbose, debug=args.debug)
     # Spark's Python gateway logs every call at DEBUG: far too much even for --debug.
@@ -196,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="plan batches of up to N partitions in the operator process, larger ones "
         f"with Spark (default {sched.in_process_max_partitions}; 0: always Spark)",
+    )
+    run.add_argument(
+        "--local-broker-volumes",
+        action="store_true",
+        help="allow spec.cluster.brokers.access: local (orphan cleanup under the brokers' "
+        "log.dirs on this machine: the local stack, or an operator beside its broker); "
+        "off by default",
     )
     run.add_argument(
         "--metrics-port",

@@ -44,6 +44,9 @@ class Reason(StrEnum):
     # RetentionPolicy TombstonesAtRisk (spec.tombstones)
     TOMBSTONES_AT_RISK = "TombstonesAtRisk"
     TOMBSTONES_SAFE = "TombstonesSafe"
+    # RetentionPolicy OrphansFound (spec.orphanPartitions)
+    ORPHANS_FOUND = "OrphanDirectoriesFound"
+    NO_ORPHANS = "NoOrphanDirectories"
 
 
 def timestamp(moment: datetime) -> str:
@@ -99,3 +102,4 @@ class EventReason(StrEnum):
     UNCONSUMED_RECORDS_DELETED = "UnconsumedRecordsDeleted"
     TOMBSTONES_AT_RISK = "TombstonesAtRisk"
     DELETE_RETENTION_RAISED = "DeleteRetentionRaised"
+    ORPHAN_REMOVED = "OrphanDirectoryRemoved"

@@ -44,6 +44,27 @@ class TombstoneSpec:
 
 
 @dataclass(frozen=True)
+class BrokerAccess:
+    """spec.cluster.brokers: how the operator reaches the brokers' log dirs."""
+
+    access: str  # "exec" or "local"
+    namespace: str | None = None  # of the broker pods; None: the policy's
+    match_labels: tuple[tuple[str, str], ...] = ()
+    container: str = "kafka"
+
+
+@dataclass(frozen=True)
+class OrphanSpec:
+    """spec.orphanPartitions (KIP-370's rules)."""
+
+    brokers: BrokerAccess
+    removal_delay_ms: int = 86_400_000
+    min_age_ms: int | None = None  # None: the broker's log retention
+    stray_dirs: bool = True
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
 class PolicySpec:
     bootstrap_servers: str
     client_config_secret: str | None
@@ -55,6 +76,7 @@ class PolicySpec:
     # records of the notify groups.
     at_risk_within_ms: int = DEFAULT_AT_RISK_WITHIN_MS
     tombstones: TombstoneSpec | None = None
+    orphans: OrphanSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +121,12 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
             raise SpecError(
                 "spec.topics.pattern", f"{pattern!r} is not a regular expression: {err}"
             ) from None
-    if not names and not pattern:
+    orphans = _orphans(spec)
+    only_orphans = orphans is not None and not any(
+        spec.get(k) is not None
+        for k in ("deleteConsumed", "deleteBefore", "maxRetention", "notify", "tombstones")
+    )
+    if not names and not pattern and not (only_orphans and not topics):
         raise SpecError("spec.topics", "needs names or a pattern")
 
     consumed = spec.get("deleteConsumed")
@@ -136,9 +163,12 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         and max_retention is None
         and not notify_groups
         and tombstones is None
+        and orphans is None
     ):
         raise SpecError(
-            "spec", "needs deleteConsumed, deleteBefore, maxRetention, notify or tombstones"
+            "spec",
+            "needs deleteConsumed, deleteBefore, maxRetention, notify, tombstones or "
+            "orphanPartitions",
         )
     if min_retention is not None and max_retention is not None and min_retention > max_retention:
         raise SpecError(
@@ -163,6 +193,36 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         dry_run=bool(spec.get("dryRun", False)),
         at_risk_within_ms=at_risk_within,
         tombstones=tombstones,
+        orphans=orphans,
+    )
+
+
+def _orphans(spec: Mapping[str, Any]) -> OrphanSpec | None:
+    """spec.orphanPartitions when enabled (a disabled one is as if absent)."""
+    raw = spec.get("orphanPartitions")
+    if raw is None or not raw.get("enabled", False):
+        return None
+    brokers = (spec.get("cluster") or {}).get("brokers")
+    if brokers is None:
+        raise SpecError("spec.cluster.brokers", "is required by spec.orphanPartitions")
+    access = str(brokers.get("access", "exec"))
+    if access not in ("exec", "local"):
+        raise SpecError("spec.cluster.brokers.access", f"{access!r} is not exec or local")
+    labels = (brokers.get("podSelector") or {}).get("matchLabels") or {}
+    if access == "exec" and not labels:
+        raise SpecError("spec.cluster.brokers.podSelector", "is required with access exec")
+    min_age = raw.get("minAge")
+    return OrphanSpec(
+        BrokerAccess(
+            access,
+            brokers.get("namespace"),
+            tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+            str(brokers.get("container", "kafka")),
+        ),
+        _duration(raw.get("removalDelay", "24h"), "spec.orphanPartitions.removalDelay"),
+        None if min_age is None else _duration(min_age, "spec.orphanPartitions.minAge"),
+        bool(raw.get("strayDirs", True)),
+        bool(raw.get("dryRun", False)),
     )
 
 

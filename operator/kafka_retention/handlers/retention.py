@@ -7,23 +7,32 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, cast
 
 import kopf
 
 from kafka_retention import metrics
+from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import drop_finalizer, read_client_config
+from kafka_retention.adapters.kube import (
+    drop_finalizer,
+    exec_in_pod,
+    read_client_config,
+    running_pods,
+)
 from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.loss import Loss, Risk
-from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
 from kafka_retention.handlers.common import purge_ledger
 from kafka_retention.services.fleet import Fleet
+from kafka_retention.services.orphan_watch import OrphanReport, VolumeFinder
 from kafka_retention.services.policy_batches import Environment
+from kafka_retention.services.ports import BrokerVolumes
 from kafka_retention.services.retention_run import RunOutcome
 from kafka_retention.services.tombstone_watch import TombstoneReport
 
@@ -36,6 +45,25 @@ def _client_config(spec: PolicySpec, namespace: str) -> dict[str, str]:
     return read_client_config(namespace, secret) if secret else {}
 
 
+def _volume_finder(cfg: OperatorConfig) -> VolumeFinder:
+    def find(want: OrphanSpec, namespace: str) -> list[BrokerVolumes]:
+        brokers = want.brokers
+        if brokers.access == "local":
+            if not cfg.local_broker_volumes:
+                raise PermissionError(
+                    "spec.cluster.brokers.access local is off in this operator "
+                    "(run it with --local-broker-volumes)"
+                )
+            return [LocalVolumes()]
+        ns = brokers.namespace or namespace
+        pods = running_pods(ns, dict(brokers.match_labels))
+        if not pods:
+            raise LookupError(f"no running pod in {ns} matches {dict(brokers.match_labels)}")
+        return [ExecVolumes(partial(exec_in_pod, ns, pod, brokers.container)) for pod in pods]
+
+    return find
+
+
 def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet:
     sched = cfg.scheduling
     env = Environment(
@@ -45,6 +73,7 @@ def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet
         in_process_max_partitions=sched.in_process_max_partitions,
         apply_workers=sched.apply_workers,
         purges=purges,
+        find_volumes=_volume_finder(cfg),
     )
     return Fleet(
         env,
@@ -154,6 +183,8 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
         _set_at_risk(namespace, name, outcome.at_risk)
     if outcome.tombstones is not None:
         _report_tombstones(body, namespace, name, outcome.tombstones)
+    if outcome.orphans is not None:
+        _report_orphans(body, namespace, name, outcome.orphans)
     for failure in outcome.failures[:10]:
         kopf.warn(body, reason=EventReason.PARTITION_FAILED, message=failure)
 
@@ -215,3 +246,20 @@ def _report_tombstones(body: kopf.Body, namespace: str, name: str, report: Tombs
     for (group, topic), ms in margins.items():
         metrics.TOMBSTONE_MARGIN.labels(namespace, name, group, topic).set(ms / 1000)
     _MARGIN_SERIES[(namespace, name)] = set(margins)
+
+
+def _report_orphans(body: kopf.Body, namespace: str, name: str, report: OrphanReport) -> None:
+    """An event on every removal (KIP-370 asks for a record of each), and the gauges."""
+    for removed in report.removed:
+        metrics.ORPHAN_BYTES_RECLAIMED.labels(namespace, name, str(removed.broker)).inc(
+            removed.size_bytes
+        )
+        kopf.info(
+            body,
+            reason=EventReason.ORPHAN_REMOVED,
+            message=f"removed {removed.name} ({removed.size_bytes} bytes) from "
+            f"{removed.log_dir} of broker {removed.broker}: {removed.reason}",
+        )
+    for broker, (count, size) in report.per_broker.items():
+        metrics.ORPHAN_PARTITIONS.labels(namespace, name, str(broker)).set(count)
+        metrics.ORPHAN_BYTES.labels(namespace, name, str(broker)).set(size)

@@ -23,6 +23,7 @@ from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_sp
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import retention_run
+from kafka_retention.services.orphan_watch import VolumeFinder
 from kafka_retention.services.policy_planning import (
     BatchPlanner,
     Planned,
@@ -56,6 +57,8 @@ class Environment:
     retry_delay: float = 15.0
     # What RecordPurges deleted (fed by their watch), to name them as a loss's cause.
     purges: PurgeLedger | None = None
+    # How spec.orphanPartitions reaches broker log dirs (local paths, or exec into pods).
+    find_volumes: VolumeFinder | None = None
 
 
 class PlanFailed(RuntimeError):
@@ -131,6 +134,7 @@ def run_batch(
                     started,
                     env.retry_delay,
                     env.purges,
+                    env.find_volumes,
                 )
             except Exception as err:  # one policy's trouble is its own
                 log.exception("run of %s failed", key)

@@ -4,10 +4,12 @@ unit tests pass in-memory fakes."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from kafka_retention.adapters.kafka import KafkaFailure, OffsetKind
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.orphans import Entry
 
 
 class StatusStore(Protocol):
@@ -50,7 +52,15 @@ class KafkaPlanner(KafkaCutter, Protocol):
     ) -> Mapping[TopicPartition, float]: ...
 
 
-class PolicyKafka(KafkaPlanner, Protocol):
+class OrphanKafka(Protocol):
+    """What the orphan check reads from the cluster: every topic's id and replicas, and
+    the brokers' settings (log.dirs, log.retention.*)."""
+
+    def placements(self) -> Mapping[str, tuple[str, Mapping[int, AbstractSet[int]]]]: ...
+    def broker_configs(self) -> Mapping[int, Mapping[str, str]]: ...
+
+
+class PolicyKafka(KafkaPlanner, OrphanKafka, Protocol):
     """Plus the topic list, which RetentionPolicies select from by name and pattern;
     first-record times, which name the cause of a loss; record times at offsets, which
     give a group's time lag; one topic setting raised (tombstone safety); and the first
@@ -67,3 +77,11 @@ class PolicyKafka(KafkaPlanner, Protocol):
     def first_keys(
         self, ranges: Mapping[TopicPartition, tuple[int, int]], count: int
     ) -> Mapping[TopicPartition, list[tuple[int, str | None]]]: ...
+
+
+class BrokerVolumes(Protocol):
+    """A broker's log dirs as the orphan check reaches them (adapters.broker_volumes)."""
+
+    def node_id(self, log_dir: str) -> int: ...
+    def list(self, log_dir: str) -> list[Entry]: ...
+    def remove(self, log_dir: str, name: str) -> None: ...

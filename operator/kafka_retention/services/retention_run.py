@@ -25,7 +25,7 @@ from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services import loss_watch, tombstone_watch
+from kafka_retention.services import loss_watch, orphan_watch, tombstone_watch
 from kafka_retention.services import retention_report as report
 from kafka_retention.services.cutting import delete_and_verify
 from kafka_retention.services.fresh import read_facts
@@ -66,6 +66,8 @@ class RunOutcome:
     at_risk: list[loss.Risk] | None = None
     # spec.tombstones: groups at risk and delete.retention.ms raised; None when unset.
     tombstones: tombstone_watch.TombstoneReport | None = None
+    # spec.orphanPartitions: what the check found and removed; None when unset.
+    orphans: orphan_watch.OrphanReport | None = None
     failures: list[str] = field(default_factory=list)
 
 
@@ -117,9 +119,11 @@ def apply_plan(
     started: datetime,
     retry_delay: float = 15.0,
     purges: PurgeLedger | None = None,
+    find_volumes: orphan_watch.VolumeFinder | None = None,
 ) -> RunOutcome:
     """Re-check, hold back for overlapping policies, delete, verify and report. `purges`
-    lets a loss be blamed on the RecordPurge that caused it."""
+    lets a loss be blamed on the RecordPurge that caused it; `find_volumes` reaches the
+    brokers' log dirs for spec.orphanPartitions."""
     rows = [r for r in plan.rows if not r.get("error")]
     failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
     try:
@@ -161,6 +165,7 @@ def apply_plan(
     )
     if tomb is not None:
         failures += tomb.problems
+    orphans = _orphans(run, spec, kafka, find_volumes, finished, failures)
     degraded = "; ".join(failures[:5])
     conditions = _conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded)
     if watched is not None:
@@ -170,10 +175,13 @@ def apply_plan(
         )
     if tomb is not None:
         conditions = tombstone_watch.condition(conditions, tomb, run.generation, finished)
+    if orphans is not None:
+        conditions = orphan_watch.condition(conditions, orphans, run.generation, finished)
     run.store.patch(
         {
             **(watched.status if watched is not None else {}),
             **(tomb.status if tomb is not None else {}),
+            **(orphans.status if orphans is not None else {}),
             "observedGeneration": run.generation,
             "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
             "recordsDeletedTotal": int(run.status.get("recordsDeletedTotal") or 0) + records,
@@ -205,8 +213,35 @@ def apply_plan(
         notify_losses=watched.new if watched is not None else [],
         at_risk=watched.risks if watched is not None else None,
         tombstones=tomb,
+        orphans=orphans,
         failures=failures,
     )
+
+
+def _orphans(
+    run: PolicyRun,
+    spec: PolicySpec,
+    kafka: PolicyKafka,
+    find_volumes: orphan_watch.VolumeFinder | None,
+    now: datetime,
+    failures: list[str],
+) -> orphan_watch.OrphanReport | None:
+    """The orphan check, when asked for; a failure to reach the volumes or the metadata
+    removes nothing and is reported with the run's other problems."""
+    if spec.orphans is None:
+        return None
+    if find_volumes is None:
+        failures.append("orphanPartitions: this operator has no access to broker volumes")
+        return None
+    try:
+        volumes = find_volumes(spec.orphans, run.key.split("/", 1)[0])
+        report = orphan_watch.check(spec, run.status, kafka, volumes, now)
+    except Exception as err:  # Kafka or the Kubernetes API: nothing was removed
+        failures.append(f"orphanPartitions: {err}")
+        return None
+    if report is not None:
+        failures += report.problems
+    return report
 
 
 def _conditions(

@@ -1,0 +1,135 @@
+"""Broker log dirs as the orphan cleanup sees them: list, read the node id, remove one
+partition directory. Two ways in, with the same three methods:
+
+- `LocalVolumes` (`access: local`): the log dirs are paths on this machine (the local
+  stack, or the operator running beside the broker with the volume mounted);
+- `ExecVolumes` (`access: exec`): the core's constant scripts run in the broker pod
+  through an injected `run(argv) -> stdout`, so this module never imports the
+  Kubernetes client.
+
+Nothing here decides what is an orphan (core.orphans does); it only refuses, a second
+time, to remove anything but a real directory with a partition name directly inside the
+log dir, and never follows a symlink while listing or removing.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import shutil
+import stat
+from collections.abc import Callable
+
+from kafka_retention.core.orphans import (
+    REMOVED,
+    Entry,
+    list_argv,
+    listing_complete,
+    node_id_from_meta,
+    parse_listing,
+    read_meta_argv,
+    remove_argv,
+    safe_child,
+    topic_id_from_partition_metadata,
+)
+
+META_LIMIT = 65_536  # meta.properties is a few hundred bytes; never read a planted giant
+PARTITION_METADATA_LIMIT = 4_096
+
+
+class LocalVolumes:
+    """Log dirs on this machine's filesystem."""
+
+    def node_id(self, log_dir: str) -> int:
+        text = _read_regular(os.path.join(log_dir, "meta.properties"), META_LIMIT)
+        if text is None:
+            raise ValueError(f"{log_dir} has no meta.properties (a regular file)")
+        return node_id_from_meta(text)
+
+    def list(self, log_dir: str) -> builtins.list[Entry]:
+        with os.scandir(log_dir) as entries:
+            return [_local_entry(e) for e in entries]
+
+    def remove(self, log_dir: str, name: str) -> None:
+        """Remove one partition directory. shutil.rmtree on Linux works through file
+        descriptors (`rmtree.avoids_symlink_attacks`): it refuses a symlink as the top
+        and unlinks symlinks inside without following them, even when one is swapped in
+        while it runs. Where that guarantee is missing, nothing is removed."""
+        path = safe_child(log_dir, name)
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise ValueError(f"{path} is not a directory (symlinks are never followed)")
+        if not shutil.rmtree.avoids_symlink_attacks:
+            raise RuntimeError("this platform's rmtree may follow symlinks: refusing")
+        shutil.rmtree(path)
+
+
+def _local_entry(entry: os.DirEntry[str]) -> Entry:
+    mode = entry.stat(follow_symlinks=False).st_mode
+    if stat.S_ISLNK(mode):
+        return Entry(entry.name, False, True, 0, None, None)
+    if not stat.S_ISDIR(mode):
+        size = entry.stat(follow_symlinks=False).st_size
+        return Entry(entry.name, False, False, size, None, None)
+    size, newest = _tree_totals(entry.path)
+    return Entry(entry.name, True, False, size, newest, _topic_id(entry.path))
+
+
+def _tree_totals(path: str) -> tuple[int, int | None]:
+    """Total size and newest mtime (ms, rounded up) of the regular files under path;
+    symlinks are neither followed nor counted, files that vanish meanwhile are skipped."""
+    size, newest = 0, None
+    for root, _dirs, files in os.walk(path, followlinks=False):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                size += st.st_size
+                mtime_ms = -(-st.st_mtime_ns // 1_000_000)
+                newest = mtime_ms if newest is None else max(newest, mtime_ms)
+    return size, newest
+
+
+def _topic_id(partition_dir: str) -> str | None:
+    text = _read_regular(
+        os.path.join(partition_dir, "partition.metadata"), PARTITION_METADATA_LIMIT
+    )
+    return None if text is None else topic_id_from_partition_metadata(text)
+
+
+def _read_regular(path: str, limit: int) -> str | None:
+    """At most `limit` bytes of path if it is a regular file; None for a symlink, a FIFO
+    (opened non-blocking, so a planted FIFO cannot hang the operator) or a missing file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(limit).decode("utf-8", "replace")
+
+
+class ExecVolumes:
+    """Log dirs inside broker pods, reached through `run(argv) -> stdout` (the Kubernetes
+    exec transport, injected). `run` should raise when the command fails; a removal is
+    also believed only when the script confirms it, so a transport that loses the exit
+    status cannot report a directory as gone when it is not."""
+
+    def __init__(self, run: Callable[[builtins.list[str]], str]) -> None:
+        self._run = run
+
+    def node_id(self, log_dir: str) -> int:
+        return node_id_from_meta(self._run(read_meta_argv(log_dir)))
+
+    def list(self, log_dir: str) -> builtins.list[Entry]:
+        text = self._run(list_argv(log_dir))
+        if not listing_complete(text):
+            raise RuntimeError(f"listing of {log_dir} was cut off")
+        return parse_listing(text)
+
+    def remove(self, log_dir: str, name: str) -> None:
+        out = self._run(remove_argv(log_dir, name))
+        if out.strip() != REMOVED:
+            raise RuntimeError(f"removal of {name} in {log_dir} not confirmed: {out!r}")

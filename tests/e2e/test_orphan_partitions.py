@@ -1,0 +1,351 @@
+"""spec.orphanPartitions with access local on the real 3-broker stack: partition
+directories no assigned replica owns are found, held through removalDelay, then removed;
+everything else in the log dirs is left as it was.
+
+The orphans are made from real topics: a partition directory with its real segments
+copied to a broker that does not host it, a copy renamed as a KRaft broker names stray
+replicas, and the directory of a topic that was deleted and re-created under the same
+name (its partition.metadata names the old topic id). The assignment is changed with
+Kafka's own kafka-reassign-partitions tool."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack import paths
+from devstack.stack import Stack
+from tests.e2e.test_retention_policy import condition
+from tests.support import events, get, produce, wait_for
+
+HEX = "00112233445566778899aabbccddeeff"
+
+
+def create_on(admin: AdminClient, name: str, brokers: list[int]) -> str:
+    """A one-partition topic on exactly these brokers; its topic id (Kafka's form)."""
+    admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[brokers])])[
+        name
+    ].result(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(name, timeout=10).topics.get(name)
+        if meta is not None and meta.error is None and meta.partitions[0].leader >= 0:
+            break
+        time.sleep(0.2)
+    return topic_id(admin, name)
+
+
+def topic_id(admin: AdminClient, name: str) -> str:
+    from confluent_kafka import TopicCollection
+
+    desc = admin.describe_topics(TopicCollection([name]))[name].result(timeout=30)
+    return str(desc.topic_id).replace("+", "-").replace("/", "_")
+
+
+def digest(path: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(path.rglob("*")):
+        h.update(str(f.relative_to(path)).encode())
+        if f.is_file() and not f.is_symlink():
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None:
+    plan = tmp / "reassign.json"
+    plan.write_text(
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}
+        )
+    )
+    subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            f"{paths.kafka_libs()}/*",
+            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--reassignment-json-file",
+            str(plan),
+            "--execute",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
+    return {(e["broker"], e["name"]): e for e in obj.get("status", {}).get("orphans", [])}
+
+
+@pytest.fixture
+def planted(stack: Stack, admin: AdminClient) -> Iterator[list[Path]]:
+    """Paths the test plants in log dirs; whatever is left is removed afterwards, so no
+    later broker restart ever loads them."""
+    made: list[Path] = []
+    yield made
+    for path in made:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+
+
+@pytest.mark.stack
+def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
+    stack: Stack,
+    e2e_ns: str,
+    admin: AdminClient,
+    bootstrap: str,
+    planted: list[Path],
+    tmp_path: Path,
+) -> None:
+    logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
+    tag = e2e_ns[-6:]
+    a, b, d = f"orphan-a-{tag}", f"orphan-b-{tag}", f"orphan-d-{tag}"
+    for name in (a, b, d):
+        create_on(admin, name, [1])
+        produce(bootstrap, name, {0: 50})
+    # b is deleted and re-created: the copy kept from before names the old topic id.
+    old_b = tmp_path / "old-b"
+    shutil.copytree(logs[1] / f"{b}-0", old_b)
+    old_id = topic_id(admin, b)
+    admin.delete_topics([b])[b].result(timeout=30)
+    wait_for_gone(admin, b)
+    new_id = create_on(admin, b, [1])
+    assert new_id != old_id
+
+    def plant(source: Path, broker: int, name: str) -> Path:
+        target = logs[broker] / name
+        shutil.copytree(source, target)
+        planted.append(target)
+        return target
+
+    copy_a = plant(logs[1] / f"{a}-0", 2, f"{a}-0")  # not assigned to broker 2
+    stray = plant(logs[1] / f"{a}-0", 3, f"{a}-0.{HEX}-stray")
+    copy_b = plant(old_b, 3, f"{b}-0")  # topic id mismatch
+    copy_d = plant(logs[1] / f"{d}-0", 2, f"{d}-0")  # will be assigned again
+    future = plant(logs[1] / f"{a}-0", 2, f"{a}-0.{HEX}-future")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("precious")
+    link = logs[2] / f"{a}-7"
+    link.symlink_to(outside, target_is_directory=True)
+    planted.append(link)
+    hostile = logs[3] / "x-0$(touch pwned);rm -rf ..;"
+    hostile.mkdir()
+    planted.append(hostile)
+    assigned = {name: digest(logs[1] / f"{name}-0") for name in (a, b, d)}
+    untouched = {p: digest(p) for p in (future, outside, hostile)}
+
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": "orphans", "namespace": e2e_ns},
+        "spec": {
+            "cluster": {
+                "bootstrapServers": stack.kafka.bootstrap_servers,
+                "brokers": {"access": "local"},
+            },
+            "interval": "10s",
+            "orphanPartitions": {
+                "enabled": True,
+                "removalDelay": "15s",
+                "minAge": "1s",
+                "dryRun": True,
+            },
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    first = wait_for(
+        stack, "retentionpolicy", e2e_ns, "orphans", lambda o: bool(entries(o)), timeout=60
+    )
+    found = entries(first)
+    assert {k: v["state"] for k, v in found.items() if v["state"] == "Pending"} == {
+        (2, f"{a}-0"): "Pending",
+        (3, f"{a}-0.{HEX}-stray"): "Pending",
+        (3, f"{b}-0"): "Pending",
+        (2, f"{d}-0"): "Pending",
+    }
+    assert found[(2, f"{a}-0")]["reason"].startswith("not assigned to broker 2")
+    assert found[(3, f"{b}-0")]["reason"].startswith(
+        f"topic id {old_id} differs from live topic id {new_id}"
+    )
+    assert found[(2, f"{a}-0.{HEX}-future")]["state"] == "Kept"
+    assert found[(2, f"{a}-7")]["reason"] == "symlink, never followed"
+    assert found[(3, hostile.name)]["state"] == "Kept"
+    assert condition(first, "OrphansFound")["status"] == "True"
+
+    # d's partition is assigned to broker 2 during the delay: broker 2 adopts the copy.
+    reassign(bootstrap, d, [1, 2], tmp_path)
+    again = wait_for(
+        stack,
+        "retentionpolicy",
+        e2e_ns,
+        "orphans",
+        lambda o: entries(o).get((2, f"{d}-0"), {}).get("state") == "Kept",
+        timeout=60,
+    )
+    assert entries(again)[(2, f"{d}-0")]["reason"] == "assigned again"
+    dry = wait_for(
+        stack,
+        "retentionpolicy",
+        e2e_ns,
+        "orphans",
+        lambda o: entries(o).get((2, f"{a}-0"), {}).get("reason", "").endswith("dry run"),
+        timeout=90,
+    )
+    assert (2, f"{d}-0") not in entries(dry) or entries(dry)[(2, f"{d}-0")]["state"] == "Kept"
+    assert all(p.exists() for p in (copy_a, stray, copy_b, copy_d))
+
+    stack.kubectl(
+        "patch",
+        "retentionpolicy",
+        "orphans",
+        "-n",
+        e2e_ns,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"orphanPartitions": {"dryRun": False}}}),
+    )
+    done = wait_for(
+        stack,
+        "retentionpolicy",
+        e2e_ns,
+        "orphans",
+        lambda o: o.get("status", {}).get("orphanBytesReclaimedTotal", 0) > 0,
+        timeout=90,
+    )
+    removed = {k for k, v in entries(done).items() if v["state"] == "Removed"}
+    assert removed == {(2, f"{a}-0"), (3, f"{a}-0.{HEX}-stray"), (3, f"{b}-0")}
+    assert not copy_a.exists()
+    assert not stray.exists()
+    assert not copy_b.exists()
+    # Assigned again, so kept; and broker 2 now serves it from that very directory.
+    assert copy_d.exists()
+    assert {name: digest(logs[1] / f"{name}-0") for name in (a, b, d)} == assigned
+    assert {p: digest(p) for p in (future, outside, hostile)} == untouched
+    assert link.is_symlink()
+    assert not any(p.name == "pwned" for log in logs.values() for p in log.iterdir())
+    reasons = [e["reason"] for e in events(stack, e2e_ns, "orphans")]
+    assert reasons.count("OrphanDirectoryRemoved") == 3
+    final = get(stack, "retentionpolicy", e2e_ns, "orphans")
+    assert final["status"]["orphanCount"] == 0
+    for name in (a, b, d):
+        admin.delete_topics([name])[name].result(timeout=30)
+
+
+def wait_for_gone(admin: AdminClient, name: str) -> None:
+    deadline = time.monotonic() + 30
+    while name in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"{name} was not deleted"
+        time.sleep(0.2)
+
+
+def broker_pod(namespace: str, image: str, log_dir: Path) -> str:
+    """A stand-in for a broker pod: labelled as the policy's podSelector says, with
+    broker 2's log dir mounted where the broker's log.dirs names it."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "broker-2", "namespace": namespace, "labels": BROKER_LABELS},
+            "spec": {
+                "hostNetwork": True,
+                "terminationGracePeriodSeconds": 1,
+                "containers": [
+                    {
+                        "name": "kafka",
+                        "image": image,
+                        "imagePullPolicy": "Never",
+                        "command": ["sleep", "3600"],
+                        # Broker volumes belong to the broker's user; root here.
+                        "securityContext": {"runAsUser": 0},
+                        "volumeMounts": [{"name": "data", "mountPath": str(log_dir)}],
+                    }
+                ],
+                "volumes": [
+                    {"name": "data", "hostPath": {"path": str(log_dir), "type": "Directory"}}
+                ],
+            },
+        }
+    )
+
+
+BROKER_LABELS = {"app.kubernetes.io/name": "kafka", "kafka-broker": "2"}
+
+
+@pytest.mark.stack
+def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
+    stack: Stack,
+    e2e_ns: str,
+    admin: AdminClient,
+    bootstrap: str,
+    planted: list[Path],
+) -> None:
+    logs = {b: stack.kafka.node(b).log_dir for b in (1, 2)}
+    topic = f"orphan-x-{e2e_ns[-6:]}"
+    create_on(admin, topic, [1])
+    produce(bootstrap, topic, {0: 40})
+    copy = logs[2] / f"{topic}-0"
+    shutil.copytree(logs[1] / f"{topic}-0", copy)
+    planted.append(copy)
+    assigned = digest(logs[1] / f"{topic}-0")
+    image = stack.env()["KAFKA_RETENTION_IMAGE"]
+    stack.kubectl("apply", "-f", "-", stdin=broker_pod(e2e_ns, image, logs[2]))
+    stack.kubectl("wait", "pod/broker-2", "-n", e2e_ns, "--for=condition=Ready", "--timeout=120s")
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": "orphans-exec", "namespace": e2e_ns},
+        "spec": {
+            "cluster": {
+                "bootstrapServers": stack.kafka.bootstrap_servers,
+                "brokers": {"podSelector": {"matchLabels": BROKER_LABELS}},
+            },
+            "interval": "10s",
+            "orphanPartitions": {"enabled": True, "removalDelay": "10s", "minAge": "1s"},
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    first = wait_for(
+        stack,
+        "retentionpolicy",
+        e2e_ns,
+        "orphans-exec",
+        lambda o: (2, f"{topic}-0") in entries(o),
+        timeout=60,
+    )
+    entry = entries(first)[(2, f"{topic}-0")]
+    assert (entry["state"], entry["logDir"]) == ("Pending", str(logs[2]))
+    # Only broker 2's log dir is mounted in a matching pod: the others are not looked at.
+    assert {broker for broker, _ in entries(first)} == {2}
+    done = wait_for(
+        stack,
+        "retentionpolicy",
+        e2e_ns,
+        "orphans-exec",
+        lambda o: o.get("status", {}).get("orphanBytesReclaimedTotal", 0) > 0,
+        timeout=60,
+    )
+    assert entries(done)[(2, f"{topic}-0")]["state"] == "Removed"
+    assert not copy.exists()
+    assert digest(logs[1] / f"{topic}-0") == assigned
+    (event,) = [
+        e for e in events(stack, e2e_ns, "orphans-exec") if e["reason"] == "OrphanDirectoryRemoved"
+    ]
+    assert f"removed {topic}-0" in event["message"]
+    assert condition(done, "Degraded")["status"] == "False"
+    admin.delete_topics([topic])[topic].result(timeout=30)
