@@ -190,6 +190,9 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
 
     # d's partition is assigned to broker 2 during the delay: broker 2 adopts the copy.
     reassign(bootstrap, d, [1, 2], tmp_path)
+    # Broker 2 serves the partition from that directory now: it is the broker's to delete
+    # (with the topic), never the test's: removing it under the broker fails its log dir.
+    planted.remove(copy_d)
     again = wait_for(
         stack,
         "retentionpolicy",
@@ -243,8 +246,11 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     assert reasons.count("OrphanDirectoryRemoved") == 3
     final = get(stack, "retentionpolicy", e2e_ns, "orphans")
     assert final["status"]["orphanCount"] == 0
+    stack.kubectl("delete", "retentionpolicy", "orphans", "-n", e2e_ns)
     for name in (a, b, d):
         admin.delete_topics([name])[name].result(timeout=30)
+    for name in (a, b, d):
+        wait_for_gone(admin, name)
 
 
 def wait_for_gone(admin: AdminClient, name: str) -> None:
