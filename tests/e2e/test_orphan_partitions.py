@@ -148,6 +148,14 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     hostile.mkdir()
     planted.append(hostile)
     assigned = {name: digest(logs[1] / f"{name}-0") for name in (a, b, d)}
+    # Every partition directory the brokers hold before the check (other tests' too; not
+    # those the broker itself is deleting).
+    held = {
+        (n, p.name)
+        for n, log in logs.items()
+        for p in log.iterdir()
+        if p not in planted and p.is_dir() and not p.name.endswith("-delete")
+    }
     untouched = {p: digest(p) for p in (future, outside, hostile)}
 
     body = {
@@ -239,6 +247,8 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     # Assigned again, so kept; and broker 2 now serves it from that very directory.
     assert copy_d.exists()
     assert {name: digest(logs[1] / f"{name}-0") for name in (a, b, d)} == assigned
+    now_held = {(n, p.name) for n, log in logs.items() for p in log.iterdir()}
+    assert sorted(held - now_held) == []
     assert {p: digest(p) for p in (future, outside, hostile)} == untouched
     assert link.is_symlink()
     assert not any(p.name == "pwned" for log in logs.values() for p in log.iterdir())
