@@ -13,7 +13,11 @@ from devstack.stack import Stack
 from tests.conftest import TopicFactory
 
 
-def _produce(bootstrap: str, topic: str, count: int, prefix: str) -> None:
+def _produce(
+    bootstrap: str, topic: str, count: int, prefix: str, partitions: int | None = None
+) -> None:
+    """count records keyed prefix-i; with `partitions`, record i goes to partition
+    i % partitions (else the partitioner decides)."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -29,14 +33,25 @@ def _produce(bootstrap: str, topic: str, count: int, prefix: str) -> None:
             failures.append(err)
 
     for i in range(count):
-        producer.produce(
-            topic, key=f"{prefix}-{i}".encode(), value=f"v{i}".encode(), on_delivery=on_delivery
-        )
+        key, value = f"{prefix}-{i}".encode(), f"v{i}".encode()
+        if partitions is None:
+            producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+        else:
+            producer.produce(
+                topic, key=key, value=value, partition=i % partitions, on_delivery=on_delivery
+            )
     assert producer.flush(60) == 0, "records still in flight after 60s"
     assert failures == []
 
 
 def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
+    return [key for _, _, key in _consume_records(bootstrap, topic, partitions, expected)]
+
+
+def _consume_records(
+    bootstrap: str, topic: str, partitions: int, expected: int
+) -> list[tuple[int, int, bytes]]:
+    """(partition, offset, key) of each record, in the order they arrived."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -46,19 +61,19 @@ def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> 
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    keys: list[bytes] = []
+    records: list[tuple[int, int, bytes]] = []
     try:
         for _ in range(300):
-            if len(keys) >= expected:
+            if len(records) >= expected:
                 break
             for msg in consumer.consume(num_messages=1000, timeout=0.2):
                 assert msg.error() is None, msg.error()
                 key = msg.key()
                 assert isinstance(key, bytes)
-                keys.append(key)
+                records.append((int(msg.partition() or 0), int(msg.offset() or 0), key))
     finally:
         consumer.close()
-    return keys
+    return records
 
 
 @pytest.mark.stack
@@ -83,9 +98,12 @@ def test_acks_all_records_come_back_in_order_per_partition(
     bootstrap: str, make_topic: TopicFactory
 ) -> None:
     topic = make_topic(partitions=3)
-    _produce(bootstrap, topic, 300, "k")
-    keys = _consume_all(bootstrap, topic, 3, 300)
-    assert sorted(keys) == sorted(f"k-{i}".encode() for i in range(300))
+    _produce(bootstrap, topic, 300, "k", partitions=3)
+    records = _consume_records(bootstrap, topic, 3, 300)
+    for p in range(3):
+        # As read, without sorting: offsets 0..99 and the keys in the order they were sent.
+        got = [(offset, key) for part, offset, key in records if part == p]
+        assert got == [(n, f"k-{3 * n + p}".encode()) for n in range(100)]
 
 
 @pytest.mark.stack

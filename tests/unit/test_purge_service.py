@@ -24,6 +24,10 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
 class FakeKafka:
+    """Offsets in memory, answering DeleteRecords as Kafka does: -1 means the high
+    watermark, an offset past it (or below -1) is OFFSET_OUT_OF_RANGE, and one at or
+    below the log start changes nothing."""
+
     def __init__(self, logs: dict[TopicPartition, list[int]]) -> None:
         self.logs = logs  # tp -> [log_start, high_watermark]
         self.configs: dict[str, dict[str, str]] = {}
@@ -70,7 +74,11 @@ class FakeKafka:
             if tp in self.delete_failures:
                 out[tp] = self.delete_failures[tp]
                 continue
-            self.logs[tp][0] = max(self.logs[tp][0], offset)
+            start, end = self.logs[tp]
+            if offset > end or offset < -1:
+                out[tp] = KafkaFailure("OFFSET_OUT_OF_RANGE", f"{offset} vs {end}", False)
+                continue
+            self.logs[tp][0] = max(start, end if offset == -1 else offset)
             out[tp] = self.logs[tp][0]
         return out
 
@@ -682,3 +690,35 @@ def test_failures_are_listed_up_to_a_byte_bound_and_the_rest_counted() -> None:
     listed = [e for e in folded if e["state"] == State.FAILED and e["partition"] >= 0]
     assert 0 < len(listed) < 200  # the byte bound, before the count bound
     assert folded[len(listed)]["note"].startswith(f"... and {300 - len(listed)} more failed")
+
+
+def test_a_high_watermark_that_drops_after_planning_lowers_the_cut_to_it() -> None:
+    """The fresh check before the delete: `-1` planned at high watermark 100, then the
+    partition is truncated to 80 (an unclean leader election). Deleting to 100 now would
+    be refused by Kafka; the cut is lowered to 80, never kept at the plan."""
+
+    class Truncating(FakeKafka):
+        def offsets(self, tps: Iterable[TopicPartition], kind: Any) -> dict[TopicPartition, int]:
+            if kind == "latest" and "status:Purging" in self.calls:
+                self.logs[T0][1] = 80
+            return super().offsets(tps, kind)
+
+    kafka = Truncating({T0: [0, 100]})
+    store = Store(kafka)
+    outcome = run(explicit((0, -1)), kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    (entry,) = store.status["results"]
+    assert (entry["requestedOffset"], entry["lowWatermark"]) == (80, 80)
+    assert kafka.logs[T0] == [80, 80]
+    assert [c for c in kafka.calls if c.startswith("delete")] == ["delete:[('t-0', 80)]"]
+
+
+def test_an_offset_already_below_the_log_start_deletes_nothing_and_says_so() -> None:
+    kafka = FakeKafka({T0: [50, 100]})
+    store = Store(kafka)
+    outcome = run(explicit((0, 30)), kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    assert kafka.logs[T0] == [50, 100]
+    (entry,) = store.status["results"]
+    assert (entry["recordsDeleted"], entry["lowWatermark"]) == (0, 50)
+    assert outcome.records_deleted == 0
