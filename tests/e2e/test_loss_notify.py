@@ -16,7 +16,14 @@ from confluent_kafka.admin import AdminClient
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
 from tests.e2e.test_record_purge import apply_purge, finished
-from tests.e2e.test_retention_policy import HOUR, NO_RETENTION, apply_policy, condition, ran
+from tests.e2e.test_retention_policy import (
+    HOUR,
+    NO_RETENTION,
+    apply_policy,
+    condition,
+    eventually,
+    ran,
+)
 from tests.support import OperatorProcess, commit, events, log_starts, produce
 
 
@@ -200,6 +207,13 @@ def test_a_restarted_operator_reports_nothing_twice(
         delete_records(admin, topic, {0: 35})
         found = ran(stack, namespace, "watch", after=first["status"]["lastRun"]["completedAt"])
         assert found["status"]["unconsumedLostTotal"] == 25
+        # Kopf posts events from a queue after the run's status is written: let the first
+        # operator post it before it stops (a stop in between would drop it).
+        eventually(
+            lambda: len(loss_events(stack, namespace, "watch")) == 1,
+            timeout=30,
+            what="the first operator's loss event",
+        )
     finally:
         assert first_operator.stop() == 0
     second_operator = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
