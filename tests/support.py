@@ -70,7 +70,11 @@ def produce_to_each(
     """One record to every (topic, partition), sure of delivery: a producer that has not
     yet seen a brand-new topic's partitions refuses records for them (unknown partition),
     which flush() does not count; those are sent again until every one is written."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    # A record waiting for metadata fails after a minute (not librdkafka's default five)
+    # and is sent again in the next round with fresh metadata.
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "message.timeout.ms": 60_000}
+    )
     wanted: dict[str, int] = {}
     for topic, partition in targets:
         wanted[topic] = max(wanted.get(topic, 0), partition + 1)
