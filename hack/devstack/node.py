@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -46,6 +48,11 @@ NODE_IP = "10.244.76.1"
 CNI_BRIDGE = "kr-cni0"
 CNI_SUBNET = "10.244.77.0/24"
 NAMESPACE = "k8s.io"  # the containerd namespace the CRI plugin uses
+# Which node last changed this host, with the host as it found it. Under /run (a tmpfs),
+# so a reboot, which undoes those changes too, forgets it. A session killed without
+# `down` leaves the record behind, and the next `start`, from whichever checkout, puts
+# the host back first: otherwise it would record the changed host as the one to restore.
+HOST_RECORD = Path("/run/kafka-retention/node.json")
 
 # What the kubelet and the CNI bridge plugin write on this kernel; put back by `down`.
 SYSCTLS = (
@@ -213,6 +220,7 @@ class Node:
         With keep_images, containerd's store of a stopped node is kept, and an image
         already imported from the same archive is not imported again (a 1.2 GB archive
         takes about 25 s to import)."""
+        recover_abandoned_node()
         store = self.root / "containerd" / "root"
         kept = self.root.parent / "node-containerd-root"
         shutil.rmtree(kept, ignore_errors=True)
@@ -224,7 +232,10 @@ class Node:
             store.parent.mkdir(parents=True)
             kept.rename(store)
         # Recorded before anything runs, so `down` knows what to put back.
-        HostState.read(self.root).save(self.host_state_file)
+        before = HostState.read(self.root)
+        before.save(self.host_state_file)
+        HOST_RECORD.parent.mkdir(parents=True, exist_ok=True)
+        HOST_RECORD.write_text(json.dumps({"root": str(self.root), "before": before.__dict__}))
         self._started_at = time.time()
         self._images_file.write_text(
             json.dumps({"images": [[str(a), n] for a, n in images], "pause": pause_image})
@@ -471,6 +482,7 @@ class Node:
         self._remove_containers()
         self.containerd.stop()
         self._kill_shims()
+        _kill_containers_of(self.root)
         self._restore_host()
 
     def _remove_containers(self) -> None:
@@ -530,12 +542,64 @@ class Node:
             if path.read_text().strip() != value:
                 path.write_text(value + "\n")
         self.host_state_file.unlink()
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(HOST_RECORD.read_text())["root"] == str(self.root):
+                HOST_RECORD.unlink()
 
     def leftovers(self, before: HostState) -> list[str]:
         """What the node left on the host compared with `before` (empty when clean)."""
         found = before.differences(HostState.read(self.root))
         found += [f"{p.name} still running" for p in self.processes if p.running()]
         return found
+
+
+def recover_abandoned_node() -> None:
+    """Put the host back after a node whose session was killed before `down` ran.
+
+    Its containerd, kubelet and shims died with the session, but the containers' own
+    processes did not: runc moves them into cgroups of their own, outside the session's.
+    They keep running (a hostNetwork pod keeps its ports), its mounts and node address
+    stay, and its sysctls stay changed. Nothing of a node that is still running is
+    touched."""
+    try:
+        record = json.loads(HOST_RECORD.read_text())
+        root = Path(record["root"])
+        before = HostState(**record["before"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    left = Node(root.parent, Path(), Path())
+    if left.anything_running():
+        return
+    _say(f"the node at {root} was not stopped (its session was killed): cleaning up after it")
+    left._kill_shims()
+    _kill_containers_of(root)
+    left.root.mkdir(parents=True, exist_ok=True)  # its checkout may be gone
+    before.save(left.host_state_file)
+    left._restore_host()
+    HOST_RECORD.unlink(missing_ok=True)
+
+
+def _kill_containers_of(root: Path) -> None:
+    """SIGKILL every process whose root filesystem comes from this node's containerd
+    store: containers whose shim is gone, which nothing else would stop."""
+    store = str(root.resolve()) + "/containerd/"
+    killed = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) in {1, os.getpid()}:
+            continue
+        try:
+            mounts = (proc / "mountinfo").read_text()
+        except OSError:
+            continue
+        if any(line.split()[4] == "/" and store in line for line in mounts.splitlines()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(proc)
+    if killed:
+        _say(f"killed {len(killed)} processes left running in containers of {root}")
+    # Their cgroups can be removed only once they are gone.
+    if killed:
+        wait_for("killed containers gone", lambda: not any(p.exists() for p in killed), 15)
 
 
 def _remove_cgroup(path: Path) -> None:

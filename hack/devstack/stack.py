@@ -21,6 +21,7 @@ from devstack.node import (
     KUBELET_PORT,
     SCHEDULER_PORT,
     Node,
+    recover_abandoned_node,
 )
 from devstack.procs import StackError
 
@@ -66,6 +67,7 @@ class Stack:
             self.down()
         build.setup()
         images = image.node_images()
+        recover_abandoned_node()  # before the port check: its pods may hold ports
         self._check_ports_free()
         started = time.monotonic()
         for state in (self.kafka.root, self.kube.root):

@@ -83,6 +83,19 @@ def in_cluster(stack: Stack) -> Iterator[str]:
             "logs", "-n", OPERATOR_NS, "deployment/kafka-retention-operator", check=False
         )
         print(logs.stdout[-20000:])
+        # A crashed container's own words, and why it ended (exit code, OOMKilled, a
+        # failed liveness probe), for a failure seen only in CI.
+        previous = stack.kubectl(
+            "logs",
+            "-n",
+            OPERATOR_NS,
+            "deployment/kafka-retention-operator",
+            "--previous",
+            check=False,
+        )
+        print(previous.stdout[-5000:])
+        described = stack.kubectl("describe", "pods", "-n", OPERATOR_NS, check=False)
+        print(described.stdout[-8000:])
         stack.kubectl("delete", "namespace", OPERATOR_NS, "--timeout=120s", check=False)
 
 

@@ -4,6 +4,8 @@ cluster (garbage collection, namespace deletion), and gone without a trace when 
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import time
 
 import pytest
@@ -119,3 +121,57 @@ def test_stopping_the_node_leaves_the_host_as_it_was(stack: Stack, namespace: st
 
     stack.node.start_again()
     stack.node.wait_ready(stack.kube.kubectl)
+
+
+@pytest.mark.stack
+def test_a_node_whose_session_was_killed_is_cleaned_up_by_the_next_start(
+    stack: Stack, namespace: str
+) -> None:
+    """A killed session takes containerd, the kubelet and the shims with it, but not the
+    containers: runc moves them out of the session's cgroups. A hostNetwork pod of that
+    node keeps its ports (the in-cluster operator's liveness port made a later stack's
+    operator crash). The next start must find and stop them and put the host back before
+    recording it again."""
+    image = stack.env()["KAFKA_RETENTION_IMAGE"]
+    port = free_port()
+    listener = json.loads(pod("listener", namespace, image))
+    listener["spec"]["containers"][0]["command"] = [
+        "python",
+        "-c",
+        "import socket, time\n"
+        f"s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen()\n"
+        "time.sleep(3600)",
+    ]
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(listener))
+    stack.kubectl(
+        "wait", "pod/listener", "-n", namespace, "--for=condition=Ready", "--timeout=120s"
+    )
+    before = HostState.load(stack.node.host_state_file)
+    wait_until("the pod listens", lambda: port_taken(port), timeout=30)
+
+    # What the end of a session does: SIGKILL to everything it started, nothing more.
+    for proc in stack.node.processes:
+        proc.signal(signal.SIGKILL)
+    stack.node._kill_shims()
+    for proc in stack.node.processes:
+        proc.wait_gone(timeout=15)
+    assert port_taken(port), "the pod died with the node: the test shows nothing"
+    assert stack.node.leftovers(before) != []
+
+    stack.node.start_again()
+    assert not port_taken(port), "the abandoned pod still holds its port"
+    # The record of the host is the one before the first start, not the changed host.
+    assert HostState.load(stack.node.host_state_file) == before
+    stack.node.wait_ready(stack.kube.kubectl)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
