@@ -159,22 +159,33 @@ def high_watermarks(admin: AdminClient, topic: str, partitions: int) -> list[int
     return _offsets(admin, topic, partitions, OffsetSpec.latest())  # type: ignore[no-untyped-call]
 
 
+class Unanswered(Exception):
+    """Kafka gave no offset for a partition."""
+
+
 def _offsets(admin: AdminClient, topic: str, partitions: int, spec: OffsetSpec) -> list[int]:
     # librdkafka answers "No leaders found" when its metadata cache lags a leader change
     # (brokers restarted by other tests); a fresh look a moment later gets the answer.
     def refresh(_: tenacity.RetryCallState) -> None:
         admin.list_topics(topic, timeout=10)
 
+    # A request sent to a broker that was just killed gets no answer: it times out, and
+    # the next one, after a metadata refresh, goes to the partition's new leader.
     @tenacity.retry(
-        retry=tenacity.retry_if_exception_type(KafkaException),
+        retry=tenacity.retry_if_exception_type((KafkaException, TimeoutError, Unanswered)),
         stop=tenacity.stop_after_attempt(20),
         wait=tenacity.wait_fixed(0.5),
         before_sleep=refresh,
         reraise=True,
     )
     def read() -> list[int]:
-        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in range(partitions)})
-        by_partition = {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
+        futures = admin.list_offsets(
+            {TopicPartition(topic, p): spec for p in range(partitions)}, request_timeout=10
+        )
+        by_partition = {tp.partition: f.result(timeout=15).offset for tp, f in futures.items()}
+        if any(offset < 0 for offset in by_partition.values()):
+            # -1001 (no offset) comes back while a partition has no leader to answer.
+            raise Unanswered(f"{topic}: {by_partition}")
         return [by_partition[p] for p in range(partitions)]
 
     return read()

@@ -165,6 +165,20 @@ class KafkaCluster:
     def stop_node(self, node_id: int) -> None:
         self.process(node_id).stop(timeout=30)
 
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL one broker: no controlled shutdown, as when its machine dies. Start it
+        again with start_node (it then recovers its logs, as after a crash)."""
+        self.process(node_id).signal(signal.SIGKILL)
+        self.process(node_id).wait_gone(timeout=30)
+
+    def freeze_node(self, node_id: int) -> None:
+        """SIGSTOP one broker: its connections stay open and it answers nothing, until
+        the controller fences it and its partitions' leadership moves."""
+        self.process(node_id).signal(signal.SIGSTOP)
+
+    def thaw_node(self, node_id: int) -> None:
+        self.process(node_id).signal(signal.SIGCONT)
+
     def start(self) -> None:
         for n in NODE_IDS:
             self.start_node(n)

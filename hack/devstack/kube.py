@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 import ssl
+import time
 import urllib.request
 from pathlib import Path
 
@@ -164,6 +165,14 @@ class KubeApi:
         }
         self.kubeconfig.write_text(yaml.safe_dump(config))
         self.kubeconfig.chmod(0o600)
+
+    def restart_apiserver(self, down_for: float = 0) -> None:
+        """Stop the API server, leave it down `down_for` seconds, start it again (same
+        certificates and etcd data) and wait until it is ready: what an upgrade or a
+        control-plane restart looks like to the operator's watches."""
+        self.apiserver.stop()
+        time.sleep(down_for)
+        self._start_apiserver()
 
     def stop(self) -> None:
         self.apiserver.stop()

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -63,6 +64,7 @@ SYSCTLS = (
     "kernel.keys.root_maxkeys",
     "kernel.keys.root_maxbytes",
     "net.ipv4.ip_forward",
+    "net.ipv4.ip_local_reserved_ports",
 )
 
 
@@ -214,7 +216,11 @@ class Node:
     # --- start ---------------------------------------------------------------------------
 
     def start(
-        self, images: list[tuple[Path, str]], pause_image: str, keep_images: bool = False
+        self,
+        images: list[tuple[Path, str]],
+        pause_image: str,
+        keep_images: bool = False,
+        reserve_ports: Sequence[int] = (),
     ) -> None:
         """Start the node and load `images` (OCI archive, image name) into containerd.
         With keep_images, containerd's store of a stopped node is kept, and an image
@@ -238,8 +244,15 @@ class Node:
         HOST_RECORD.write_text(json.dumps({"root": str(self.root), "before": before.__dict__}))
         self._started_at = time.time()
         self._images_file.write_text(
-            json.dumps({"images": [[str(a), n] for a, n in images], "pause": pause_image})
+            json.dumps(
+                {
+                    "images": [[str(a), n] for a, n in images],
+                    "pause": pause_image,
+                    "reserve_ports": list(reserve_ports),
+                }
+            )
         )
+        _reserve_ports(reserve_ports)
         if not any(NODE_IP in a for a in _addresses()):
             run(["ip", "addr", "add", f"{NODE_IP}/32", "dev", "lo"], what="ip addr add")
         self._start_control_plane()
@@ -255,7 +268,12 @@ class Node:
     def start_again(self) -> None:
         """Start a stopped node with the images of its last start."""
         last = json.loads(self._images_file.read_text())
-        self.start([(Path(a), n) for a, n in last["images"]], last["pause"], keep_images=True)
+        self.start(
+            [(Path(a), n) for a, n in last["images"]],
+            last["pause"],
+            keep_images=True,
+            reserve_ports=last.get("reserve_ports", []),
+        )
 
     def _start_control_plane(self) -> None:
         bin_dir = paths.node_bin()
@@ -551,6 +569,20 @@ class Node:
         found = before.differences(HostState.read(self.root))
         found += [f"{p.name} still running" for p in self.processes if p.running()]
         return found
+
+
+def _reserve_ports(ports: Sequence[int]) -> None:
+    """Keep the kernel from handing the stack's listening ports out as the source port of
+    outgoing connections. They lie in the ephemeral range, and while a broker is down its
+    clients reconnect to it thousands of times a second: one connect sooner or later gets
+    the very port it dials and connects to itself (TCP simultaneous open). That socket
+    then holds the port, and the broker, started again, cannot bind it ("Address already
+    in use"; the client meanwhile reports an ApiVersionRequest timeout)."""
+    if not ports:
+        return
+    path = _sysctl_path("net.ipv4.ip_local_reserved_ports")
+    current = path.read_text().strip()
+    path.write_text(",".join([current, *map(str, ports)] if current else map(str, ports)) + "\n")
 
 
 def recover_abandoned_node() -> None:

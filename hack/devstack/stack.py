@@ -25,6 +25,10 @@ from devstack.node import (
 )
 from devstack.procs import StackError
 
+# The in-cluster operator's health and metrics ports (manifests/overlays/local): the
+# kubelet's liveness probe dials the first while the operator starts.
+LOCAL_OVERLAY_PORTS = (36180, 36102)
+
 
 def _say(msg: str) -> None:
     print(f"[dev] {msg}", file=sys.stderr, flush=True)
@@ -78,20 +82,28 @@ class Stack:
         for n in NODE_IDS:
             self.kafka.start_node(n)  # JVMs warm up while etcd and the API server start
         self.kube.start()
-        self.node.start([(i.archive, i.name) for i in images.load], images.pause.name)
+        self.node.start(
+            [(i.archive, i.name) for i in images.load],
+            images.pause.name,
+            reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS],
+        )
         self.kafka.wait_ready()
         self.node.wait_ready(self.kube.kubectl)
         self.write_env()
         _say(f"stack up in {time.monotonic() - started:.0f}s; `. {self.env_file}` to use it")
         return True
 
-    def _check_ports_free(self) -> None:
+    def _ports(self) -> list[int]:
+        """Every port the stack listens on."""
         ports = [n.broker_port for n in self.kafka.nodes]
         ports += [n.controller_port for n in self.kafka.nodes]
         ports += [ETCD_CLIENT_PORT, ETCD_PEER_PORT, APISERVER_PORT]
         ports += [KUBELET_PORT, KUBELET_HEALTHZ_PORT, SCHEDULER_PORT, CONTROLLER_MANAGER_PORT]
         ports += [CONTAINERD_STREAM_PORT]
-        for port in ports:
+        return ports
+
+    def _check_ports_free(self) -> None:
+        for port in self._ports():
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     raise StackError(
