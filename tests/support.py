@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
+from kafka_retention.core.purge_states import FINAL_PHASES
 
 __all__ = ["OperatorProcess"]
 
@@ -270,4 +271,16 @@ def install_spark_operator_crd(stack: Stack) -> None:
         "--for=condition=Established",
         "--timeout=60s",
         "crd/sparkapplications.sparkoperator.k8s.io",
+    )
+
+
+def purge_finished(stack: Stack, ns: str, name: str, timeout: float = 60) -> dict[str, Any]:
+    """The RecordPurge once it reached a final phase."""
+    return wait_for(
+        stack,
+        "recordpurge",
+        ns,
+        name,
+        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
+        timeout,
     )

@@ -17,9 +17,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
+from kafka_retention.core.purge_states import Phase, State
 from tests.conftest import TopicFactory
-from tests.support import commit, get, log_starts, produce, wait_for
+from tests.support import commit, get, log_starts, produce, purge_finished, wait_for
 
 PARTITIONS = 30
 RECORDS = 20
@@ -39,17 +39,6 @@ def purge_body(stack: Stack, ns: str, name: str, topic: str) -> str:
                 ],
             },
         }
-    )
-
-
-def finished_purge(stack: Stack, ns: str, name: str, timeout: float) -> dict[str, Any]:
-    return wait_for(
-        stack,
-        "recordpurge",
-        ns,
-        name,
-        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-        timeout,
     )
 
 
@@ -101,7 +90,7 @@ def test_a_purge_waits_out_a_frozen_leader_and_every_partition_succeeds(
     time.sleep(15)
     stack.kafka.thaw_node(frozen)
 
-    obj = finished_purge(stack, e2e_ns, "frozen-leader", timeout=180)
+    obj = purge_finished(stack, e2e_ns, "frozen-leader", timeout=180)
     failed = [r for r in obj["status"]["results"] if r.get("state") != State.PURGED]
     assert failed == [], f"partitions led by broker {frozen} ({led}) ended: {failed}"
     assert obj["status"]["phase"] == Phase.SUCCEEDED
@@ -129,7 +118,7 @@ def test_a_broker_killed_mid_purge_deletes_exactly_the_plan_once_it_is_back(
     stack.kubectl("apply", "-f", "-", stdin=purge_body(stack, e2e_ns, "killed-leader", topic))
     stack.kafka.kill_node(killed)
 
-    obj = finished_purge(stack, e2e_ns, "killed-leader", timeout=240)
+    obj = purge_finished(stack, e2e_ns, "killed-leader", timeout=240)
     starts = log_starts(admin, topic, PARTITIONS)
     assert max(starts) <= CUT, f"cut past the plan: {starts}"
     for result in obj["status"]["results"]:
@@ -235,7 +224,7 @@ def test_the_operator_carries_on_after_the_api_server_restarts(
         time.sleep(1)
     # ...and a purge created after it is seen and done.
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(_purge(stack, e2e_ns, topic)))
-    obj = finished_purge(stack, e2e_ns, "after-restart", timeout=90)
+    obj = purge_finished(stack, e2e_ns, "after-restart", timeout=90)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 2) == [12, 15]
 

@@ -22,6 +22,7 @@ from tests.support import (
     high_watermarks,
     log_starts,
     produce,
+    purge_finished,
     wait_for,
 )
 
@@ -34,17 +35,6 @@ def apply_purge(stack: Stack, ns: str, name: str, **spec: Any) -> None:
         "spec": {"cluster": {"bootstrapServers": stack.kafka.bootstrap_servers}, **spec},
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-
-
-def finished(stack: Stack, ns: str, name: str, timeout: float = 60) -> dict[str, Any]:
-    return wait_for(
-        stack,
-        "recordpurge",
-        ns,
-        name,
-        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-        timeout,
-    )
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
@@ -70,7 +60,7 @@ def test_explicit_offsets_delete_exactly_below_each_offset(
             {"topic": topic, "partition": 1, "offset": -1},
         ],
     )
-    obj = finished(stack, e2e_ns, "explicit")
+    obj = purge_finished(stack, e2e_ns, "explicit")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 3) == [30, 80, 0]
     assert first_offsets_read(bootstrap, topic, 3) == [30, None, 0]
@@ -107,7 +97,7 @@ def test_timestamp_cut_keeps_records_at_or_after_the_time_with_out_of_order_time
     cut_ms = base + 4 * hour  # the first offset with a time >= this is the cut
     cut = datetime.fromtimestamp(cut_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
     apply_purge(stack, e2e_ns, "by-time", topics=[{"name": topic, "before": {"timestamp": cut}}])
-    obj = finished(stack, e2e_ns, "by-time")
+    obj = purge_finished(stack, e2e_ns, "by-time")
     assert obj["status"]["phase"] == Phase.SUCCEEDED, obj["status"]
     # Offset 3 carries hour 4 in partition 0; offset 4 carries hour 4 in partition 1.
     # The late record (hour 2, offset 6) stays: a cut removes a prefix of offsets.
@@ -126,7 +116,7 @@ def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protec
     apply_purge(
         stack, e2e_ns, "consumed", topics=[{"name": topic, "before": {"committedBy": [fast, slow]}}]
     )
-    obj = finished(stack, e2e_ns, "consumed")
+    obj = purge_finished(stack, e2e_ns, "consumed")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 3) == [40, 60, 0]
     assert "no committed offset" in results(obj)[(topic, 2)]["reason"]
@@ -147,7 +137,7 @@ def test_protect_groups_lower_a_high_watermark_cut(
         protectGroups=[auditor],
         topics=[{"name": topic, "before": {"highWatermark": True}}],
     )
-    obj = finished(stack, e2e_ns, "protected")
+    obj = purge_finished(stack, e2e_ns, "protected")
     assert log_starts(admin, topic, 2) == [20, 0]
     res = results(obj)
     assert f"committed offset of {auditor}" in res[(topic, 0)]["note"]
@@ -167,7 +157,7 @@ def test_dry_run_reports_the_plan_and_deletes_nothing(
         dryRun=True,
         topics=[{"name": topic, "before": {"highWatermark": True}}],
     )
-    obj = finished(stack, e2e_ns, "dry")
+    obj = purge_finished(stack, e2e_ns, "dry")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert condition(obj, "Succeeded")["reason"] == "DryRunCompleted"
     assert log_starts(admin, topic, 2) == [0, 0]
@@ -188,7 +178,7 @@ def test_compact_only_topic_fails_naming_the_cleanup_policy(
     apply_purge(
         stack, e2e_ns, "compact", partitions=[{"topic": topic, "partition": 0, "offset": 5}]
     )
-    obj = finished(stack, e2e_ns, "compact")
+    obj = purge_finished(stack, e2e_ns, "compact")
     assert obj["status"]["phase"] == Phase.FAILED
     cond = condition(obj, "Succeeded")
     assert cond["status"] == "False"
@@ -211,7 +201,7 @@ def test_offset_above_the_high_watermark_fails_that_partition_only(
             {"topic": topic, "partition": 1, "offset": 500},
         ],
     )
-    obj = finished(stack, e2e_ns, "too-far")
+    obj = purge_finished(stack, e2e_ns, "too-far")
     assert obj["status"]["phase"] == Phase.PARTIALLY_SUCCEEDED
     assert log_starts(admin, topic, 2) == [5, 0]
     error = results(obj)[(topic, 1)]["error"]
@@ -229,7 +219,7 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
         "ghost",
         partitions=[{"topic": "no-such-topic-anywhere", "partition": 0, "offset": 1}],
     )
-    obj = finished(stack, e2e_ns, "ghost")
+    obj = purge_finished(stack, e2e_ns, "ghost")
     assert obj["status"]["phase"] == Phase.FAILED
     assert "UNKNOWN_TOPIC_OR_PARTITION" in obj["status"]["results"][0]["error"]
 
@@ -319,7 +309,7 @@ def test_finished_purge_is_not_redone_when_the_operator_restarts(
         apply_purge(
             stack, namespace, "once", partitions=[{"topic": topic, "partition": 0, "offset": -1}]
         )
-        done = finished(stack, namespace, "once")
+        done = purge_finished(stack, namespace, "once")
     finally:
         first.stop()
     produce(bootstrap, topic, {0: 20})
@@ -377,7 +367,7 @@ def test_purge_in_flight_completes_after_the_operator_is_killed(
     assert log_starts(admin, topic, 3) == [0, 0, 0]
     second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
     try:
-        obj = finished(stack, namespace, "in-flight", timeout=180)
+        obj = purge_finished(stack, namespace, "in-flight", timeout=180)
     finally:
         second.stop()
     assert obj["status"]["phase"] == Phase.SUCCEEDED
@@ -423,6 +413,6 @@ def test_missing_client_config_secret_waits_and_deletes_nothing_until_it_exists(
         "--from-literal=security.protocol=PLAINTEXT",
         "--from-literal=client.id=kafka-retention-e2e",
     )
-    obj = finished(stack, e2e_ns, "with-secret", timeout=150)
+    obj = purge_finished(stack, e2e_ns, "with-secret", timeout=150)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(admin, topic, 1) == [15]
