@@ -328,6 +328,34 @@ def test_unreachable_kafka_deletes_nothing_and_retries_sooner() -> None:
     assert (ready(store)["status"], ready(store)["reason"]) == ("False", "KafkaUnavailable")
 
 
+def test_failed_runs_in_a_row_back_off_to_the_interval_and_a_good_run_resets() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.down = True
+    store = Store()
+    delays = []
+    for _ in range(6):
+        delays.append(run_one(kafka, store, maxRetention="1d", interval="5m").next_run_in)
+    # 15 s doubling per failure, held at the 5 minute interval.
+    assert delays == [15, 30, 60, 120, 240, 300]
+    assert store.status["consecutiveFailures"] == 6
+    assert kafka.deletes == []
+    kafka.down = False
+    run_one(kafka, store, maxRetention="1d", interval="5m")
+    assert store.status["consecutiveFailures"] == 0
+    kafka.down = True
+    assert run_one(kafka, store, maxRetention="1d", interval="5m").next_run_in == 15
+
+
+def test_a_long_interval_backs_off_no_further_than_ten_minutes() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.down = True
+    store = Store()
+    store.status = {"consecutiveFailures": 40}
+    assert run_one(kafka, store, maxRetention="7d", interval="1d").next_run_in == 600
+
+
 def test_max_retention_past_an_idle_group_reports_the_loss() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_PART = re.compile(r"(\d+)(ms|s|m|h|d)")
+# [0-9], not \d: \d also matches other scripts' digits, which int() reads as numbers.
+_PART = re.compile(r"([0-9]+)(ms|s|m|h|d)")
+# A century: longer is a mistake, and past about 2,700 centuries it leaves the calendar
+# (datetime arithmetic on it raises).
+MAX_MS = 100 * 365 * 86_400_000
 
 
 def parse_duration_ms(text: str) -> int:
@@ -18,4 +22,6 @@ def parse_duration_ms(text: str) -> int:
         pos = match.end()
     if pos != len(text) or not text:
         raise ValueError(f"{text!r} is not a duration like 90s, 15m, 36h or 7d")
+    if total > MAX_MS:
+        raise ValueError(f"{text!r} is longer than 100 years")
     return total

@@ -9,7 +9,17 @@ from typing import Any
 
 from kafka_retention.core.durations import parse_duration_ms
 from kafka_retention.core.policy import RetentionRules
-from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_cluster, parse_time
+from kafka_retention.core.specs import (
+    SpecError,
+    flag,
+    integer,
+    is_topic_name,
+    names,
+    obj,
+    parse_cluster,
+    parse_time,
+    text,
+)
 
 DEFAULT_INTERVAL_MS = 5 * 60_000
 MIN_INTERVAL_MS = 10_000
@@ -106,18 +116,22 @@ def _duration(value: Any, path: str) -> int:
 
 
 def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
+    spec = obj(spec, "spec")
     bootstrap, secret = parse_cluster(spec)
 
-    topics = spec.get("topics") or {}
-    names = tuple(topics.get("names") or ())
-    for i, name in enumerate(names):
-        if not TOPIC_NAME.match(str(name)):
+    topics = obj(spec.get("topics"), "spec.topics")
+    topic_names = names(topics.get("names"), "spec.topics.names")
+    for i, name in enumerate(topic_names):
+        if not is_topic_name(name):
             raise SpecError(f"spec.topics.names[{i}]", f"{name!r} is not a valid topic name")
+    exclude = names(topics.get("exclude"), "spec.topics.exclude")
     pattern = topics.get("pattern")
     if pattern is not None:
+        pattern = text(pattern, "spec.topics.pattern")
         try:
             re.compile(pattern)
-        except re.error as err:
+        # A repeat count past the engine's limit overflows; deep nesting recurses.
+        except (re.error, OverflowError, RecursionError) as err:
             raise SpecError(
                 "spec.topics.pattern", f"{pattern!r} is not a regular expression: {err}"
             ) from None
@@ -126,21 +140,22 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         spec.get(k) is not None
         for k in ("deleteConsumed", "deleteBefore", "maxRetention", "notify", "tombstones")
     )
-    if not names and not pattern and not (only_orphans and not topics):
+    if not topic_names and not pattern and not (only_orphans and not topics):
         raise SpecError("spec.topics", "needs names or a pattern")
 
     consumed = spec.get("deleteConsumed")
     groups: tuple[str, ...] = ()
     min_retention = None
     if consumed is not None:
-        groups = tuple(sorted(set(consumed.get("groups") or ())))
+        consumed = obj(consumed, "spec.deleteConsumed")
+        groups = tuple(sorted(set(names(consumed.get("groups"), "spec.deleteConsumed.groups"))))
         if not groups:
             raise SpecError("spec.deleteConsumed.groups", "needs at least one group")
         if consumed.get("minRetention") is not None:
             min_retention = _duration(consumed["minRetention"], "spec.deleteConsumed.minRetention")
     delete_before = None
     if spec.get("deleteBefore") is not None:
-        when = parse_time(str(spec["deleteBefore"]), "spec.deleteBefore")
+        when = parse_time(spec["deleteBefore"], "spec.deleteBefore")
         delete_before = int(when.timestamp() * 1000)
     max_retention = None
     if spec.get("maxRetention") is not None:
@@ -150,7 +165,8 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     notify = spec.get("notify")
     notify_groups: tuple[str, ...] = ()
     if notify is not None:
-        notify_groups = tuple(sorted(set(notify.get("groups") or ())))
+        notify = obj(notify, "spec.notify")
+        notify_groups = tuple(sorted(set(names(notify.get("groups"), "spec.notify.groups"))))
         if not notify_groups:
             raise SpecError("spec.notify.groups", "needs at least one group")
     at_risk_within = DEFAULT_AT_RISK_WITHIN_MS
@@ -181,7 +197,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     return PolicySpec(
         bootstrap_servers=bootstrap,
         client_config_secret=secret,
-        topics=TopicSelector(names, pattern, tuple(topics.get("exclude") or ())),
+        topics=TopicSelector(topic_names, pattern, exclude),
         rules=RetentionRules(
             consumed_groups=groups,
             min_retention_ms=min_retention,
@@ -190,7 +206,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
             notify_groups=notify_groups,
         ),
         interval_ms=interval,
-        dry_run=bool(spec.get("dryRun", False)),
+        dry_run=flag(spec.get("dryRun"), "spec.dryRun", False),
         at_risk_within_ms=at_risk_within,
         tombstones=tombstones,
         orphans=orphans,
@@ -200,45 +216,53 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
 def _orphans(spec: Mapping[str, Any]) -> OrphanSpec | None:
     """spec.orphanPartitions when enabled (a disabled one is as if absent)."""
     raw = spec.get("orphanPartitions")
-    if raw is None or not raw.get("enabled", False):
+    if raw is None:
         return None
-    brokers = (spec.get("cluster") or {}).get("brokers")
+    raw = obj(raw, "spec.orphanPartitions")
+    if not flag(raw.get("enabled"), "spec.orphanPartitions.enabled", False):
+        return None
+    brokers = obj(spec.get("cluster"), "spec.cluster").get("brokers")
     if brokers is None:
         raise SpecError("spec.cluster.brokers", "is required by spec.orphanPartitions")
-    access = str(brokers.get("access", "exec"))
+    brokers = obj(brokers, "spec.cluster.brokers")
+    access = brokers.get("access", "exec")
     if access not in ("exec", "local"):
         raise SpecError("spec.cluster.brokers.access", f"{access!r} is not exec or local")
-    labels = (brokers.get("podSelector") or {}).get("matchLabels") or {}
+    selector = obj(brokers.get("podSelector"), "spec.cluster.brokers.podSelector")
+    labels = obj(selector.get("matchLabels"), "spec.cluster.brokers.podSelector.matchLabels")
     if access == "exec" and not labels:
         raise SpecError("spec.cluster.brokers.podSelector", "is required with access exec")
     min_age = raw.get("minAge")
     return OrphanSpec(
         BrokerAccess(
             access,
-            brokers.get("namespace"),
+            None
+            if brokers.get("namespace") is None
+            else text(brokers["namespace"], "spec.cluster.brokers.namespace"),
             tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-            str(brokers.get("container", "kafka")),
+            text(brokers.get("container", "kafka"), "spec.cluster.brokers.container"),
         ),
         _duration(raw.get("removalDelay", "24h"), "spec.orphanPartitions.removalDelay"),
         None if min_age is None else _duration(min_age, "spec.orphanPartitions.minAge"),
-        bool(raw.get("strayDirs", True)),
-        bool(raw.get("dryRun", False)),
+        flag(raw.get("strayDirs"), "spec.orphanPartitions.strayDirs", True),
+        flag(raw.get("dryRun"), "spec.orphanPartitions.dryRun", False),
     )
 
 
 def _tombstones(raw: Mapping[str, Any] | None) -> TombstoneSpec | None:
     if raw is None:
         return None
-    groups = tuple(sorted(set(raw.get("groups") or ())))
+    raw = obj(raw, "spec.tombstones")
+    groups = tuple(sorted(set(names(raw.get("groups"), "spec.tombstones.groups"))))
     if not groups:
         raise SpecError("spec.tombstones.groups", "needs at least one group")
-    warn = int(raw.get("warnAtPercent", 80))
-    if not 1 <= warn <= 100:
-        raise SpecError("spec.tombstones.warnAtPercent", "must be between 1 and 100")
-    remedy = raw.get("raiseDeleteRetention") or {}
+    warn = integer(raw.get("warnAtPercent", 80), "spec.tombstones.warnAtPercent", 1, 100)
+    remedy = obj(raw.get("raiseDeleteRetention"), "spec.tombstones.raiseDeleteRetention")
     cap = None
-    if remedy.get("enabled"):
+    if flag(remedy.get("enabled"), "spec.tombstones.raiseDeleteRetention.enabled", False):
         if remedy.get("max") is None:
             raise SpecError("spec.tombstones.raiseDeleteRetention.max", "is required when enabled")
         cap = _duration(remedy["max"], "spec.tombstones.raiseDeleteRetention.max")
-    return TombstoneSpec(groups, warn, cap, bool(raw.get("inventory", False)))
+    return TombstoneSpec(
+        groups, warn, cap, flag(raw.get("inventory"), "spec.tombstones.inventory", False)
+    )

@@ -13,7 +13,19 @@ from typing import Any, Literal
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.specs import TOPIC_NAME, SpecError, parse_cluster, parse_time
+from kafka_retention.core.specs import (
+    MAX_OFFSET,
+    MAX_PARTITION,
+    SpecError,
+    flag,
+    integer,
+    is_topic_name,
+    names,
+    obj,
+    objects,
+    parse_cluster,
+    parse_time,
+)
 
 BeforeKind = Literal["timestamp", "committedBy", "highWatermark"]
 
@@ -77,7 +89,7 @@ class PurgeRequest:
 
 
 def _topic(value: Any, field_path: str, allow_internal: bool) -> str:
-    if not isinstance(value, str) or not TOPIC_NAME.match(value):
+    if not isinstance(value, str) or not is_topic_name(value):
         raise SpecError(field_path, f"{value!r} is not a valid Kafka topic name")
     if value.startswith("__") and not allow_internal:
         raise SpecError(
@@ -93,18 +105,17 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
     The schema already rejects most mistakes at apply time; this runs again here because
     the operator may meet objects stored before a schema change, or a CLI-built spec.
     """
+    spec = obj(spec, "spec")
     bootstrap, secret = parse_cluster(spec)
-    allow_internal = bool(spec.get("allowInternalTopics", False))
+    allow_internal = flag(spec.get("allowInternalTopics"), "spec.allowInternalTopics", False)
 
     explicit: list[ExplicitCut] = []
-    for i, entry in enumerate(spec.get("partitions") or []):
+    for i, entry in enumerate(objects(spec.get("partitions"), "spec.partitions")):
         path = f"spec.partitions[{i}]"
         topic = _topic(entry.get("topic"), f"{path}.topic", allow_internal)
-        partition, offset = entry.get("partition"), entry.get("offset")
-        if not isinstance(partition, int) or partition < 0:
-            raise SpecError(f"{path}.partition", f"{partition!r} is not a partition number")
-        if not isinstance(offset, int) or offset < -1:
-            raise SpecError(f"{path}.offset", f"{offset!r} must be -1 or an offset >= 0")
+        partition = integer(entry.get("partition"), f"{path}.partition", 0, MAX_PARTITION)
+        # -1: the high watermark.
+        offset = integer(entry.get("offset"), f"{path}.offset", -1, MAX_OFFSET)
         explicit.append(ExplicitCut(TopicPartition(topic, partition), offset))
     seen: dict[TopicPartition, int] = {}
     for i, cut in enumerate(explicit):
@@ -117,7 +128,7 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
 
     topics: list[TopicCut] = []
     explicit_topics = {c.tp.topic for c in explicit}
-    for i, entry in enumerate(spec.get("topics") or []):
+    for i, entry in enumerate(objects(spec.get("topics"), "spec.topics")):
         path = f"spec.topics[{i}]"
         name = _topic(entry.get("name"), f"{path}.name", allow_internal)
         if name in explicit_topics:
@@ -127,18 +138,18 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
             )
         if any(t.topic == name for t in topics):
             raise SpecError(f"{path}.name", f"topic {name} is listed twice")
-        topics.append(_before(entry.get("before") or {}, name, f"{path}.before"))
+        topics.append(_before(obj(entry.get("before"), f"{path}.before"), name, f"{path}.before"))
 
     if not explicit and not topics:
         raise SpecError("spec", "name at least one entry in partitions or topics")
-    protect = spec.get("protectGroups") or []
+    protect = names(spec.get("protectGroups"), "spec.protectGroups")
     return PurgeRequest(
         bootstrap_servers=bootstrap,
         client_config_secret=secret,
         partitions=tuple(explicit),
         topics=tuple(topics),
         protect_groups=tuple(sorted(set(protect))),
-        dry_run=bool(spec.get("dryRun", False)),
+        dry_run=flag(spec.get("dryRun"), "spec.dryRun", False),
         allow_internal_topics=allow_internal,
     )
 
@@ -148,10 +159,10 @@ def _before(before: Mapping[str, Any], topic: str, path: str) -> TopicCut:
     if len(given) != 1:
         raise SpecError(path, "needs exactly one of timestamp, committedBy or highWatermark")
     if "timestamp" in before:
-        when = parse_time(str(before["timestamp"]), f"{path}.timestamp")
+        when = parse_time(before["timestamp"], f"{path}.timestamp")
         return TopicCut(topic, "timestamp", timestamp=when)
     if "committedBy" in before:
-        groups = before["committedBy"]
+        groups = names(before["committedBy"], f"{path}.committedBy")
         if not groups:
             raise SpecError(f"{path}.committedBy", "needs at least one group")
         return TopicCut(topic, "committedBy", groups=tuple(sorted(set(groups))))

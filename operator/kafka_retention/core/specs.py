@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+# Kafka's own bounds: partitions are int32, offsets int64.
+MAX_PARTITION = 2**31 - 1
+MAX_OFFSET = 2**63 - 1
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SpecError(ValueError):
@@ -19,24 +23,101 @@ class SpecError(ValueError):
         self.message = message
 
 
+# Typed reads of a spec's JSON. The CRD schema checks types at apply time, but an object
+# stored before a schema change, or a spec the CLI builds, reaches the parsers unchecked:
+# a string where a list belongs must not become a list of letters, nor "false" a true.
+
+
+def obj(value: Any, field_path: str) -> Mapping[str, Any]:
+    """An object; absent is empty."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SpecError(field_path, f"must be an object, not {type(value).__name__}")
+    return value
+
+
+def objects(value: Any, field_path: str) -> list[Mapping[str, Any]]:
+    """A list of objects; absent is empty."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SpecError(field_path, f"must be a list, not {type(value).__name__}")
+    return [obj(v, f"{field_path}[{i}]") or {} for i, v in enumerate(value)]
+
+
+def flag(value: Any, field_path: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise SpecError(field_path, f"must be true or false, not {value!r}")
+    return value
+
+
+def integer(value: Any, field_path: str, low: int, high: int) -> int:
+    # bool is an int in Python: `true` must not read as 1.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(field_path, f"{value!r} is not an integer")
+    if not low <= value <= high:
+        raise SpecError(field_path, f"{value} is not between {low} and {high}")
+    return value
+
+
+def text(value: Any, field_path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise SpecError(field_path, f"{value!r} is not a non-empty string")
+    return value
+
+
+def names(value: Any, field_path: str) -> tuple[str, ...]:
+    """A list of non-empty strings (group ids), as given; absent is empty."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise SpecError(field_path, f"must be a list of names, not {type(value).__name__}")
+    return tuple(text(v, f"{field_path}[{i}]") for i, v in enumerate(value))
+
+
+def is_topic_name(value: Any) -> bool:
+    """Kafka's rule: 1 to 249 of [a-zA-Z0-9._-], and not "." or ".."."""
+    return (
+        isinstance(value, str)
+        and TOPIC_NAME.fullmatch(value) is not None
+        and value not in (".", "..")
+    )
+
+
 def parse_cluster(spec: Mapping[str, Any]) -> tuple[str, str | None]:
     """`spec.cluster`: the bootstrap servers (required) and the optional client Secret."""
-    cluster = spec.get("cluster") or {}
+    cluster = obj(spec.get("cluster"), "spec.cluster")
     bootstrap = cluster.get("bootstrapServers")
     if not isinstance(bootstrap, str) or not bootstrap.strip():
         raise SpecError("spec.cluster.bootstrapServers", "is required")
     secret = cluster.get("clientConfigSecret")
-    return bootstrap.strip(), str(secret) if secret else None
+    if secret is not None:
+        secret = text(secret, "spec.cluster.clientConfigSecret")
+    return bootstrap.strip(), secret
 
 
-def parse_time(value: str, field_path: str) -> datetime:
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
+def parse_time(value: Any, field_path: str) -> datetime:
+    """An RFC 3339 time with a zone, not before 1970: a time before the epoch is a
+    negative timestamp, and ListOffsets reads -1 as "latest" and -2 as "earliest", so a
+    cut at 1969-12-31T23:59:59.999Z would delete every record."""
+    if not isinstance(value, str):
+        raise SpecError(field_path, f"{value!r} is not an RFC 3339 time")
+    given = value.strip()
+    if given.endswith(("Z", "z")):
+        given = given[:-1] + "+00:00"
     try:
-        parsed = datetime.fromisoformat(text)
+        parsed = datetime.fromisoformat(given)
     except ValueError:
         raise SpecError(field_path, f"{value!r} is not an RFC 3339 time") from None
     if parsed.tzinfo is None:
         raise SpecError(field_path, f"{value!r} has no time zone (add Z or +hh:mm)")
+    try:
+        before_epoch = parsed < EPOCH
+    except OverflowError:  # year 1 in a zone east of UTC
+        before_epoch = True
+    if before_epoch:
+        raise SpecError(field_path, f"{value!r} is before 1970-01-01T00:00:00Z")
     return parsed

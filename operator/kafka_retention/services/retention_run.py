@@ -88,6 +88,15 @@ def invalid(run: PolicyRun, err: SpecError) -> RunOutcome:
     )
 
 
+MAX_RETRY_DELAY_S = 600.0
+
+
+def retry_backoff(first: float, failures: int, interval_s: float) -> float:
+    """The wait after the n-th failed run in a row: `first`, doubled per failure, never
+    past the policy's interval nor MAX_RETRY_DELAY_S."""
+    return float(min(first * 2 ** min(failures - 1, 20), interval_s, MAX_RETRY_DELAY_S))
+
+
 def failed(
     run: PolicyRun,
     spec: PolicySpec,
@@ -97,11 +106,15 @@ def failed(
     retry_delay: float,
 ) -> RunOutcome:
     """The run could not plan or read (Kafka down, Secret missing, plan job failed):
-    nothing was deleted; try again sooner than the interval."""
-    delay = min(retry_delay, spec.interval_ms / 1000)
+    nothing was deleted; try again sooner than the interval, and back off while the
+    failures go on, so a cluster down for hours is not asked every 15 seconds by every
+    policy."""
+    failures = int(run.status.get("consecutiveFailures") or 0) + 1
+    delay = retry_backoff(retry_delay, failures, spec.interval_ms / 1000)
     run.store.patch(
         {
             "observedGeneration": run.generation,
+            "consecutiveFailures": failures,
             "nextRunAt": cond.timestamp(started + timedelta(seconds=delay)),
             "lastRun": {**(run.status.get("lastRun") or {}), "error": str(err)},
             "conditions": _conditions(run, "False", reason, str(err)),
@@ -183,6 +196,7 @@ def apply_plan(
             **(tomb.status if tomb is not None else {}),
             **(orphans.status if orphans is not None else {}),
             "observedGeneration": run.generation,
+            "consecutiveFailures": 0,
             "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
             "recordsDeletedTotal": int(run.status.get("recordsDeletedTotal") or 0) + records,
             "nextRunAt": cond.timestamp(finished + timedelta(seconds=interval)),

@@ -1,0 +1,121 @@
+"""Every hostile spec of the corpus is refused by its kind's parser, naming the field.
+
+The operator acts on a spec only after the parser accepted it, and it tells the user what
+to fix through SpecError.field (the InvalidSpec condition). Any other exception escaping
+a parser is a crash: Kopf retries it forever and a RetentionPolicy batch fails with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from kafka_retention.core.policy_spec import parse_policy_spec
+from kafka_retention.core.purge import parse_spec
+from kafka_retention.core.specs import SpecError
+from tests.corpus.hostile import (
+    API_VERSION,
+    BOOTSTRAP,
+    CORPUS,
+    POLICY,
+    PURGE,
+    REFUSED,
+    Hostile,
+    Kind,
+    manifest,
+)
+
+PARSERS: dict[Kind, Callable[[Mapping[str, Any]], object]] = {
+    PURGE: parse_spec,
+    POLICY: parse_policy_spec,
+}
+DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+# What the e2e test may send in one object: etcd takes at most 1.5 MiB a request.
+MAX_OBJECT_BYTES = 1_400_000
+
+
+def _param(entry: Hostile) -> Any:
+    marks = [] if entry.gap is None else [pytest.mark.xfail(strict=True, reason=entry.gap)]
+    return pytest.param(entry, id=entry.name, marks=marks)
+
+
+@pytest.mark.parametrize("entry", [_param(e) for e in CORPUS])
+def test_hostile_spec_is_refused_naming_its_field(entry: Hostile) -> None:
+    # pytest.raises(SpecError) lets any other exception through, which fails the test:
+    # a parser must never crash on input, however wrong.
+    with pytest.raises(SpecError) as refused:
+        PARSERS[entry.kind](entry.spec)
+    # Exact, not a prefix: the field is what the user is told to fix.
+    assert refused.value.field == entry.field
+    assert refused.value.message
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in REFUSED])
+def test_refusing_a_spec_leaves_it_as_it_was(entry: Hostile) -> None:
+    # The corpus is shared by every test (and the e2e test): a parser that normalised its
+    # input in place would change what later tests see, and what status reports.
+    before = json.dumps(entry.spec, sort_keys=True)
+    with pytest.raises(SpecError):
+        PARSERS[entry.kind](entry.spec)
+    assert json.dumps(entry.spec, sort_keys=True) == before
+
+
+def test_corpus_is_large_and_covers_both_kinds() -> None:
+    by_kind = Counter(e.kind for e in CORPUS)
+    refused_by_kind = Counter(e.kind for e in REFUSED)
+    assert len(CORPUS) >= 45
+    assert by_kind[PURGE] >= 15
+    assert by_kind[POLICY] >= 15
+    # The known gaps do not count towards the promise: enough is refused today.
+    assert len(REFUSED) >= 45
+    assert refused_by_kind[PURGE] >= 15
+    assert refused_by_kind[POLICY] >= 15
+
+
+def test_corpus_names_are_unique_dns_labels() -> None:
+    names = [e.name for e in CORPUS]
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
+    assert duplicates == []
+    assert [n for n in names if not DNS_1123_LABEL.fullmatch(n)] == []
+
+
+def test_corpus_fields_name_spec_paths() -> None:
+    # The form SpecError uses: spec, then dotted names and [index] steps.
+    path = re.compile(r"spec(\.[A-Za-z]+(\[\d+\])*)*")
+    assert [e.field for e in CORPUS if not path.fullmatch(e.field)] == []
+
+
+def test_corpus_entries_reach_the_test_cluster_unless_the_cluster_is_the_point() -> None:
+    # An entry refused for its cluster is the only one allowed to differ: every other one
+    # must be refused for its own hostile part, with a cluster that would work.
+    wrong = [
+        e.name
+        for e in CORPUS
+        if not e.field.startswith("spec.cluster")
+        and e.spec.get("cluster", {}).get("bootstrapServers") != BOOTSTRAP
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in CORPUS])
+def test_manifest_is_an_object_the_api_server_can_take(entry: Hostile) -> None:
+    body = manifest(entry, "hostile-ns")
+    assert body["apiVersion"] == API_VERSION
+    assert body["kind"] == entry.kind
+    assert body["metadata"] == {"name": entry.name, "namespace": "hostile-ns"}
+    # Strict JSON (no NaN or Infinity), and small enough for one etcd request.
+    text = json.dumps(body, allow_nan=False)
+    assert len(text.encode()) < MAX_OBJECT_BYTES
+    assert json.loads(text)["spec"] == entry.spec
+
+
+def test_manifest_spec_is_a_copy() -> None:
+    entry = CORPUS[0]
+    body = manifest(entry, "ns")
+    body["spec"]["injected"] = True
+    assert "injected" not in entry.spec
