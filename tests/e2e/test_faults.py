@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase, State
 from tests.conftest import TopicFactory
+from tests.e2e.test_retention_policy import apply_policy
 from tests.support import commit, get, log_starts, produce, purge_finished, wait_for
 
 PARTITIONS = 30
@@ -40,6 +41,11 @@ def purge_body(stack: Stack, ns: str, name: str, topic: str) -> str:
             },
         }
     )
+
+
+def apply_reader_policy(stack: Stack, ns: str, name: str, topic: str) -> None:
+    """A policy deleting what group `reader` has read of `topic`, every 10 s."""
+    apply_policy(stack, ns, name, topics={"names": [topic]}, deleteConsumed={"groups": ["reader"]})
 
 
 def leaders(admin: AdminClient, topic: str) -> dict[int, int]:
@@ -150,18 +156,7 @@ def test_a_broker_killed_during_policy_runs_never_cuts_past_the_group(
     commit(bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), CUT))
     killed = busiest_leader(admin, topic)
     broker_back.append(killed)
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "through-a-crash", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "interval": "10s",
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": ["reader"]},
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply_reader_policy(stack, e2e_ns, "through-a-crash", topic)
     stack.kafka.kill_node(killed)
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:  # runs go on with the broker dead
@@ -192,18 +187,7 @@ def test_the_operator_carries_on_after_the_api_server_restarts(
     topic = make_topic(partitions=2, config={"retention.ms": "-1"})
     produce(bootstrap, topic, {0: RECORDS, 1: RECORDS})
     commit(bootstrap, "reader", topic, {0: 5, 1: 5})
-    policy = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "across-a-restart", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "interval": "10s",
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": ["reader"]},
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(policy))
+    apply_reader_policy(stack, e2e_ns, "across-a-restart", topic)
     wait_for(
         stack,
         "retentionpolicy",
@@ -239,3 +223,43 @@ def _purge(stack: Stack, ns: str, topic: str) -> dict[str, Any]:
             "partitions": [{"topic": topic, "partition": 1, "offset": 15}],
         },
     }
+
+
+@pytest.mark.stack
+def test_a_policy_facing_no_reachable_broker_says_so_deletes_nothing_and_recovers(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    """Every broker frozen (a network partition, as the operator sees it): the policy's
+    Ready condition says KafkaUnavailable, failures are counted for the back-off, nothing
+    is deleted from facts read before; once Kafka answers, the next run cuts."""
+    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
+    produce(bootstrap, topic, {0: RECORDS, 1: RECORDS})
+    commit(bootstrap, "reader", topic, {0: 7, 1: 7})
+    stack.kafka.freeze()
+    try:
+        apply_reader_policy(stack, e2e_ns, "partitioned", topic)
+        obj = wait_for(
+            stack,
+            "retentionpolicy",
+            e2e_ns,
+            "partitioned",
+            lambda o: int(o.get("status", {}).get("consecutiveFailures") or 0) >= 2,
+            180,
+        )
+    finally:
+        stack.kafka.thaw()
+    ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "KafkaUnavailable"), ready
+    assert log_starts(admin, topic, 2) == [0, 0]
+
+    obj = wait_for(
+        stack,
+        "retentionpolicy",
+        e2e_ns,
+        "partitioned",
+        lambda o: o.get("status", {}).get("consecutiveFailures") == 0,
+        120,
+    )
+    assert log_starts(admin, topic, 2) == [7, 7]
+    ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "True", ready

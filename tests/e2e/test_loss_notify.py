@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.e2e.test_record_purge import apply_purge, finished
+from tests.e2e.test_record_purge import apply_purge
 from tests.e2e.test_retention_policy import (
     HOUR,
     NO_RETENTION,
@@ -24,7 +24,7 @@ from tests.e2e.test_retention_policy import (
     eventually,
     ran,
 )
-from tests.support import OperatorProcess, commit, events, log_starts, produce
+from tests.support import OperatorProcess, commit, events, log_starts, produce, purge_finished
 
 
 def delete_records(admin: AdminClient, topic: str, cuts: dict[int, int]) -> None:
@@ -123,7 +123,7 @@ def test_a_record_purge_past_a_watched_group_is_named_as_the_cause(
         "trim",
         partitions=[{"topic": topic, "partition": 0, "offset": 30}],
     )
-    assert finished(stack, e2e_ns, "trim")["status"]["phase"] == "Succeeded"
+    assert purge_finished(stack, e2e_ns, "trim")["status"]["phase"] == "Succeeded"
     # And someone else's delete on partition 1, which no purge explains.
     delete_records(admin, topic, {1: 20})
     after = ran(stack, e2e_ns, "blame", after=first["status"]["lastRun"]["completedAt"])
