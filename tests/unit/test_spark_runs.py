@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from kafka_retention.adapters import spark
 from kafka_retention.kube_objects.chunks import (
     CHUNK_BYTES,
     RUN_LABEL,
@@ -152,3 +153,42 @@ def test_sink_refuses_missing_or_altered_parts() -> None:
     tampered[1] = {**parts[1], "binaryData": {"part": parts[0]["binaryData"]["part"]}}
     with pytest.raises(SinkError, match="checksum"):
         assemble(manifest, tampered)
+
+
+class _Runs:
+    """A run whose driver answers with the given phases, one per poll (the last repeats)."""
+
+    def __init__(self, *phases: str) -> None:
+        self.phases = list(phases)
+        self.polls = 0
+
+    def submit(self, _: RunSpec) -> bool:
+        return True
+
+    def state(self, _: RunSpec) -> spark.RunState:
+        phase = self.phases[min(self.polls, len(self.phases) - 1)]
+        self.polls += 1
+        return spark.RunState(phase, "driver pod not found" if phase == "Unknown" else phase)
+
+    def cleanup(self, _: RunSpec) -> None:
+        raise AssertionError("a run without a plan is not cleaned up as if it had one")
+
+
+def test_a_run_whose_driver_disappears_stops_waiting_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its policies were deleted (the driver is theirs, so it went with them): the wait
+    ends at the next poll instead of holding the cluster's batch slot until the timeout."""
+    monkeypatch.setattr(spark, "read_plan", lambda namespace, run: None)
+    runs = _Runs("Pending", "Running", "Unknown")
+    with pytest.raises(spark.RunGone, match="is gone before it wrote a plan"):
+        spark.plan_in_pods(runs, spec(), timeout_s=3600, poll_s=0)  # type: ignore[arg-type]
+    assert runs.polls == 3
+
+
+def test_a_running_driver_is_waited_for_until_the_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(spark, "read_plan", lambda namespace, run: None)
+    with pytest.raises(RuntimeError, match="gave no plan within 0s; last state Running"):
+        spark.plan_in_pods(_Runs("Running"), spec(), timeout_s=0, poll_s=0)  # type: ignore[arg-type]

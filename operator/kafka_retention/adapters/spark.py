@@ -202,6 +202,10 @@ def plan_locally(request: Any, progress: Any = None) -> Any:
     return plan_job.run(local_session(), request, progress)
 
 
+class RunGone(RuntimeError):
+    """The run's driver or SparkApplication disappeared before it wrote its plan."""
+
+
 def plan_in_pods(
     runs: KubernetesRuns | SparkOperatorRuns,
     spec: spark_runs.RunSpec,
@@ -223,6 +227,12 @@ def plan_in_pods(
         state = runs.state(spec)
         if state.phase == "Failed":
             raise RuntimeError(f"Spark run {spec.name} failed: {state.message}")
+        if state.phase == "Unknown":
+            # The run existed once submit returned. Its driver (or SparkApplication) is
+            # owned by the batch's policies: gone means they were deleted and the garbage
+            # collector took it, or someone removed it. Waiting out the timeout would hold
+            # the cluster's batch slot for nothing.
+            raise RunGone(f"Spark run {spec.name} is gone before it wrote a plan: {state.message}")
         if time.monotonic() > deadline:
             raise RuntimeError(
                 f"Spark run {spec.name} gave no plan within {timeout_s:.0f}s; "
