@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 DEVSTACK := PYTHONPATH=hack $(PY) -m devstack
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit test-stack demo bench crds clean
+.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit test-stack demo bench soak crds clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -52,6 +52,10 @@ test: setup lint ## lint + unit + integration + e2e; starts and stops the local 
 
 demo: setup ## bring the stack up, apply the CRDs, run the scripted scenario
 	$(PY) hack/demo.py
+
+soak: setup ## 15 min: 200 policies, 50 purges, moving groups, invariant sampler -> SOAK.md
+	SOAK_SECONDS=900 SOAK_POLICIES=200 SOAK_PURGES=50 SOAK_REPORT=SOAK.md \
+		$(PY) -m pytest tests/e2e/test_soak.py -s $(PYTEST_ARGS)
 
 bench: setup ## planning and scan benchmarks beside Kafka's own tools -> BENCHMARKS.md
 	PYTHONPATH=hack:. $(PY) bench/run.py
