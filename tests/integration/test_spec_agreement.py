@@ -38,6 +38,9 @@ POLICIES: list[tuple[str, dict[str, Any], bool]] = [
     ("no-groups", {"topics": {"names": ["t"]}, "deleteConsumed": {"groups": []}}, False),
     ("bad-duration", {"topics": {"names": ["t"]}, "maxRetention": "soon"}, False),
     ("bad-time", {"topics": {"names": ["t"]}, "deleteBefore": "yesterday"}, False),
+    # A negative timestamp is "latest" to ListOffsets: refused by CEL and the parser.
+    ("before-epoch", {"topics": {"names": ["t"]}, "deleteBefore": "1969-12-31T23:59:59Z"}, False),
+    ("at-epoch", {"topics": {"names": ["t"]}, "deleteBefore": "1970-01-01T00:00:00Z"}, True),
     ("bad-topic", {"topics": {"names": ["no spaces"]}, "maxRetention": "1d"}, False),
     ("notify-only", {"topics": {"names": ["t"]}, "notify": {"groups": ["g"]}}, True),
     (
