@@ -97,6 +97,22 @@ def _failure(exc: BaseException) -> KafkaFailure:
     return KafkaFailure(type(exc).__name__, str(exc), isinstance(exc, TimeoutError))
 
 
+def offset_answer(offset: int, value: int, empty: int | None) -> int | KafkaFailure:
+    """One partition's ListOffsets answer. -1 is Kafka's "no record at or after that
+    time" (`empty` stands in for it where given). Anything lower is no answer at all:
+    librdkafka gives -1001 when the partition's leader did not answer (frozen, killed,
+    moving). Taken as a fact it would read as a log start of -1001, or, for a timestamp
+    cut, as "every record is older", a cut at the high watermark: it is a retriable
+    failure instead."""
+    if offset < -1:
+        return KafkaFailure(
+            "OFFSET_UNKNOWN", f"ListOffsets gave no offset ({offset}): no leader answered", True
+        )
+    if offset == -1 and empty is not None:
+        return empty
+    return value
+
+
 def _wait(future: Future[Any], timeout: float) -> Any:
     return future.result(timeout=timeout)
 
@@ -287,10 +303,7 @@ class KafkaAdmin:
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
                 info = _wait(fut, self._timeout)
-                # No record at or after the time: offset -1, and no timestamp to give.
-                out[tp] = (
-                    empty if empty is not None and info.offset < 0 else int(getattr(info, field))
-                )
+                out[tp] = offset_answer(int(info.offset), int(getattr(info, field)), empty)
             except Exception as exc:
                 out[tp] = _failure(exc)
         return out
