@@ -48,6 +48,16 @@ def apply_reader_policy(stack: Stack, ns: str, name: str, topic: str) -> None:
     apply_policy(stack, ns, name, topics={"names": [topic]}, deleteConsumed={"groups": ["reader"]})
 
 
+def loaded_topic(
+    admin: AdminClient, bootstrap: str, make_topic: TopicFactory, **config: str
+) -> tuple[str, int]:
+    """A 30-partition RF-3 topic of 20 records a partition, and the broker leading most
+    of its partitions: the one whose loss hurts."""
+    topic = make_topic(partitions=PARTITIONS, config=config)
+    produce(bootstrap, topic, dict.fromkeys(range(PARTITIONS), RECORDS))
+    return topic, busiest_leader(admin, topic)
+
+
 def leaders(admin: AdminClient, topic: str) -> dict[int, int]:
     meta = admin.list_topics(topic, timeout=10).topics[topic]
     return {p: m.leader for p, m in meta.partitions.items()}
@@ -86,9 +96,7 @@ def test_a_purge_waits_out_a_frozen_leader_and_every_partition_succeeds(
     """The case the issue measured: one broker of three frozen 15 s during a 30-partition
     purge used to leave its partitions Failed for good (NOT_LEADER_FOR_PARTITION and
     FENCED_LEADER_EPOCH were not retried). They must be retried to success."""
-    topic = make_topic(partitions=PARTITIONS)
-    produce(bootstrap, topic, dict.fromkeys(range(PARTITIONS), RECORDS))
-    frozen = busiest_leader(admin, topic)
+    topic, frozen = loaded_topic(admin, bootstrap, make_topic)
     led = [p for p, b in leaders(admin, topic).items() if b == frozen]
     broker_back.append(frozen)
     stack.kafka.freeze_node(frozen)
@@ -117,9 +125,7 @@ def test_a_broker_killed_mid_purge_deletes_exactly_the_plan_once_it_is_back(
     purge finishes on the two brokers left, or reports the partitions it could not do;
     no partition reported Succeeded is short of the plan, none is cut past it, and the
     killed broker's replicas agree once it has recovered its logs."""
-    topic = make_topic(partitions=PARTITIONS)
-    produce(bootstrap, topic, dict.fromkeys(range(PARTITIONS), RECORDS))
-    killed = busiest_leader(admin, topic)
+    topic, killed = loaded_topic(admin, bootstrap, make_topic)
     broker_back.append(killed)
     stack.kubectl("apply", "-f", "-", stdin=purge_body(stack, e2e_ns, "killed-leader", topic))
     stack.kafka.kill_node(killed)
@@ -151,10 +157,8 @@ def test_a_broker_killed_during_policy_runs_never_cuts_past_the_group(
     """A deleteConsumed policy over 30 partitions, every 10 s, while one broker is killed
     and later restarted: every run cuts at most to the group's commit, and once the
     broker is back every partition reaches it."""
-    topic = make_topic(partitions=PARTITIONS, config={"retention.ms": "-1"})
-    produce(bootstrap, topic, dict.fromkeys(range(PARTITIONS), RECORDS))
+    topic, killed = loaded_topic(admin, bootstrap, make_topic, **{"retention.ms": "-1"})
     commit(bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), CUT))
-    killed = busiest_leader(admin, topic)
     broker_back.append(killed)
     apply_reader_policy(stack, e2e_ns, "through-a-crash", topic)
     stack.kafka.kill_node(killed)

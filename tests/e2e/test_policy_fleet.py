@@ -21,14 +21,16 @@ INTERVAL_S = 20
 SLACK_S = 30
 
 
-def policy(ns: str, i: int, topic: str, group: str, bootstrap: str) -> dict[str, Any]:
+def policy(
+    ns: str, i: int, topic: str, group: str, bootstrap: str, interval_s: int = INTERVAL_S
+) -> dict[str, Any]:
     return {
         "apiVersion": "kafka-retention.io/v1alpha1",
         "kind": "RetentionPolicy",
         "metadata": {"name": f"p{i:03d}", "namespace": ns},
         "spec": {
             "cluster": {"bootstrapServers": bootstrap},
-            "interval": f"{INTERVAL_S}s",
+            "interval": f"{interval_s}s",
             "topics": {"names": [topic]},
             "deleteConsumed": {"groups": [group]},
         },

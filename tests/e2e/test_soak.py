@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from tests.conftest import create_namespace
+from tests.e2e.test_policy_fleet import policy
 from tests.support import OperatorProcess, commit_groups, produce_to_each
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "60"))
@@ -187,18 +188,7 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
         for thread in threads:
             thread.start()
         policies = [
-            {
-                "apiVersion": "kafka-retention.io/v1alpha1",
-                "kind": "RetentionPolicy",
-                "metadata": {"name": f"p{i:03d}", "namespace": soak_ns},
-                "spec": {
-                    "cluster": {"bootstrapServers": bootstrap},
-                    "interval": f"{INTERVAL_S}s",
-                    "topics": {"names": [t]},
-                    "deleteConsumed": {"groups": [f"{t}-g"]},
-                },
-            }
-            for i, t in enumerate(topics)
+            policy(soak_ns, i, t, f"{t}-g", bootstrap, INTERVAL_S) for i, t in enumerate(topics)
         ]
         stack.kubectl(
             "apply",

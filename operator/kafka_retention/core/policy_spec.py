@@ -12,6 +12,7 @@ from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.specs import (
     SpecError,
     flag,
+    group_ids,
     integer,
     is_topic_name,
     names,
@@ -148,7 +149,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     min_retention = None
     if consumed is not None:
         consumed = obj(consumed, "spec.deleteConsumed")
-        groups = tuple(sorted(set(names(consumed.get("groups"), "spec.deleteConsumed.groups"))))
+        groups = group_ids(consumed.get("groups"), "spec.deleteConsumed.groups")
         if not groups:
             raise SpecError("spec.deleteConsumed.groups", "needs at least one group")
         if consumed.get("minRetention") is not None:
@@ -166,7 +167,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     notify_groups: tuple[str, ...] = ()
     if notify is not None:
         notify = obj(notify, "spec.notify")
-        notify_groups = tuple(sorted(set(names(notify.get("groups"), "spec.notify.groups"))))
+        notify_groups = group_ids(notify.get("groups"), "spec.notify.groups")
         if not notify_groups:
             raise SpecError("spec.notify.groups", "needs at least one group")
     at_risk_within = DEFAULT_AT_RISK_WITHIN_MS
@@ -253,7 +254,7 @@ def _tombstones(raw: Mapping[str, Any] | None) -> TombstoneSpec | None:
     if raw is None:
         return None
     raw = obj(raw, "spec.tombstones")
-    groups = tuple(sorted(set(names(raw.get("groups"), "spec.tombstones.groups"))))
+    groups = group_ids(raw.get("groups"), "spec.tombstones.groups")
     if not groups:
         raise SpecError("spec.tombstones.groups", "needs at least one group")
     warn = integer(raw.get("warnAtPercent", 80), "spec.tombstones.warnAtPercent", 1, 100)

@@ -18,9 +18,9 @@ from kafka_retention.core.specs import (
     MAX_PARTITION,
     SpecError,
     flag,
+    group_ids,
     integer,
     is_topic_name,
-    names,
     obj,
     objects,
     parse_cluster,
@@ -89,7 +89,7 @@ class PurgeRequest:
 
 
 def _topic(value: Any, field_path: str, allow_internal: bool) -> str:
-    if not isinstance(value, str) or not is_topic_name(value):
+    if not is_topic_name(value):
         raise SpecError(field_path, f"{value!r} is not a valid Kafka topic name")
     if value.startswith("__") and not allow_internal:
         raise SpecError(
@@ -142,13 +142,12 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
 
     if not explicit and not topics:
         raise SpecError("spec", "name at least one entry in partitions or topics")
-    protect = names(spec.get("protectGroups"), "spec.protectGroups")
     return PurgeRequest(
         bootstrap_servers=bootstrap,
         client_config_secret=secret,
         partitions=tuple(explicit),
         topics=tuple(topics),
-        protect_groups=tuple(sorted(set(protect))),
+        protect_groups=group_ids(spec.get("protectGroups"), "spec.protectGroups"),
         dry_run=flag(spec.get("dryRun"), "spec.dryRun", False),
         allow_internal_topics=allow_internal,
     )
@@ -162,10 +161,10 @@ def _before(before: Mapping[str, Any], topic: str, path: str) -> TopicCut:
         when = parse_time(before["timestamp"], f"{path}.timestamp")
         return TopicCut(topic, "timestamp", timestamp=when)
     if "committedBy" in before:
-        groups = names(before["committedBy"], f"{path}.committedBy")
+        groups = group_ids(before["committedBy"], f"{path}.committedBy")
         if not groups:
             raise SpecError(f"{path}.committedBy", "needs at least one group")
-        return TopicCut(topic, "committedBy", groups=tuple(sorted(set(groups))))
+        return TopicCut(topic, "committedBy", groups=groups)
     if before["highWatermark"] is not True:
         raise SpecError(f"{path}.highWatermark", "can only be true; omit it otherwise")
     return TopicCut(topic, "highWatermark")

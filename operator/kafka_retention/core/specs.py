@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 # Kafka's own bounds: partitions are int32, offsets int64.
@@ -43,7 +43,7 @@ def objects(value: Any, field_path: str) -> list[Mapping[str, Any]]:
         return []
     if not isinstance(value, list):
         raise SpecError(field_path, f"must be a list, not {type(value).__name__}")
-    return [obj(v, f"{field_path}[{i}]") or {} for i, v in enumerate(value)]
+    return [obj(v, f"{field_path}[{i}]") for i, v in enumerate(value)]
 
 
 def flag(value: Any, field_path: str, default: bool) -> bool:
@@ -78,7 +78,12 @@ def names(value: Any, field_path: str) -> tuple[str, ...]:
     return tuple(text(v, f"{field_path}[{i}]") for i, v in enumerate(value))
 
 
-def is_topic_name(value: Any) -> bool:
+def group_ids(value: Any, field_path: str) -> tuple[str, ...]:
+    """A list of consumer group ids, each once, in order: a set of groups."""
+    return tuple(sorted(set(names(value, field_path))))
+
+
+def is_topic_name(value: Any) -> TypeGuard[str]:
     """Kafka's rule: 1 to 249 of [a-zA-Z0-9._-], and not "." or ".."."""
     return (
         isinstance(value, str)
