@@ -615,6 +615,20 @@ RETENTION_POLICIES: Final[list[Hostile]] = [
         _policy(topics={"pattern": "(?<=a+)b"}),
         "spec.topics.pattern",
     ),
+    # A look-ahead: Python runs it, RE2 (linear time) cannot.
+    Hostile(
+        POLICY,
+        "policy-pattern-lookahead",
+        _policy(topics={"pattern": "(?!__).*"}),
+        "spec.topics.pattern",
+    ),
+    # A backreference.
+    Hostile(
+        POLICY,
+        "policy-pattern-backreference",
+        _policy(topics={"pattern": "(orders)-\\1"}),
+        "spec.topics.pattern",
+    ),
     # A trailing backslash.
     Hostile(
         POLICY,

@@ -81,6 +81,15 @@ def test_selector_matches_whole_names_excludes_and_never_internal_topics() -> No
     assert selector.select(topics) == ["app-a-repartition", "named"]
 
 
+def test_a_backtracking_pattern_matches_long_topic_names_without_stalling() -> None:
+    """`(a+)+$` against 64 a's and a `!`: Python's `re` would try about 2**64 ways to
+    split the a's before saying no, so this test would never end with it (pytest's
+    timeout fails it). RE2 answers in time linear in the name."""
+    selector = TopicSelector(pattern=r"(a+)+$")
+    hostile = ["a" * 64 + "!", "a" * 200 + "!"]
+    assert selector.select([*hostile, "aaaa"]) == ["aaaa"]
+
+
 def test_a_notify_only_policy_watches_its_groups_and_plans_no_cut() -> None:
     spec = parse_policy_spec(
         {"cluster": BASE["cluster"], "topics": BASE["topics"], "notify": {"groups": ["b", "a"]}}

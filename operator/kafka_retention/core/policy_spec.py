@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kafka_retention.core.durations import parse_duration_ms
+from kafka_retention.core.patterns import PatternError, compile_pattern
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.specs import (
     SpecError,
@@ -35,7 +35,7 @@ class TopicSelector:
 
     def select(self, topics: Iterable[str]) -> list[str]:
         """Named or matching topics, minus excluded ones; internal ('__') topics never."""
-        regex = re.compile(self.pattern) if self.pattern else None
+        regex = compile_pattern(self.pattern) if self.pattern else None
         chosen = set(self.names)
         if regex is not None:
             chosen |= {t for t in topics if regex.fullmatch(t)}
@@ -130,12 +130,9 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     if pattern is not None:
         pattern = text(pattern, "spec.topics.pattern")
         try:
-            re.compile(pattern)
-        # A repeat count past the engine's limit overflows; deep nesting recurses.
-        except (re.error, OverflowError, RecursionError) as err:
-            raise SpecError(
-                "spec.topics.pattern", f"{pattern!r} is not a regular expression: {err}"
-            ) from None
+            compile_pattern(pattern)
+        except PatternError as err:
+            raise SpecError("spec.topics.pattern", str(err)) from None
     orphans = _orphans(spec)
     only_orphans = orphans is not None and not any(
         spec.get(k) is not None
