@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kafka_retention import __version__
+from kafka_retention.core.peering import Peering
 
 SparkMode = Literal["local", "kubernetes", "spark-operator"]
 
@@ -49,3 +50,5 @@ class OperatorConfig:
     # spec.cluster.brokers.access: local reads and removes under the brokers' log.dirs on
     # the operator's own filesystem: only where a person said so (--local-broker-volumes).
     local_broker_volumes: bool = False
+    # --peering: this replica's place among its peers; None when it runs standalone.
+    peering: Peering | None = None

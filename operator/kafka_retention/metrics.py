@@ -89,6 +89,10 @@ RUN_FAILURES = Counter(
 
 # --- the RetentionPolicy scheduler -------------------------------------------------------
 
+ACTING = Gauge(
+    "kafka_retention_acting",
+    "1 while this replica runs RetentionPolicies, 0 while a peer does (--peering).",
+)
 POLICIES = Gauge("kafka_retention_policies", "RetentionPolicies the operator schedules.")
 QUEUE_DEPTH = Gauge(
     "kafka_retention_scheduler_queue_depth", "RetentionPolicies due to run and not running yet."

@@ -6,7 +6,10 @@ application COMPLETED); the operator then applies the plan to the real cluster."
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,72 @@ def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
     done = stack.kubectl("get", "sparkapplications", "-n", namespace, "-o", "json")
     items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
     return items
+
+
+def apply_policy_and_wait_for_run(
+    stack: Stack, namespace: str, name: str, interval: str, topic: str, group: str
+) -> dict[str, Any]:
+    """A deleteConsumed policy on `topic`, and the SparkApplication its first run makes."""
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "interval": interval,
+            "topics": {"names": [topic]},
+            "deleteConsumed": {"groups": [group]},
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    deadline = time.monotonic() + 60
+    while not (apps := sparkapplications(stack, namespace)):
+        assert time.monotonic() < deadline, "no SparkApplication was created"
+        time.sleep(0.5)
+    (app,) = apps
+    return app
+
+
+def play_driver(
+    stack: Stack,
+    spark: Any,
+    namespace: str,
+    app: dict[str, Any],
+    before_write: Callable[[dict[str, plan_job.PlanResult]], None] | None = None,
+) -> PlanRequest:
+    """The spark-operator's and its driver's part: run the plan job on the run's request
+    and write the plan ConfigMaps, as the driver pod does (`before_write` runs between
+    the two, with the plan). Returns the request."""
+    args = dict(zip(app["spec"]["arguments"][::2], app["spec"]["arguments"][1::2], strict=True))
+    request = PlanRequest.from_json(
+        sinks.read_configmap_key(
+            namespace, args["--request"].removeprefix("configmap:"), "request.json"
+        )
+    )
+    results = plan_job.run_batch(spark, request)
+    if before_write is not None:
+        before_write(results)
+    sinks.write_configmaps(
+        args["--sink-configmaps"],
+        namespace,
+        plan_job.batch_lines(results),
+        json.loads(args["--owner-references"]),
+    )
+    return request
+
+
+def complete(stack: Stack, namespace: str, name: str) -> None:
+    stack.kubectl(
+        "patch",
+        "sparkapplication",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"applicationState": {"state": "COMPLETED"}}}),
+    )
 
 
 @pytest.mark.stack
@@ -68,57 +137,18 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         ),
     ).start()
     try:
-        body = {
-            "apiVersion": "kafka-retention.io/v1alpha1",
-            "kind": "RetentionPolicy",
-            "metadata": {"name": "in-pods", "namespace": namespace},
-            "spec": {
-                "cluster": {"bootstrapServers": bootstrap},
-                "interval": "30s",
-                "topics": {"names": [topic]},
-                "deleteConsumed": {"groups": [group]},
-            },
-        }
-        stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+        app = apply_policy_and_wait_for_run(stack, namespace, "in-pods", "30s", topic, group)
         policy_uid = get(stack, "retentionpolicy", namespace, "in-pods")["metadata"]["uid"]
-        deadline = time.monotonic() + 60
-        while not (apps := sparkapplications(stack, namespace)):
-            assert time.monotonic() < deadline, "no SparkApplication was created"
-            time.sleep(0.5)
-        (app,) = apps
         name = app["metadata"]["name"]
         assert name.startswith("kr-batch-")
         assert app["metadata"]["ownerReferences"][0]["uid"] == policy_uid
         assert app["spec"]["image"] == "kafka-retention-operator:test"
         assert log_starts(admin, topic, 2) == [0, 0]  # nothing before the plan exists
 
-        # The spark-operator's part: run the driver's job on the run's request.
-        args = dict(zip(app["spec"]["arguments"][::2], app["spec"]["arguments"][1::2], strict=True))
-        request = PlanRequest.from_json(
-            sinks.read_configmap_key(
-                namespace, args["--request"].removeprefix("configmap:"), "request.json"
-            )
-        )
+        request = play_driver(stack, spark, namespace, app)
         assert request.connection.client_config == {}  # secrets never go in ConfigMaps
         assert [p.id for p in request.policies] == [f"{namespace}/in-pods"]
-        results = plan_job.run_batch(spark, request)
-        sinks.write_configmaps(
-            args["--sink-configmaps"],
-            namespace,
-            plan_job.batch_lines(results),
-            json.loads(args["--owner-references"]),
-        )
-        stack.kubectl(
-            "patch",
-            "sparkapplication",
-            name,
-            "-n",
-            namespace,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": {"applicationState": {"state": "COMPLETED"}}}),
-        )
+        complete(stack, namespace, name)
 
         obj = wait_for(
             stack,
@@ -144,5 +174,117 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
     finally:
         stack.kubectl(
             "delete", "retentionpolicy", "in-pods", "-n", namespace, "--timeout=60s", check=False
+        )
+        assert operator.stop() == 0
+
+
+@pytest.mark.stack
+def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
+    stack: Stack,
+    namespace: str,
+    bootstrap: str,
+    make_topic: TopicFactory,
+    tmp_path: Path,
+) -> None:
+    """Nobody plays the spark-operator here, so the run stays in flight. SIGTERM must end
+    the operator's wait for the plan at once (a waiting pool thread would hold the process
+    for the whole run timeout, an hour here), write no failure, and leave the run in the
+    cluster for the next operator."""
+    install_spark_operator_crd(stack)
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 5, 1: 5})
+    operator = OperatorProcess(
+        stack,
+        [namespace],
+        tmp_path / "operator.log",
+        (
+            "--spark-mode",
+            "spark-operator",
+            "--spark-run-timeout",
+            "3600",
+            "--in-process-max-partitions",
+            "0",
+        ),
+    ).start()
+    try:
+        app = apply_policy_and_wait_for_run(
+            stack, namespace, "in-flight", "30s", topic, f"{topic}-g"
+        )
+        time.sleep(3)  # the operator is in its wait loop now, polling every 2 s
+        assert operator.proc is not None
+        operator.proc.send_signal(signal.SIGTERM)
+        try:
+            code = operator.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the operator did not exit within 30 s of SIGTERM: {operator.tail()}")
+        assert code == 0, operator.tail()
+        assert "left unfinished" in operator.log.read_text()
+        status = get(stack, "retentionpolicy", namespace, "in-flight").get("status") or {}
+        assert "error" not in (status.get("lastRun") or {}), status
+        assert all(c.get("reason") != "PlanFailed" for c in status.get("conditions") or []), status
+        # Left for the next operator, which finds it by the same name.
+        left = [a["metadata"]["name"] for a in sparkapplications(stack, namespace)]
+        assert left == [app["metadata"]["name"]]
+    finally:
+        if operator.running():
+            operator.kill()
+        stack.kubectl(
+            "delete", "retentionpolicy", "in-flight", "-n", namespace, "--timeout=60s", check=False
+        )
+
+
+@pytest.mark.stack
+def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
+    stack: Stack,
+    spark: Any,
+    namespace: str,
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan is made while the group stands at 30; the group then rewinds partition 0
+    to 10 (a consumer reset, a replay) before the operator applies the plan. The fresh
+    read before the delete must see 10: cutting at the planned 30 would delete 20 records
+    the group is about to read again."""
+    install_spark_operator_crd(stack)
+    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
+    monkeypatch.setattr(kube, "_api", None)
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 50, 1: 50})
+    group = f"{topic}-g"
+    commit(bootstrap, group, topic, {0: 30, 1: 30})
+    operator = OperatorProcess(
+        stack,
+        [namespace],
+        tmp_path / "operator.log",
+        ("--spark-mode", "spark-operator", "--in-process-max-partitions", "0"),
+    ).start()
+    try:
+        app = apply_policy_and_wait_for_run(stack, namespace, "rewind", "1h", topic, group)
+        planned: dict[int, int] = {}
+
+        def rewind(results: dict[str, plan_job.PlanResult]) -> None:
+            (result,) = results.values()
+            planned.update({r["partition"]: r["targetOffset"] for r in result.rows})
+            commit(bootstrap, group, topic, {0: 10})
+
+        play_driver(stack, spark, namespace, app, before_write=rewind)
+        complete(stack, namespace, app["metadata"]["name"])
+        assert planned == {0: 30, 1: 30}  # the plan was made before the rewind
+        obj = wait_for(
+            stack,
+            "retentionpolicy",
+            namespace,
+            "rewind",
+            lambda o: o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None,
+            timeout=60,
+        )
+        assert log_starts(admin, topic, 2) == [10, 30]
+        assert obj["status"]["lastRun"]["recordsDeleted"] == 40
+    finally:
+        stack.kubectl(
+            "delete", "retentionpolicy", "rewind", "-n", namespace, "--timeout=60s", check=False
         )
         assert operator.stop() == 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 
 import pytest
 
@@ -192,3 +194,43 @@ def test_a_running_driver_is_waited_for_until_the_timeout(
     monkeypatch.setattr(spark, "read_plan", lambda namespace, run: None)
     with pytest.raises(RuntimeError, match="gave no plan within 0s; last state Running"):
         spark.plan_in_pods(_Runs("Running"), spec(), timeout_s=0, poll_s=0)  # type: ignore[arg-type]
+
+
+def test_a_wait_for_a_running_driver_ends_when_the_operator_stops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stop flag, set from another thread mid-poll, ends the wait at once: a pool
+    thread still waiting would hold the process open at exit for the whole run timeout."""
+    monkeypatch.setattr(spark, "read_plan", lambda namespace, run: None)
+    stopping = threading.Event()
+    runs = _Runs("Running")
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            spark.plan_in_pods(runs, spec(), timeout_s=3600, poll_s=3600, stopping=stopping)  # type: ignore[arg-type]
+        except BaseException as err:  # handed to the test thread
+            raised.append(err)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    while runs.polls == 0:  # inside its first hour-long poll
+        time.sleep(0.01)
+    stopping.set()
+    waiter.join(timeout=30)
+    assert not waiter.is_alive(), "the wait did not notice the stop flag"
+    assert len(raised) == 1
+    assert isinstance(raised[0], spark.Abandoned)
+    assert runs.polls == 1
+
+
+def test_a_stopped_planner_ends_waits_that_start_after_the_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(spark, "read_plan", lambda namespace, run: None)
+    stopping = threading.Event()
+    stopping.set()
+    runs = _Runs("Running")
+    with pytest.raises(spark.Abandoned, match="left running"):
+        spark.plan_in_pods(runs, spec(), timeout_s=3600, poll_s=3600, stopping=stopping)  # type: ignore[arg-type]
+    assert runs.polls == 0

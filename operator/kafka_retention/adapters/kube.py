@@ -287,3 +287,56 @@ def exec_in_pod(
     if code != 0:
         raise ExecFailed(f"{argv[0]} in {namespace}/{pod} exited {code}: {''.join(err)[:500]}")
     return "".join(out)
+
+
+PEERING_GROUP, PEERING_VERSION = "kopf.dev", "v1"
+
+
+def read_peering(name: str, namespace: str | None) -> dict[str, Any] | None:
+    """Kopf's peering object: ClusterKopfPeering without a namespace, else KopfPeering."""
+    custom = kubernetes.client.CustomObjectsApi(_client())
+    if namespace is None:
+        return _found(
+            lambda: custom.get_cluster_custom_object(
+                PEERING_GROUP, PEERING_VERSION, "clusterkopfpeerings", name
+            )
+        )
+    return _found(
+        lambda: custom.get_namespaced_custom_object(
+            PEERING_GROUP, PEERING_VERSION, namespace, "kopfpeerings", name
+        )
+    )
+
+
+def ensure_peering(name: str, namespace: str | None) -> None:
+    """Create the peering object unless it exists: Kopf only writes into one."""
+    custom = kubernetes.client.CustomObjectsApi(_client())
+    kind = "ClusterKopfPeering" if namespace is None else "KopfPeering"
+    body = {
+        "apiVersion": f"{PEERING_GROUP}/{PEERING_VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+    }
+    try:
+        if namespace is None:
+            custom.create_cluster_custom_object(
+                PEERING_GROUP, PEERING_VERSION, "clusterkopfpeerings", body
+            )
+        else:
+            custom.create_namespaced_custom_object(
+                PEERING_GROUP, PEERING_VERSION, namespace, "kopfpeerings", body
+            )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def list_custom_objects(plural: str, namespace: str | None) -> list[dict[str, Any]]:
+    """Every object of one of this project's kinds, in one namespace or all of them."""
+    custom = kubernetes.client.CustomObjectsApi(_client())
+    if namespace is None:
+        answer = custom.list_cluster_custom_object(GROUP, VERSION, plural)
+    else:
+        answer = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)
+    items: list[dict[str, Any]] = (answer if isinstance(answer, dict) else {}).get("items") or []
+    return items

@@ -206,20 +206,33 @@ class RunGone(RuntimeError):
     """The run's driver or SparkApplication disappeared before it wrote its plan."""
 
 
+class Abandoned(RuntimeError):
+    """The operator is stopping: its wait for a plan ended early. Nothing was applied. A pod
+    run goes on in the cluster, and the next operator waits for it by its name (the same
+    batch in the same slot gets the same name); a local job is cancelled."""
+
+
 def plan_in_pods(
     runs: KubernetesRuns | SparkOperatorRuns,
     spec: spark_runs.RunSpec,
     timeout_s: float,
     poll_s: float = 2.0,
+    stopping: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Start the run (or find it started), wait for its plan ConfigMaps, read them back,
-    and remove the run's ConfigMaps. A failed or timed-out run raises with its reason.
+    and remove the run's ConfigMaps. A failed or timed-out run raises with its reason;
+    `stopping` set ends the wait at once with Abandoned.
     Returns (rows, skipped, tombstones) per policy of the run's batch."""
     from retention_jobs.sinks import by_policy
 
+    stopping = stopping or threading.Event()
     runs.submit(spec)
     deadline = time.monotonic() + timeout_s
     while True:
+        if stopping.is_set():
+            # A pool thread still waiting here would hold the process open at exit (Python
+            # joins executor threads) for up to the run timeout.
+            raise Abandoned(f"operator stopping; Spark run {spec.name} left running")
         # The manifest ConfigMap, written last, is the signal that the plan is complete.
         payload = read_plan(spec.namespace, spec.name)
         if payload is not None:
@@ -238,7 +251,7 @@ def plan_in_pods(
                 f"Spark run {spec.name} gave no plan within {timeout_s:.0f}s; "
                 f"last state {state.phase}: {state.message}"
             )
-        time.sleep(poll_s)
+        stopping.wait(poll_s)
     kube.delete_configmaps(spec.namespace, f"{chunks.RUN_LABEL}={spec.name}")
     runs.cleanup(spec)
     return dict(by_policy(payload))
@@ -258,6 +271,15 @@ class BatchPlanner:
 
     def __init__(self, cfg: SparkConfig) -> None:
         self.cfg = cfg
+        self.stopping = threading.Event()
+
+    def stop(self) -> None:
+        """End every wait for a plan now (the operator is stopping). Local jobs are
+        cancelled: their Spark tasks would otherwise run to the end before exit."""
+        self.stopping.set()
+        with _lock:
+            if _session is not None:
+                _session.sparkContext.cancelAllJobs()
 
     def __call__(
         self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
@@ -276,7 +298,12 @@ class BatchPlanner:
             from retention_jobs import plan_job
 
             request = PlanRequest.for_policies(bootstrap, client_config, specs, now_ms, scans)
-            results = plan_job.run_batch(local_session(), request)
+            try:
+                results = plan_job.run_batch(local_session(), request)
+            except Exception as err:
+                if self.stopping.is_set():
+                    raise Abandoned("operator stopping; the local Spark job was cancelled") from err
+                raise
             return {k: BatchPlan(r.rows, r.skipped, r.tombstones) for k, r in results.items()}
         # Secrets stay out of the request: the driver reads clientConfigSecret itself.
         request = PlanRequest.for_policies(bootstrap, {}, specs, now_ms, scans)
@@ -286,7 +313,10 @@ class BatchPlanner:
             else SparkOperatorRuns()
         )
         parts = plan_in_pods(
-            runs, self.run_spec(members, request.to_json(), now_ms), self.cfg.run_timeout_s
+            runs,
+            self.run_spec(members, request.to_json(), now_ms),
+            self.cfg.run_timeout_s,
+            stopping=self.stopping,
         )
         return {k: BatchPlan(*plan) for k, plan in parts.items()}
 

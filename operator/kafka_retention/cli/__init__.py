@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
+import socket
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from kafka_retention import __version__, config
+from kafka_retention.core.peering import Peering, auto_priority
 
 
 def _spark_conf(text: str) -> tuple[str, str]:
@@ -17,6 +22,14 @@ def _spark_conf(text: str) -> tuple[str, str]:
     if not sep or not key.startswith("spark."):
         raise argparse.ArgumentTypeError(f"expected spark.KEY=VALUE, got {text!r}")
     return key, value
+
+
+def _identity() -> str:
+    """Who this replica is in the peering object: the pod's name where the manifests pass
+    it (POD_NAME), else host and process, made unique per start."""
+    pod = os.environ.get("POD_NAME")
+    base = pod or f"{socket.gethostname()}/{os.getpid()}"
+    return f"{base}/{secrets.token_hex(3)}"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -27,6 +40,29 @@ def _run(args: argparse.Namespace) -> int:
     if not args.all_namespaces and not args.namespace:
         print("error: pass --namespace NS (repeatable) or --all-namespaces", file=sys.stderr)
         return 2
+    peering = None
+    if args.peering is not None:
+        patterns = [ns for ns in args.namespace or () if any(c in ns for c in "*?[]!")]
+        if patterns:
+            print(
+                f"error: --peering needs --all-namespaces or plain namespace names, "
+                f"not patterns ({', '.join(patterns)}): every replica must read the same "
+                "peering objects",
+                file=sys.stderr,
+            )
+            return 2
+        peering = Peering(
+            name=args.peering,
+            identity=_identity(),
+            priority=(
+                auto_priority(time.time_ns() // 1_000_000)
+                if args.priority is None
+                else args.priority
+            ),
+            lifetime_s=args.peering_lifetime,
+            clusterwide=bool(args.all_namespaces),
+            namespaces=tuple(args.namespace or ()),
+        )
     operator_config = config.OperatorConfig(
         spark=config.SparkConfig(
             mode=args.spark_mode,
@@ -44,6 +80,7 @@ def _run(args: argparse.Namespace) -> int:
             in_process_max_partitions=args.in_process_max_partitions,
         ),
         local_broker_volumes=args.local_broker_volumes,
+        peering=peering,
     )
     kopf.configure(verbose=args.verbose, debug=args.debug)
     # Spark's Python gateway logs every call at DEBUG: far too much even for --debug.
@@ -55,8 +92,10 @@ def _run(args: argparse.Namespace) -> int:
     kopf.run(
         clusterwide=args.all_namespaces,
         namespaces=args.namespace or (),
-        standalone=args.peering is None,
+        standalone=peering is None,
         peering_name=args.peering,
+        priority=peering.priority if peering else None,
+        identity=cast(Any, peering.identity) if peering else None,
         liveness_endpoint=args.liveness,
         memo=kopf.Memo(config=operator_config),
     )
@@ -116,7 +155,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--peering",
         metavar="NAME",
         default=None,
-        help="coordinate with other replicas through this KopfPeering (default: standalone)",
+        help="coordinate replicas through this peering object (ClusterKopfPeering with -A, "
+        "KopfPeering in each namespace otherwise): one acts, the others stand by "
+        "(default: standalone, the only replica)",
+    )
+    run.add_argument(
+        "--priority",
+        type=int,
+        default=None,
+        metavar="N",
+        help="peering priority; the highest acts (default: by start time, so the oldest "
+        "replica acts and a restarted one stands by)",
+    )
+    run.add_argument(
+        "--peering-lifetime",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="a replica silent this long is taken as gone, and a standby takes over (default 60)",
     )
     run.add_argument(
         "--liveness",

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, cast
 
@@ -18,7 +19,9 @@ from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import (
     drop_finalizer,
     exec_in_pod,
+    list_custom_objects,
     read_client_config,
+    read_peering,
     running_pods,
 )
 from kafka_retention.adapters.spark import BatchPlanner
@@ -30,6 +33,7 @@ from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
 from kafka_retention.handlers.common import purge_ledger
 from kafka_retention.services.fleet import Fleet
+from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.orphan_watch import OrphanReport, VolumeFinder
 from kafka_retention.services.policy_batches import Environment
 from kafka_retention.services.ports import BrokerVolumes
@@ -75,12 +79,23 @@ def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet
         purges=purges,
         find_volumes=_volume_finder(cfg),
     )
+    leadership, resync = None, None
+    if cfg.peering is not None:
+        me = cfg.peering
+        leadership = Leadership(me, read_peering, lambda: datetime.now(UTC))
+        scopes: list[str | None] = [None] if me.clusterwide else list(me.namespaces)
+
+        def resync() -> list[dict[str, Any]]:
+            return [b for ns in scopes for b in list_custom_objects(RETENTION_POLICIES, ns)]
+
     return Fleet(
         env,
         report,
         workers=sched.workers,
         window=sched.batch_window_s,
         per_namespace=cfg.spark.mode != "local",
+        leadership=leadership,
+        resync=resync,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -19,12 +20,14 @@ from typing import Any
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kube import ApiException, StatusWriter
+from kafka_retention.adapters.spark import Abandoned
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.durations import parse_duration_ms
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.resources import RETENTION_POLICIES
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome, set_schedule
 from kafka_retention.services.scheduler import Entry, Scheduler
@@ -107,8 +110,16 @@ class Fleet:
         window: float = 5.0,
         per_namespace: bool = False,
         clock: Callable[[], float] = time.time,
+        leadership: Leadership | None = None,
+        resync: Callable[[], list[dict[str, Any]]] | None = None,
+        check_every: float = 2.0,
     ) -> None:
         self.env, self.report, self.clock = env, report, clock
+        # With peering: whether this replica acts (asked every `check_every` seconds), and
+        # every policy as the API server has it now, read when the replica starts acting.
+        self.leadership, self.resync, self.check_every = leadership, resync, check_every
+        self._acting = leadership is None
+        self._checked = -math.inf
         self.per_namespace = per_namespace
         self.scheduler = Scheduler(window=window)
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="policy")
@@ -151,6 +162,12 @@ class Fleet:
         metrics.POLICIES.set(len(self.scheduler.entries))
         self._wake.set()
 
+    def _forget(self) -> None:
+        self.scheduler.forget_all()
+        self.valid.clear()
+        self.stores.clear()
+        metrics.POLICIES.set(0)
+
     def remove(self, body: Mapping[str, Any]) -> None:
         meta = body.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
@@ -168,6 +185,8 @@ class Fleet:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        if self.env.spark is not None:
+            self.env.spark.stop()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -176,8 +195,40 @@ class Fleet:
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.chores.shutdown(wait=False, cancel_futures=True)
 
+    async def _still_acting(self) -> bool:
+        """Standalone: always. With peering: as the peering objects say, checked every
+        few seconds. Standing by forgets every policy: Kopf's handlers are paused too and
+        see no deletion meanwhile, so acting again starts from a fresh list instead."""
+        if self.leadership is None or self.clock() - self._checked < self.check_every:
+            return self._acting
+        loop = asyncio.get_running_loop()
+        self._checked = self.clock()
+        acting = await loop.run_in_executor(self.chores, self.leadership.active)
+        if acting and not self._acting:
+            try:
+                bodies = await loop.run_in_executor(self.chores, self.resync or list)
+            except Exception:
+                log.exception("could not list RetentionPolicies; standing by")
+                return False
+            self._forget()
+            for body in bodies:
+                self.upsert(body)
+            log.info("acting: running %d RetentionPolicies", len(self.scheduler.entries))
+        elif self._acting and not acting:
+            log.info("standing by: %s", self.leadership.why)
+            self._forget()
+        self._acting = acting
+        metrics.ACTING.set(1 if acting else 0)
+        return acting
+
     async def _run(self) -> None:
         while True:
+            if not await self._still_acting():
+                metrics.QUEUE_DEPTH.set(0)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.check_every)
+                self._wake.clear()
+                continue
             now = self.clock()
             for batch in self.scheduler.take(now):
                 task = asyncio.get_running_loop().create_task(self._batch(batch))
@@ -193,7 +244,7 @@ class Fleet:
             metrics.LATE.set(
                 sum(1 for e in self.scheduler.entries.values() if e.late_reported and not e.running)
             )
-            wait = min(1.0, max(0.05, self.scheduler.next_due() - self.clock()))
+            wait = min(1.0, self.check_every, max(0.05, self.scheduler.next_due() - self.clock()))
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait)
@@ -244,6 +295,10 @@ class Fleet:
             outcomes = await asyncio.get_running_loop().run_in_executor(
                 self.pool, run_batch, due, others, self.env, lambda: datetime.now(UTC)
             )
+        except Abandoned as err:
+            # Stopping: nothing was applied, and no status or event should say it failed.
+            log.info("batch of %d policies left unfinished: %s", len(due), err)
+            return
         except Exception as err:
             log.exception("batch of %d policies failed", len(due))
             outcomes = {

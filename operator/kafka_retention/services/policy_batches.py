@@ -17,6 +17,7 @@ from typing import Any
 
 from kafka_retention.adapters.kafka import KafkaUnavailable
 from kafka_retention.adapters.kube import SecretUnavailable
+from kafka_retention.adapters.spark import Abandoned
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
@@ -155,7 +156,7 @@ def run_batch(
         try:
             try:
                 plans = env.spark(large, config, now_ms)
-            except (KafkaUnavailable, SecretUnavailable):
+            except (KafkaUnavailable, SecretUnavailable, Abandoned):
                 raise
             except Exception as err:
                 raise PlanFailed(first_line(err)) from err

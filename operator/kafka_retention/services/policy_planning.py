@@ -52,6 +52,9 @@ class BatchPlanner(Protocol):
         self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
     ) -> Mapping[str, Planned]: ...
 
+    def stop(self) -> None:
+        """End every wait for a plan now; a call in progress raises Abandoned."""
+
 
 @dataclass
 class Selection:

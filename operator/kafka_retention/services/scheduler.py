@@ -85,6 +85,12 @@ class Scheduler:
     def remove(self, key: str) -> None:
         self.entries.pop(key, None)
 
+    def forget_all(self) -> None:
+        """Drop every policy (this replica stands by). Clusters with a batch in flight stay
+        busy until it finishes, so a later batch never overlaps it."""
+        self.entries.clear()
+        self._heap.clear()
+
     def take(self, now: float) -> list[list[Entry]]:
         """Batches to start now: per cluster without a batch in flight, every policy due
         now or within the window. They are marked running until `finish`."""
