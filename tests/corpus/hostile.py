@@ -586,6 +586,28 @@ RETENTION_POLICIES: Final[list[Hostile]] = [
     Hostile(POLICY, "policy-topics-empty-list", _policy(topics=[]), "spec.topics"),
     # An empty pattern: matches nothing, or everything, depending on who reads it.
     Hostile(POLICY, "policy-pattern-empty", _policy(topics={"pattern": ""}), "spec.topics.pattern"),
+    # --- fields the resource does not define ---
+    # A misspelt minRetention: dropped silently, the policy would run without its margin.
+    Hostile(
+        POLICY,
+        "policy-unknown-min-retention-typo",
+        _policy(deleteConsumed={"groups": ["enricher"], "minRetenion": "7d"}),
+        "spec.deleteConsumed.minRetenion",
+    ),
+    # A field at the top of the spec.
+    Hostile(
+        POLICY,
+        "policy-unknown-top-level",
+        _policy(deleteAll=True),
+        "spec.deleteAll",
+    ),
+    # An unknown key in the second cut of a purge.
+    Hostile(
+        PURGE,
+        "purge-unknown-field-in-a-cut",
+        _purge(partitions=[_cut(), {**_cut(partition=1), "offest": 5}]),
+        "spec.partitions[1].offest",
+    ),
     # --- spec.topics.pattern ---
     # An unclosed group.
     Hostile(

@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kafka_retention.core.policy_spec import POLICY_FIELDS
+from kafka_retention.core.purge import PURGE_FIELDS
+
 REPO = Path(__file__).resolve().parents[2]
 CRDS = sorted((REPO / "crds").glob("*.kafka-retention.io.yaml"))
 
@@ -63,3 +66,29 @@ def test_crd_has_status_subresource_category_and_age_column(crd_file: Path) -> N
 @pytest.mark.parametrize("crd_file", CRDS, ids=lambda p: p.name)
 def test_crd_schema_has_no_unresolved_refs(crd_file: Path) -> None:
     assert "$ref" not in crd_file.read_text()
+
+
+def _shape(schema: dict[str, Any]) -> Any:
+    """The field tree of a schema, in the parsers' Shape form."""
+    if schema.get("type") == "array":
+        return _shape(schema.get("items") or {})
+    if schema.get("type") == "object" and "properties" in schema:
+        return {k: _shape(v) for k, v in schema["properties"].items()}
+    return None  # a scalar, or a map of any keys
+
+
+@pytest.mark.parametrize(
+    ("crd_name", "fields"),
+    [
+        ("recordpurges.kafka-retention.io.yaml", PURGE_FIELDS),
+        ("retentionpolicies.kafka-retention.io.yaml", POLICY_FIELDS),
+    ],
+)
+def test_the_parsers_know_exactly_the_fields_the_crd_defines(
+    crd_name: str, fields: dict[str, Any]
+) -> None:
+    """A field added to the CRD but not to the parser would be refused as unknown; one
+    left in the parser after leaving the CRD would be accepted from the CLI only."""
+    crd = yaml.safe_load((REPO / "crds" / crd_name).read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert _shape(spec) == fields

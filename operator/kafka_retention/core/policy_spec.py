@@ -10,11 +10,13 @@ from kafka_retention.core.durations import parse_duration_ms
 from kafka_retention.core.patterns import PatternError, compile_pattern
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.specs import (
+    Shape,
     SpecError,
     flag,
     group_ids,
     integer,
     is_topic_name,
+    known_fields,
     names,
     obj,
     parse_cluster,
@@ -116,8 +118,44 @@ def _duration(value: Any, path: str) -> int:
         raise SpecError(path, str(err)) from None
 
 
+# The fields of a RetentionPolicy spec, as the CRD defines them (test_crds compares).
+POLICY_FIELDS: Shape = {
+    "cluster": {
+        "bootstrapServers": None,
+        "clientConfigSecret": None,
+        "brokers": {
+            "access": None,
+            "namespace": None,
+            "podSelector": {"matchLabels": None},
+            "container": None,
+        },
+    },
+    "topics": {"names": None, "pattern": None, "exclude": None},
+    "interval": None,
+    "deleteConsumed": {"groups": None, "minRetention": None},
+    "deleteBefore": None,
+    "maxRetention": None,
+    "dryRun": None,
+    "tombstones": {
+        "groups": None,
+        "warnAtPercent": None,
+        "raiseDeleteRetention": {"enabled": None, "max": None},
+        "inventory": None,
+    },
+    "orphanPartitions": {
+        "enabled": None,
+        "removalDelay": None,
+        "minAge": None,
+        "strayDirs": None,
+        "dryRun": None,
+    },
+    "notify": {"groups": None, "atRiskWithin": None},
+}
+
+
 def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     spec = obj(spec, "spec")
+    known_fields(spec, POLICY_FIELDS, "spec")
     bootstrap, secret = parse_cluster(spec)
 
     topics = obj(spec.get("topics"), "spec.topics")

@@ -16,11 +16,13 @@ from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.specs import (
     MAX_OFFSET,
     MAX_PARTITION,
+    Shape,
     SpecError,
     flag,
     group_ids,
     integer,
     is_topic_name,
+    known_fields,
     obj,
     objects,
     parse_cluster,
@@ -99,6 +101,20 @@ def _topic(value: Any, field_path: str, allow_internal: bool) -> str:
     return value
 
 
+# The fields of a RecordPurge spec, as the CRD defines them (test_crds compares).
+PURGE_FIELDS: Shape = {
+    "cluster": {"bootstrapServers": None, "clientConfigSecret": None},
+    "partitions": {"topic": None, "partition": None, "offset": None},
+    "topics": {
+        "name": None,
+        "before": {"timestamp": None, "committedBy": None, "highWatermark": None},
+    },
+    "protectGroups": None,
+    "dryRun": None,
+    "allowInternalTopics": None,
+}
+
+
 def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
     """Check what the CRD schema cannot, so nothing is deleted on a spec that is wrong.
 
@@ -106,6 +122,7 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
     the operator may meet objects stored before a schema change, or a CLI-built spec.
     """
     spec = obj(spec, "spec")
+    known_fields(spec, PURGE_FIELDS, "spec")
     bootstrap, secret = parse_cluster(spec)
     allow_internal = flag(spec.get("allowInternalTopics"), "spec.allowInternalTopics", False)
 

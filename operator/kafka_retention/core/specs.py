@@ -23,6 +23,29 @@ class SpecError(ValueError):
         self.message = message
 
 
+# Which fields a spec may have: a key maps to the shape of its value (None: a scalar, a
+# list of scalars, or a map of any keys). An object's items share one shape.
+Shape = Mapping[str, "Shape | None"]
+
+
+def known_fields(value: Any, shape: Shape, field_path: str) -> None:
+    """Refuse a field the resource does not define. The API server prunes unknown fields
+    from what it stores (so a client that only warns, not kubectl, would drop a misspelt
+    `minRetention` silently); a spec the CLI reads gets no pruning at all. Either way a
+    typo must not turn into a policy without its safety margin."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key not in shape:
+                known = ", ".join(shape)
+                raise SpecError(f"{field_path}.{key}", f"unknown field (known: {known})")
+            inner = shape[key]
+            if inner is not None:
+                known_fields(item, inner, f"{field_path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            known_fields(item, shape, f"{field_path}[{i}]")
+
+
 # Typed reads of a spec's JSON. The CRD schema checks types at apply time, but an object
 # stored before a schema change, or a spec the CLI builds, reaches the parsers unchecked:
 # a string where a list belongs must not become a list of letters, nor "false" a true.
