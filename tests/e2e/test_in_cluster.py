@@ -16,13 +16,15 @@ import yaml
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import REPO, TopicFactory, _slug, create_namespace
+from tests.conftest import REPO, TopicFactory, create_namespace
 from tests.support import commit, get, log_starts, produce, wait_for
 
 OPERATOR_NS = "kafka-retention-system"
 # Only namespaces named so: the session's own operator process watches `e2e-*`, and two
 # operators must never reconcile the same object.
-WATCHED = "incluster-*"
+# One namespace, named exactly: the session's e2e operator watches `e2e-*`, and a replica
+# with --peering (as the overlay runs it) takes plain namespace names, not patterns.
+WATCHED = "incluster"
 
 
 def rendered_overlay(stack: Stack) -> list[dict[str, Any]]:
@@ -50,7 +52,11 @@ def rendered_overlay(stack: Stack) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def in_cluster(stack: Stack) -> Iterator[str]:
-    """The operator Deployment, Available; yields the name of its pod."""
+    """The operator Deployment, Available, watching WATCHED (which exists before it starts:
+    it creates its KopfPeering there); yields the name of its pod."""
+    create_namespace(stack, WATCHED)
+    # What a namespace needs for pod runs (README): the driver's service account and role.
+    stack.kubectl("apply", "-k", str(REPO / "manifests" / "spark-namespace"), "-n", WATCHED)
     docs = rendered_overlay(stack)
     stack.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs)
@@ -97,17 +103,14 @@ def in_cluster(stack: Stack) -> Iterator[str]:
         described = stack.kubectl("describe", "pods", "-n", OPERATOR_NS, check=False)
         print(described.stdout[-8000:])
         stack.kubectl("delete", "namespace", OPERATOR_NS, "--timeout=120s", check=False)
+        stack.kubectl("delete", "namespace", WATCHED, "--wait=false", check=False)
 
 
 @pytest.fixture
-def ns(stack: Stack, in_cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = f"incluster-{_slug(request)}"[:63].rstrip("-")
-    create_namespace(stack, name)
-    # What a namespace needs for pod runs (README): the driver's service account and role.
-    stack.kubectl("apply", "-k", str(REPO / "manifests" / "spark-namespace"), "-n", name)
-    yield name
-    stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", name, check=False)
-    stack.kubectl("delete", "namespace", name, "--wait=false", check=False)
+def ns(stack: Stack, in_cluster: str) -> Iterator[str]:
+    """The watched namespace, emptied of this test's resources after it."""
+    yield WATCHED
+    stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", WATCHED, check=False)
 
 
 @pytest.mark.stack

@@ -82,7 +82,7 @@ def test_the_standby_replica_takes_over_when_the_acting_one_is_killed(
             stack,
             namespace,
             "ha",
-            interval="5s",
+            interval="10s",
             topics={"names": [topic]},
             deleteConsumed={"groups": ["reader"]},
         )

@@ -218,7 +218,7 @@ def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
         except subprocess.TimeoutExpired:
             pytest.fail(f"the operator did not exit within 30 s of SIGTERM: {operator.tail()}")
         assert code == 0, operator.tail()
-        assert "left unfinished" in operator.log.read_text()
+        assert f"Spark run {app['metadata']['name']} left running" in operator.log.read_text()
         status = get(stack, "retentionpolicy", namespace, "in-flight").get("status") or {}
         assert "error" not in (status.get("lastRun") or {}), status
         assert all(c.get("reason") != "PlanFailed" for c in status.get("conditions") or []), status

@@ -5,6 +5,7 @@ The pod modes carry the plan back through ConfigMaps (kube_objects.chunks), neve
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from kafka_retention.core.resources import API_VERSION
 from kafka_retention.kube_objects import chunks, spark_runs
 from kafka_retention.kube_objects.owners import Owner
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _session: Any = None
 
@@ -232,7 +234,9 @@ def plan_in_pods(
         if stopping.is_set():
             # A pool thread still waiting here would hold the process open at exit (Python
             # joins executor threads) for up to the run timeout.
-            raise Abandoned(f"operator stopping; Spark run {spec.name} left running")
+            message = f"operator stopping; Spark run {spec.name} left running"
+            log.info("%s: the next operator waits for it by its name", message)
+            raise Abandoned(message)
         # The manifest ConfigMap, written last, is the signal that the plan is complete.
         payload = read_plan(spec.namespace, spec.name)
         if payload is not None:
