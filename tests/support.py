@@ -137,10 +137,17 @@ def latest_offsets(
     for i in range(0, len(partitions), chunk):
         part = partitions[i : i + chunk]
 
+        # Brand-new partitions answer NOT_LEADER until their leader broker has taken them
+        # on, which after creating 20,000 takes a minute or two past the metadata naming
+        # it; the metadata is refreshed between tries, as _offsets does.
+        def refresh(_: tenacity.RetryCallState) -> None:
+            admin.list_topics(timeout=30)
+
         @tenacity.retry(
             retry=tenacity.retry_if_exception_type((KafkaException, TimeoutError, Unanswered)),
-            stop=tenacity.stop_after_attempt(20),
-            wait=tenacity.wait_fixed(0.5),
+            stop=tenacity.stop_after_delay(300),
+            wait=tenacity.wait_fixed(2),
+            before_sleep=refresh,
             reraise=True,
         )
         def read(part: list[tuple[str, int]] = part) -> dict[tuple[str, int], int]:
