@@ -340,3 +340,18 @@ def purge_finished(stack: Stack, ns: str, name: str, timeout: float = 60) -> dic
         lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
         timeout,
     )
+
+
+ARGOCD = Path(__file__).resolve().parents[1] / "manifests" / "argocd"
+
+
+def argocd_health(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(status, message) of the object by the project's Argo CD health check, run on a
+    Lua 5.1 interpreter as Argo CD runs it (gopher-lua implements 5.1)."""
+    from lupa import lua51
+
+    script = (ARGOCD / f"{str(obj['kind']).lower()}-health.lua").read_text()
+    lua = lua51.LuaRuntime(unpack_returned_tuples=True)
+    lua.globals().obj = lua.table_from(json.loads(json.dumps(obj)), recursive=True)
+    hs = lua.execute(script)
+    return str(hs["status"]), str(hs["message"] or "")

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.stack import Stack
 from tests.corpus.hostile import CORPUS, manifest
-from tests.support import commit, get, log_starts, produce
+from tests.support import argocd_health, commit, get, log_starts, produce
 
 # The topics the corpus cuts, made to hold records so a wrong delete would show.
 TOPIC = "orders"
@@ -78,6 +78,13 @@ def test_every_hostile_spec_is_refused_at_apply_or_named_in_a_condition_and_noth
         for name, (kind, _) in waiting.items()
     }
     assert unnamed == {}, "accepted by the API server and not refused naming the field"
+    # Argo CD shows each as Degraded, naming the field (manifests/argocd).
+    not_degraded = {}
+    for name, (kind, field) in accepted.items():
+        health, message = argocd_health(get(stack, kind.lower(), e2e_ns, name))
+        if health != "Degraded" or field not in message:
+            not_degraded[name] = (health, message)
+    assert not_degraded == {}
 
     after = {
         TOPIC: log_starts(admin, TOPIC, PARTITIONS),

@@ -15,6 +15,7 @@ from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from tests.conftest import TopicFactory
 from tests.support import (
     OperatorProcess,
+    argocd_health,
     commit,
     events,
     first_offsets_read,
@@ -80,6 +81,7 @@ def test_explicit_offsets_delete_exactly_below_each_offset(
     table = stack.kubectl("get", "recordpurge", "explicit", "-n", e2e_ns).stdout
     assert table.split("\n")[0].split()[:5] == ["NAME", "PHASE", "PARTITIONS", "DELETED", "FAILED"]
     assert table.split("\n")[1].split()[1:5] == ["Succeeded", "2", "110", "0"]
+    assert argocd_health(obj)[0] == "Healthy"  # what Argo CD shows (manifests/argocd)
 
 
 @pytest.mark.stack

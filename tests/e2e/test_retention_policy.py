@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.support import commit, events, get, log_starts, produce, wait_for
+from tests.support import argocd_health, commit, events, get, log_starts, produce, wait_for
 
 HOUR = 3_600_000
 NO_RETENTION = {"retention.ms": "-1"}
@@ -86,6 +86,7 @@ def test_log_start_follows_the_slower_group_and_a_group_without_commit_protects(
     assert header.split()[:6] == ["NAME", "READY", "ON", "SCHEDULE", "TOPICS", "LAST"]
     assert row.split()[:4] == ["trim", "True", "True", "1"]
     assert {e["reason"] for e in events(stack, e2e_ns, "trim")} >= {"RecordsDeleted"}
+    assert argocd_health(obj)[0] == "Healthy"  # what Argo CD shows (manifests/argocd)
 
 
 @pytest.mark.stack

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from devstack.stack import Stack
 
@@ -117,3 +118,43 @@ def test_only_the_orphan_cleanup_overlay_lets_the_operator_exec_into_pods(
         for kind in ("clusterrolebinding", "clusterrole"):
             installed.kubectl("delete", kind, "kafka-retention-orphan-cleanup", check=False)
     assert may_exec() == "no"
+
+
+@pytest.mark.stack
+def test_ha_overlay_runs_two_peered_replicas_kept_apart_and_one_always_up(stack: Stack) -> None:
+    stack.kubectl("apply", "-f", str(REPO / "manifests" / "base" / "namespace.yaml"))
+    rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "ha")).stdout
+    done = stack.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        "-",
+        stdin=rendered,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(rendered) if d}
+    deployment = docs[("Deployment", "kafka-retention-operator")]
+    assert deployment["spec"]["replicas"] == 2
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert args[args.index("--peering") + 1] == "kafka-retention"
+    assert {e["name"] for e in container["env"]} >= {"POD_NAME"}  # its name among peers
+    anti = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] == 100
+    pdb = docs[("PodDisruptionBudget", "kafka-retention-operator")]
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["metadata"]["namespace"] == "kafka-retention-system"
+
+
+@pytest.mark.stack
+def test_operator_service_account_may_create_and_write_its_peering_object(
+    installed: Stack,
+) -> None:
+    for verb in ("create", "patch", "watch"):
+        done = installed.kubectl(
+            "auth", "can-i", verb, "clusterkopfpeerings.kopf.dev", "--as", SA, check=False
+        )
+        assert done.stdout.strip() == "yes", f"{SA} cannot {verb} clusterkopfpeerings"
