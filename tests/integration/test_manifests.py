@@ -20,11 +20,11 @@ def installed(stack: Stack) -> Stack:
     return stack
 
 
-@pytest.mark.stack
-def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
+def dry_run(stack: Stack, overlay: str) -> tuple[str, str]:
+    """The overlay rendered, and what a server-side dry run of it answered (asserted ok)."""
     # A server-side dry run of namespaced objects needs their namespace to exist.
     stack.kubectl("apply", "-f", str(REPO / "manifests" / "base" / "namespace.yaml"))
-    rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "kind")).stdout
+    rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / overlay)).stdout
     done = stack.kubectl(
         "apply",
         "--server-side",
@@ -36,7 +36,13 @@ def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "deployment.apps/kafka-retention-operator" in done.stdout
+    return rendered, done.stdout
+
+
+@pytest.mark.stack
+def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
+    _, answer = dry_run(stack, "kind")
+    assert "deployment.apps/kafka-retention-operator" in answer
 
 
 @pytest.mark.stack
@@ -122,19 +128,7 @@ def test_only_the_orphan_cleanup_overlay_lets_the_operator_exec_into_pods(
 
 @pytest.mark.stack
 def test_ha_overlay_runs_two_peered_replicas_kept_apart_and_one_always_up(stack: Stack) -> None:
-    stack.kubectl("apply", "-f", str(REPO / "manifests" / "base" / "namespace.yaml"))
-    rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "ha")).stdout
-    done = stack.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--dry-run=server",
-        "-f",
-        "-",
-        stdin=rendered,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    rendered, _ = dry_run(stack, "ha")
     docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(rendered) if d}
     deployment = docs[("Deployment", "kafka-retention-operator")]
     assert deployment["spec"]["replicas"] == 2
