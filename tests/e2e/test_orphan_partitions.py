@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tenacity
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import paths
@@ -44,6 +46,14 @@ def create_on(admin: AdminClient, name: str, brokers: list[int]) -> str:
     return topic_id(admin, name)
 
 
+# A broker whose metadata has not caught up with a topic just (re-)created answers
+# UNKNOWN_TOPIC_OR_PART for a moment, even after another broker listed it (CI saw it).
+@tenacity.retry(
+    retry=tenacity.retry_if_exception_type(KafkaException),
+    stop=tenacity.stop_after_delay(30),
+    wait=tenacity.wait_fixed(0.5),
+    reraise=True,
+)
 def topic_id(admin: AdminClient, name: str) -> str:
     from confluent_kafka import TopicCollection
 
