@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from devstack.stack import Stack
+from tests.support import install_spark_operator_crd
 
 REPO = Path(__file__).resolve().parents[2]
 SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
@@ -15,6 +16,9 @@ SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
 
 @pytest.fixture(scope="module")
 def installed(stack: Stack) -> Stack:
+    # `can-i` answers no for a resource the API server does not serve: the SparkApplication
+    # check needs its CRD, which other tests installed when this one ran after them.
+    install_spark_operator_crd(stack)
     rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "kind")).stdout
     stack.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)
     return stack
