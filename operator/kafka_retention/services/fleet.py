@@ -120,6 +120,7 @@ class Fleet:
         self.leadership, self.resync, self.check_every = leadership, resync, check_every
         self._acting = leadership is None
         self._checked = -math.inf
+        metrics.ACTING.set(1 if self._acting else 0)  # standalone: the only replica acts
         self.per_namespace = per_namespace
         self.scheduler = Scheduler(window=window)
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="policy")
