@@ -118,11 +118,8 @@ def produce_to_each(
             return
         time.sleep(2)  # a request that timed out here may still be landing
         now = latest_offsets(admin, list(pending))
-        pending = {
-            tp: wanted[tp] - (now[tp] - before[tp])
-            for tp in pending
-            if wanted[tp] - (now[tp] - before[tp]) > 0
-        }
+        short = {tp: wanted[tp] - (now[tp] - before[tp]) for tp in pending}
+        pending = {tp: n for tp, n in short.items() if n > 0}
         if not pending:
             return
         producer.list_topics(timeout=10)  # a fresh look at the metadata

@@ -14,8 +14,17 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.e2e.test_retention_policy import apply_policy, eventually
-from tests.support import OperatorProcess, commit, get, log_starts, produce, purge_finished
+from tests.e2e.test_record_purge import apply_purge
+from tests.e2e.test_retention_policy import apply_policy, condition, eventually
+from tests.support import (
+    OperatorProcess,
+    commit,
+    events,
+    get,
+    log_starts,
+    produce,
+    purge_finished,
+)
 
 PARTITIONS = 4
 LIFETIME_S = 10
@@ -36,30 +45,13 @@ def peers(stack: Stack, ns: str) -> dict[str, Any]:
 
 
 def purge(stack: Stack, ns: str, name: str, topic: str, offset: int) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "partitions": [{"topic": topic, "partition": 0, "offset": offset}],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply_purge(stack, ns, name, partitions=[{"topic": topic, "partition": 0, "offset": offset}])
 
 
 def started_events(stack: Stack, ns: str, name: str) -> int:
-    done = stack.kubectl(
-        "get",
-        "events",
-        "-n",
-        ns,
-        "--field-selector",
-        f"involvedObject.name={name},reason=PurgeStarted",
-        "-o",
-        "json",
+    return sum(
+        int(e.get("count") or 1) for e in events(stack, ns, name) if e["reason"] == "PurgeStarted"
     )
-    return sum(int(e.get("count") or 1) for e in json.loads(done.stdout)["items"])
 
 
 @pytest.mark.stack
@@ -109,9 +101,8 @@ def test_the_standby_replica_takes_over_when_the_acting_one_is_killed(
         # Each purge began once: the takeover re-listed the finished one and left it be.
         assert started_events(stack, namespace, "before-kill") == 1
         assert started_events(stack, namespace, "after-kill") == 1
-        status = get(stack, "retentionpolicy", namespace, "ha")["status"]
-        ready = next(c for c in status["conditions"] if c["type"] == "Ready")
-        assert ready["status"] == "True", status
+        ready = condition(get(stack, "retentionpolicy", namespace, "ha"), "Ready")
+        assert ready["status"] == "True", ready
     finally:
         stack.kubectl(
             "delete", "retentionpolicy", "ha", "-n", namespace, "--timeout=60s", check=False

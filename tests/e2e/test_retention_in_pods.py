@@ -21,6 +21,7 @@ from kafka_retention.adapters import kube
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
 from tests.conftest import TopicFactory
+from tests.e2e.test_retention_policy import apply_policy
 from tests.support import (
     OperatorProcess,
     commit,
@@ -42,18 +43,14 @@ def apply_policy_and_wait_for_run(
     stack: Stack, namespace: str, name: str, interval: str, topic: str, group: str
 ) -> dict[str, Any]:
     """A deleteConsumed policy on `topic`, and the SparkApplication its first run makes."""
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "interval": interval,
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": [group]},
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply_policy(
+        stack,
+        namespace,
+        name,
+        interval=interval,
+        topics={"names": [topic]},
+        deleteConsumed={"groups": [group]},
+    )
     deadline = time.monotonic() + 60
     while not (apps := sparkapplications(stack, namespace)):
         assert time.monotonic() < deadline, "no SparkApplication was created"

@@ -8,6 +8,7 @@ backreferences, which RE2 cannot run in linear time, are refused with the field 
 
 from __future__ import annotations
 
+import functools
 import re
 
 import re2
@@ -20,6 +21,8 @@ class PatternError(ValueError):
     """Why a pattern is refused, in words for the spec's condition."""
 
 
+# The parser checks a pattern and every run's selection matches with it: compile once.
+@functools.lru_cache(maxsize=1024)
 def compile_pattern(pattern: str) -> re2._Regexp[str]:
     # Python's parser first: it refuses what RE2 would read as literal text (a repeat
     # count past 2**32), so a typo is an error rather than a pattern matching nothing.

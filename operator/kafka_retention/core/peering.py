@@ -34,6 +34,11 @@ class Peering:
     clusterwide: bool = False
     namespaces: tuple[str, ...] = ()
 
+    @property
+    def scopes(self) -> list[str | None]:
+        """Where its peering objects are: the cluster (None), or each watched namespace."""
+        return [None] if self.clusterwide else list(self.namespaces)
+
 
 def auto_priority(started_ms: int, rng: random.Random | None = None) -> int:
     """Older replicas get higher priorities. Replicas started in the same millisecond

@@ -83,10 +83,9 @@ def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet
     if cfg.peering is not None:
         me = cfg.peering
         leadership = Leadership(me, read_peering, lambda: datetime.now(UTC))
-        scopes: list[str | None] = [None] if me.clusterwide else list(me.namespaces)
 
         def resync() -> list[dict[str, Any]]:
-            return [b for ns in scopes for b in list_custom_objects(RETENTION_POLICIES, ns)]
+            return [b for ns in me.scopes for b in list_custom_objects(RETENTION_POLICIES, ns)]
 
     return Fleet(
         env,

@@ -21,7 +21,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
         settings.peering.lifetime = cfg.peering.lifetime_s
         # Kopf writes into the peering object but never creates it; startup handlers run
         # before Kopf's peering starts.
-        for namespace in [None] if cfg.peering.clusterwide else cfg.peering.namespaces:
+        for namespace in cfg.peering.scopes:
             ensure_peering(cfg.peering.name, namespace)
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(

@@ -36,9 +36,8 @@ class Leadership:
 
     def active(self) -> bool:
         now = self.clock()
-        scopes: list[str | None] = [None] if self.me.clusterwide else list(self.me.namespaces)
         seen_everywhere = True
-        for namespace in scopes:
+        for namespace in self.me.scopes:
             where = "cluster" if namespace is None else f"namespace {namespace}"
             try:
                 obj = self.read(self.me.name, namespace)
