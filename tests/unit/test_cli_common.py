@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_retention.cli.common import UsageError, read_properties
+from kafka_retention.cli.common import UsageError, read_java_properties, read_properties
 
 
 def test_properties_follow_java_rules(tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ def test_properties_follow_java_rules(tmp_path: Path) -> None:
         "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
         '    username="ops" password="s3cr=t";\n'
     )
-    assert read_properties(path) == {
+    assert read_java_properties(path) == {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "SCRAM-SHA-512",
         "client.id": "ops-tool",

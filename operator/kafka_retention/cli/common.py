@@ -5,22 +5,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jproperties import Properties  # type: ignore[import-untyped]
+from kafka_retention.adapters.keystores import Stores, read_file
+from kafka_retention.core.client_config import (
+    ClientPropertyError,
+    parse_properties,
+    to_librdkafka,
+)
 
 
 class UsageError(ValueError):
     """The command line or a file it names is wrong; the command exits 2 and says why."""
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java .properties file (`--command-config`), parsed by Java's rules: `=`, `:` or
-    whitespace separators, `#`/`!` comments, escapes and continued lines."""
-    props = Properties()
+def read_java_properties(path: Path) -> dict[str, str]:
+    """A Java .properties file, parsed by Java's rules: `=`, `:` or whitespace
+    separators, `#`/`!` comments, escapes and continued lines."""
     try:
-        with path.open("rb") as f:
-            props.load(f, "utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except Exception as exc:  # jproperties raises its own parse errors
-        raise UsageError(f"{path} is not a properties file: {exc}") from None
-    return {str(key): str(value.data) for key, value in props.items()}
+    try:
+        return parse_properties(data, str(path))
+    except ClientPropertyError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """`--command-config`: the client properties file the Java tools take (Java's names
+    or librdkafka's; store locations are file paths), as librdkafka properties."""
+    props = read_java_properties(path)
+    try:
+        return to_librdkafka(props, Stores(read_file))
+    except ClientPropertyError as exc:
+        raise UsageError(f"{path}: {exc}") from None
