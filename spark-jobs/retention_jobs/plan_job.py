@@ -21,6 +21,8 @@ from pyspark.sql import DataFrame, SparkSession
 from kafka_retention.adapters import kube
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
 from kafka_retention.core import topics as topic_rules
+from kafka_retention.core.specs import ClusterRef
+from kafka_retention.core.strimzi import StrimziRef
 from retention_jobs import extract, scans, schemas, sinks, transforms
 from retention_jobs.request import Connection, PlanRequest
 
@@ -292,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         help="Secret (in --namespace) of librdkafka client properties",
     )
     parser.add_argument(
+        "--strimzi",
+        metavar="JSON",
+        help="spec.cluster.strimzi of the batch (a StrimziRef as JSON), resolved here",
+    )
+    parser.add_argument(
         "--owner-references",
         type=json.loads,
         default=None,
@@ -299,10 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     request = PlanRequest.from_json(_request_text(args.request, args.namespace))
-    if args.client_config_secret:
-        config = kube.read_client_config(args.namespace, args.client_config_secret)
+    if args.client_config_secret or args.strimzi:
+        # The operator put no secret into the request: the driver reads them itself.
+        cluster = ClusterRef(
+            request.connection.bootstrap_servers,
+            args.client_config_secret,
+            StrimziRef(**json.loads(args.strimzi)) if args.strimzi else None,
+        )
         request = replace(
-            request, connection=Connection(request.connection.bootstrap_servers, config)
+            request, connection=Connection(*kube.resolve_cluster(args.namespace, cluster))
         )
     spark = SparkSession.builder.appName("kafka-retention-plan").getOrCreate()
     try:

@@ -146,7 +146,7 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
     monkeypatch.setattr(fleet_module, "run_batch", run_batch)
     role = Role()
     listed = [body("kept")]
-    env = Environment(client_config=lambda s, n: {}, connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
+    env = Environment(connection=lambda s, n: ("", {}), connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
     fleet = Fleet(
         env,
         lambda b, o: None,
@@ -178,7 +178,7 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
 
 
 def test_the_acting_gauge_says_which_replica_runs_the_policies() -> None:
-    env = Environment(client_config=lambda s, n: {}, connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
+    env = Environment(connection=lambda s, n: ("", {}), connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
     Fleet(env, lambda b, o: None, leadership=Role(), resync=list)  # type: ignore[arg-type]
     assert REGISTRY.get_sample_value("kafka_retention_acting") == 0  # peered: not yet
     Fleet(env, lambda b, o: None)

@@ -163,7 +163,7 @@ def due(store: Store, key: str = "ns/p", **fields: Any) -> Due:
 
 def env(kafka: FakeKafka, spark: Any = None, line: int = 2000) -> Environment:
     return Environment(
-        client_config=lambda _s, _ns: {},
+        connection=lambda s, _ns: (s.bootstrap_servers, {}),
         connect=lambda _b, _c: kafka,
         spark=spark,
         in_process_max_partitions=line,
@@ -432,7 +432,11 @@ class FakeSpark:
         self.planned: list[list[str]] = []
 
     def __call__(
-        self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
+        self,
+        members: Sequence[Member],
+        bootstrap: str,
+        client_config: dict[str, str],
+        now_ms: int,
     ) -> dict[str, Any]:
         self.planned.append([m.key for m in members])
         if self.fail:

@@ -19,6 +19,15 @@ from kubernetes.client.exceptions import ApiException
 __all__ = ["ApiException"]
 
 from kafka_retention.core.resources import GROUP, VERSION
+from kafka_retention.core.specs import ClusterRef
+from kafka_retention.core.strimzi import (
+    StrimziError,
+    StrimziObjects,
+    StrimziRef,
+    ca_secret_name,
+    user_secret_name,
+)
+from kafka_retention.core.strimzi import connection as strimzi_connection
 from kafka_retention.kube_objects import chunks
 
 _lock = threading.Lock()
@@ -62,7 +71,12 @@ class StatusWriter:
 
 
 def read_client_config(namespace: str, name: str) -> dict[str, str]:
-    """librdkafka properties from a Secret's keys. Values are secrets: never log them."""
+    """librdkafka properties from a Secret: its keys, and a Java properties file in key
+    client.properties, with the stores they name (core/client_config.py says how).
+    Values are secrets: never log them."""
+    from kafka_retention.adapters.keystores import Stores
+    from kafka_retention.core import client_config
+
     core = kubernetes.client.CoreV1Api(_client())
     try:
         secret = core.read_namespaced_secret(name, namespace)
@@ -70,8 +84,16 @@ def read_client_config(namespace: str, name: str) -> dict[str, str]:
         raise SecretUnavailable(
             f"Secret {namespace}/{name} (spec.cluster.clientConfigSecret): {exc.reason}"
         ) from None
-    data = secret.data or {}
-    return {k: base64.b64decode(v).decode() for k, v in data.items()}
+    data = {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
+    try:
+        props = client_config.secret_properties(data)
+        stores = Stores(lambda prop, location: client_config.secret_file(data, prop, location))
+        return client_config.to_librdkafka(props, stores)
+    except client_config.ClientPropertyError as exc:
+        # Not a missing Secret, but the same remedy: the user fixes it, the next run reads it.
+        raise SecretUnavailable(
+            f"Secret {namespace}/{name} (spec.cluster.clientConfigSecret): {exc}"
+        ) from None
 
 
 # --- objects of Spark runs (kubernetes and spark-operator modes) ----------------------
@@ -340,3 +362,92 @@ def list_custom_objects(plural: str, namespace: str | None) -> list[dict[str, An
         answer = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)
     items: list[dict[str, Any]] = (answer if isinstance(answer, dict) else {}).get("items") or []
     return items
+
+
+# --- how to reach a cluster: typed-in bootstrap servers, or a Strimzi reference ------
+
+# Strimzi serves its resources as kafka.strimzi.io/v1 since 0.49 and as v1beta2 before:
+# the first one the API server knows is read.
+STRIMZI_VERSIONS = ("v1", "v1beta2")
+
+
+class ClusterUnresolved(SecretUnavailable):
+    """spec.cluster.strimzi names objects that are missing or not ready (yet)."""
+
+    def __init__(self, err: StrimziError) -> None:
+        super().__init__(str(err))
+        self.field = err.field
+
+
+def _strimzi_object(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+    custom = kubernetes.client.CustomObjectsApi(_client())
+    for version in STRIMZI_VERSIONS:
+        try:
+            found: Any = custom.get_namespaced_custom_object(
+                "kafka.strimzi.io", version, namespace, plural, name
+            )
+            return dict(found)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise ClusterUnresolved(
+                    StrimziError(
+                        "spec.cluster.strimzi",
+                        f"cannot read {plural}.kafka.strimzi.io {namespace}/{name}: {exc.reason}",
+                    )
+                ) from None
+    return None
+
+
+def _secret_data(namespace: str, name: str) -> dict[str, str] | None:
+    core = kubernetes.client.CoreV1Api(_client())
+    try:
+        secret = core.read_namespaced_secret(name, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise ClusterUnresolved(
+            StrimziError("spec.cluster.strimzi", f"Secret {namespace}/{name}: {exc.reason}")
+        ) from None
+    return {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
+
+
+def read_strimzi(ref: StrimziRef, namespace: str) -> StrimziObjects:
+    """The Kafka, its cluster CA and the KafkaUser with its Secret, as Strimzi lays them
+    out, from the reference's namespace (the referring resource's by default)."""
+    ns = ref.namespace_or(namespace)
+    kafka = _strimzi_object("kafkas", ns, ref.kafka)
+    if kafka is None:
+        raise ClusterUnresolved(
+            StrimziError("spec.cluster.strimzi.kafka", f"no Kafka {ns}/{ref.kafka}")
+        )
+    user = user_secret = None
+    if ref.kafka_user is not None:
+        user = _strimzi_object("kafkausers", ns, ref.kafka_user)
+        if user is None:
+            raise ClusterUnresolved(
+                StrimziError(
+                    "spec.cluster.strimzi.kafkaUser", f"no KafkaUser {ns}/{ref.kafka_user}"
+                )
+            )
+        user_secret = _secret_data(ns, user_secret_name(ref, user))
+    return StrimziObjects(kafka, _secret_data(ns, ca_secret_name(ref)), user, user_secret)
+
+
+def resolve_cluster(namespace: str, cluster: ClusterRef) -> tuple[str, dict[str, str]]:
+    """Bootstrap servers and librdkafka properties for a spec.cluster in `namespace`.
+    A clientConfigSecret's properties come last, so they may add to a Strimzi connection
+    (a Strimzi reference with a kafkaUser refuses one at parse time)."""
+    extra = (
+        read_client_config(namespace, cluster.client_config_secret)
+        if cluster.client_config_secret
+        else {}
+    )
+    if cluster.strimzi is None:
+        return cluster.bootstrap_servers, extra
+    try:
+        bootstrap, config = strimzi_connection(
+            cluster.strimzi, read_strimzi(cluster.strimzi, namespace), namespace
+        )
+    except StrimziError as err:
+        raise ClusterUnresolved(err) from None
+    return bootstrap, {**config, **extra}

@@ -286,12 +286,15 @@ class BatchPlanner:
                 _session.sparkContext.cancelAllJobs()
 
     def __call__(
-        self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
+        self,
+        members: Sequence[Member],
+        bootstrap: str,
+        client_config: dict[str, str],
+        now_ms: int,
     ) -> dict[str, BatchPlan]:
         from retention_jobs.request import PlanRequest, Scans
 
         specs = {m.key: m.spec for m in members}
-        bootstrap = members[0].spec.bootstrap_servers
         # The tombstone scan reads every record of the compacted topics: only when asked.
         scans = Scans(
             tombstones=any(
@@ -343,4 +346,5 @@ class BatchPlanner:
             executors=self.cfg.executors,
             spark_conf=dict(self.cfg.spark_conf),
             client_config_secret=members[0].spec.client_config_secret,
+            strimzi=members[0].spec.strimzi,
         )

@@ -45,6 +45,12 @@ def run_plan(
         policy = parse_policy_spec(read_policy(path))
     except SpecError as err:
         raise UsageError(f"{path}: {err}") from None
+    if policy.strimzi is not None:
+        # Resolving a Strimzi reference reads Kubernetes objects; this command reads Kafka only.
+        raise UsageError(
+            f"{path}: spec.cluster.strimzi is resolved by the operator; give "
+            "spec.cluster.bootstrapServers (and --command-config) to plan from the command line"
+        )
     started = time.monotonic()
 
     def progress(message: str) -> None:

@@ -18,6 +18,9 @@ class Reason(StrEnum):
     PLAN_FAILED = "PlanFailed"
     TOO_MANY_PARTITIONS = "TooManyPartitions"
     SECRET_UNAVAILABLE = "SecretUnavailable"  # noqa: S105 - a reason, not a password
+    # spec.cluster.strimzi names a Kafka, listener or KafkaUser that is missing or not
+    # ready; the message names the field.
+    CLUSTER_UNRESOLVED = "ClusterUnresolved"
     # Succeeded
     IN_PROGRESS = "InProgress"
     PURGED = "Purged"

@@ -42,6 +42,10 @@ def conservative_cut(
     return Decision(target, tuple(held))
 
 
+def _cluster(key: str, spec: PolicySpec) -> str:
+    return spec.cluster.identity(key.split("/", 1)[0])
+
+
 class PeerIndex:
     """Which other policies cut a topic on a cluster, found without trying every policy's
     selector on every topic: names are looked up, only patterns are matched. A dry run
@@ -55,18 +59,17 @@ class PeerIndex:
             if spec.dry_run or not spec.rules.deletes():
                 continue
             for topic in spec.topics.names:
-                self._by_name.setdefault((spec.bootstrap_servers, topic), set()).add(name)
+                self._by_name.setdefault((_cluster(name, spec), topic), set()).add(name)
             if spec.topics.pattern:
                 self._patterns.append((name, spec))
 
-    def on_topic(
-        self, topic: str, bootstrap_servers: str, exclude: str = ""
-    ) -> dict[str, RetentionRules]:
-        names = set(self._by_name.get((bootstrap_servers, topic), ()))
+    def on_topic(self, topic: str, cluster: str, exclude: str = "") -> dict[str, RetentionRules]:
+        """`cluster`: the asking policy's ClusterRef.identity."""
+        names = set(self._by_name.get((cluster, topic), ()))
         names.update(
             name
             for name, spec in self._patterns
-            if spec.bootstrap_servers == bootstrap_servers and topic in spec.topics.select([topic])
+            if _cluster(name, spec) == cluster and topic in spec.topics.select([topic])
         )
         return {
             name: self._specs[name].rules

@@ -10,6 +10,8 @@ from kafka_retention.core.durations import parse_duration_ms
 from kafka_retention.core.patterns import PatternError, compile_pattern
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.specs import (
+    STRIMZI_FIELDS,
+    ClusterRef,
     Shape,
     SpecError,
     flag,
@@ -23,6 +25,7 @@ from kafka_retention.core.specs import (
     parse_time,
     text,
 )
+from kafka_retention.core.strimzi import BROKER_CONTAINER, StrimziRef
 
 DEFAULT_INTERVAL_MS = 5 * 60_000
 MIN_INTERVAL_MS = 10_000
@@ -90,6 +93,11 @@ class PolicySpec:
     at_risk_within_ms: int = DEFAULT_AT_RISK_WITHIN_MS
     tombstones: TombstoneSpec | None = None
     orphans: OrphanSpec | None = None
+    strimzi: StrimziRef | None = None  # spec.cluster.strimzi, resolved at run time
+
+    @property
+    def cluster(self) -> ClusterRef:
+        return ClusterRef(self.bootstrap_servers, self.client_config_secret, self.strimzi)
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,7 @@ POLICY_FIELDS: Shape = {
     "cluster": {
         "bootstrapServers": None,
         "clientConfigSecret": None,
+        "strimzi": STRIMZI_FIELDS,
         "brokers": {
             "access": None,
             "namespace": None,
@@ -156,7 +165,7 @@ POLICY_FIELDS: Shape = {
 def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     spec = obj(spec, "spec")
     known_fields(spec, POLICY_FIELDS, "spec")
-    bootstrap, secret = parse_cluster(spec)
+    cluster = parse_cluster(spec)
 
     topics = obj(spec.get("topics"), "spec.topics")
     topic_names = names(topics.get("names"), "spec.topics.names")
@@ -171,7 +180,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
             compile_pattern(pattern)
         except PatternError as err:
             raise SpecError("spec.topics.pattern", str(err)) from None
-    orphans = _orphans(spec)
+    orphans = _orphans(spec, cluster.strimzi)
     only_orphans = orphans is not None and not any(
         spec.get(k) is not None
         for k in ("deleteConsumed", "deleteBefore", "maxRetention", "notify", "tombstones")
@@ -231,8 +240,8 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
     if interval < MIN_INTERVAL_MS:
         raise SpecError("spec.interval", "must be at least 10s")
     return PolicySpec(
-        bootstrap_servers=bootstrap,
-        client_config_secret=secret,
+        bootstrap_servers=cluster.bootstrap_servers,
+        client_config_secret=cluster.client_config_secret,
         topics=TopicSelector(topic_names, pattern, exclude),
         rules=RetentionRules(
             consumed_groups=groups,
@@ -246,10 +255,11 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         at_risk_within_ms=at_risk_within,
         tombstones=tombstones,
         orphans=orphans,
+        strimzi=cluster.strimzi,
     )
 
 
-def _orphans(spec: Mapping[str, Any]) -> OrphanSpec | None:
+def _orphans(spec: Mapping[str, Any], strimzi: StrimziRef | None) -> OrphanSpec | None:
     """spec.orphanPartitions when enabled (a disabled one is as if absent)."""
     raw = spec.get("orphanPartitions")
     if raw is None:
@@ -266,17 +276,24 @@ def _orphans(spec: Mapping[str, Any]) -> OrphanSpec | None:
         raise SpecError("spec.cluster.brokers.access", f"{access!r} is not exec or local")
     selector = obj(brokers.get("podSelector"), "spec.cluster.brokers.podSelector")
     labels = obj(selector.get("matchLabels"), "spec.cluster.brokers.podSelector.matchLabels")
+    namespace = (
+        None
+        if brokers.get("namespace") is None
+        else text(brokers["namespace"], "spec.cluster.brokers.namespace")
+    )
+    pairs = tuple(sorted((str(k), str(v)) for k, v in labels.items()))
     if access == "exec" and not labels:
-        raise SpecError("spec.cluster.brokers.podSelector", "is required with access exec")
+        if strimzi is None:
+            raise SpecError("spec.cluster.brokers.podSelector", "is required with access exec")
+        # A Strimzi cluster's broker pods carry its labels, in the Kafka's namespace.
+        pairs, namespace = strimzi.broker_labels(), namespace or strimzi.namespace
     min_age = raw.get("minAge")
     return OrphanSpec(
         BrokerAccess(
             access,
-            None
-            if brokers.get("namespace") is None
-            else text(brokers["namespace"], "spec.cluster.brokers.namespace"),
-            tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-            text(brokers.get("container", "kafka"), "spec.cluster.brokers.container"),
+            namespace,
+            pairs,
+            text(brokers.get("container", BROKER_CONTAINER), "spec.cluster.brokers.container"),
         ),
         _duration(raw.get("removalDelay", "24h"), "spec.orphanPartitions.removalDelay"),
         None if min_age is None else _duration(min_age, "spec.orphanPartitions.minAge"),

@@ -16,6 +16,8 @@ from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.specs import (
     MAX_OFFSET,
     MAX_PARTITION,
+    STRIMZI_FIELDS,
+    ClusterRef,
     Shape,
     SpecError,
     flag,
@@ -28,6 +30,7 @@ from kafka_retention.core.specs import (
     parse_cluster,
     parse_time,
 )
+from kafka_retention.core.strimzi import StrimziRef
 
 BeforeKind = Literal["timestamp", "committedBy", "highWatermark"]
 
@@ -64,6 +67,11 @@ class PurgeRequest:
     protect_groups: tuple[str, ...]
     dry_run: bool
     allow_internal_topics: bool
+    strimzi: StrimziRef | None = None  # spec.cluster.strimzi, resolved when connecting
+
+    @property
+    def cluster(self) -> ClusterRef:
+        return ClusterRef(self.bootstrap_servers, self.client_config_secret, self.strimzi)
 
     def topic_names(self) -> set[str]:
         return {c.tp.topic for c in self.partitions} | {t.topic for t in self.topics}
@@ -103,7 +111,7 @@ def _topic(value: Any, field_path: str, allow_internal: bool) -> str:
 
 # The fields of a RecordPurge spec, as the CRD defines them (test_crds compares).
 PURGE_FIELDS: Shape = {
-    "cluster": {"bootstrapServers": None, "clientConfigSecret": None},
+    "cluster": {"bootstrapServers": None, "clientConfigSecret": None, "strimzi": STRIMZI_FIELDS},
     "partitions": {"topic": None, "partition": None, "offset": None},
     "topics": {
         "name": None,
@@ -123,7 +131,7 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
     """
     spec = obj(spec, "spec")
     known_fields(spec, PURGE_FIELDS, "spec")
-    bootstrap, secret = parse_cluster(spec)
+    cluster = parse_cluster(spec)
     allow_internal = flag(spec.get("allowInternalTopics"), "spec.allowInternalTopics", False)
 
     explicit: list[ExplicitCut] = []
@@ -160,8 +168,9 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
     if not explicit and not topics:
         raise SpecError("spec", "name at least one entry in partitions or topics")
     return PurgeRequest(
-        bootstrap_servers=bootstrap,
-        client_config_secret=secret,
+        bootstrap_servers=cluster.bootstrap_servers,
+        client_config_secret=cluster.client_config_secret,
+        strimzi=cluster.strimzi,
         partitions=tuple(explicit),
         topics=tuple(topics),
         protect_groups=group_ids(spec.get("protectGroups"), "spec.protectGroups"),

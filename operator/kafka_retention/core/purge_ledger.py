@@ -18,6 +18,7 @@ from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge_states import State
+from kafka_retention.core.specs import SpecError, parse_cluster
 
 RECORD_PURGE = "recordPurge"
 
@@ -27,7 +28,7 @@ class PurgeDone:
     """One RecordPurge that deleted records: where, when, and the log starts it left."""
 
     key: str  # namespace/name
-    cluster: str  # bootstrap servers, as policies name theirs
+    cluster: str  # ClusterRef.identity, as policies name theirs
     completed_ms: int | None
     low_watermarks: Mapping[TopicPartition, int]
     folded_topics: frozenset[str]
@@ -36,7 +37,10 @@ class PurgeDone:
 def purge_done(body: Mapping[str, Any]) -> PurgeDone | None:
     """A stored RecordPurge as the ledger keeps it; None when it has deleted nothing."""
     meta, spec, status = (body.get(k) or {} for k in ("metadata", "spec", "status"))
-    cluster = str((spec.get("cluster") or {}).get("bootstrapServers") or "")
+    try:
+        cluster = parse_cluster(spec).identity(str(meta.get("namespace") or ""))
+    except SpecError:
+        cluster = ""
     marks: dict[TopicPartition, int] = {}
     folded: set[str] = set()
     for entry in status.get("results") or []:

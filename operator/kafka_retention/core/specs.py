@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
+
+from kafka_retention.core.strimzi import StrimziRef
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 # Kafka's own bounds: partitions are int32, offsets int64.
@@ -115,16 +118,62 @@ def is_topic_name(value: Any) -> TypeGuard[str]:
     )
 
 
-def parse_cluster(spec: Mapping[str, Any]) -> tuple[str, str | None]:
-    """`spec.cluster`: the bootstrap servers (required) and the optional client Secret."""
+STRIMZI_FIELDS: Shape = {"kafka": None, "namespace": None, "listener": None, "kafkaUser": None}
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """`spec.cluster`: bootstrap servers typed in, or a Strimzi cluster by reference."""
+
+    bootstrap_servers: str  # "" with strimzi: resolved from the Kafka resource at run time
+    client_config_secret: str | None = None
+    strimzi: StrimziRef | None = None
+
+    def identity(self, namespace: str) -> str:
+        """What tells two clusters apart before anything is resolved (overlapping
+        policies, the purges a loss is blamed on): the bootstrap servers as typed, or the
+        Strimzi Kafka resource whatever listener reaches it. `namespace`: the referring
+        resource's, where a reference without one looks."""
+        if self.strimzi is None:
+            return self.bootstrap_servers
+        return f"strimzi:{self.strimzi.namespace_or(namespace)}/{self.strimzi.kafka}"
+
+
+def parse_cluster(spec: Mapping[str, Any]) -> ClusterRef:
+    """`spec.cluster`: the bootstrap servers or a Strimzi reference (exactly one), and the
+    optional client Secret."""
     cluster = obj(spec.get("cluster"), "spec.cluster")
     bootstrap = cluster.get("bootstrapServers")
-    if not isinstance(bootstrap, str) or not bootstrap.strip():
-        raise SpecError("spec.cluster.bootstrapServers", "is required")
+    strimzi = cluster.get("strimzi")
+    if bootstrap is not None and strimzi is not None:
+        raise SpecError("spec.cluster", "set bootstrapServers or strimzi, not both")
     secret = cluster.get("clientConfigSecret")
     if secret is not None:
         secret = text(secret, "spec.cluster.clientConfigSecret")
-    return bootstrap.strip(), secret
+    if strimzi is not None:
+        ref = _strimzi(obj(strimzi, "spec.cluster.strimzi"))
+        if secret is not None and ref.kafka_user is not None:
+            raise SpecError(
+                "spec.cluster.clientConfigSecret",
+                "cannot be combined with spec.cluster.strimzi.kafkaUser (both give credentials)",
+            )
+        return ClusterRef("", secret, ref)
+    if not isinstance(bootstrap, str) or not bootstrap.strip():
+        raise SpecError("spec.cluster.bootstrapServers", "is required (or spec.cluster.strimzi)")
+    return ClusterRef(bootstrap.strip(), secret)
+
+
+def _strimzi(raw: Mapping[str, Any]) -> StrimziRef:
+    def name(key: str) -> str | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        return text(value, f"spec.cluster.strimzi.{key}")
+
+    kafka = name("kafka")
+    if kafka is None:
+        raise SpecError("spec.cluster.strimzi.kafka", "is required")
+    return StrimziRef(kafka, name("namespace"), name("listener"), name("kafkaUser"))
 
 
 def parse_time(value: Any, field_path: str) -> datetime:

@@ -10,7 +10,7 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter, read_client_config
+from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter, resolve_cluster
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
@@ -27,12 +27,7 @@ MAX_FAILURE_EVENTS = 20
 
 def _connector(namespace: str) -> Any:
     def connect(request: PurgeRequest) -> KafkaAdmin:
-        extra = (
-            read_client_config(namespace, request.client_config_secret)
-            if request.client_config_secret
-            else None
-        )
-        return KafkaAdmin(request.bootstrap_servers, extra)
+        return KafkaAdmin(*resolve_cluster(namespace, request.cluster))
 
     return connect
 

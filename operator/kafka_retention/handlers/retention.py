@@ -20,8 +20,8 @@ from kafka_retention.adapters.kube import (
     drop_finalizer,
     exec_in_pod,
     list_custom_objects,
-    read_client_config,
     read_peering,
+    resolve_cluster,
     running_pods,
 )
 from kafka_retention.adapters.spark import BatchPlanner
@@ -44,9 +44,8 @@ KIND = "RetentionPolicy"
 log = logging.getLogger(__name__)
 
 
-def _client_config(spec: PolicySpec, namespace: str) -> dict[str, str]:
-    secret = spec.client_config_secret
-    return read_client_config(namespace, secret) if secret else {}
+def _connection(spec: PolicySpec, namespace: str) -> tuple[str, dict[str, str]]:
+    return resolve_cluster(namespace, spec.cluster)
 
 
 def _volume_finder(cfg: OperatorConfig) -> VolumeFinder:
@@ -71,7 +70,7 @@ def _volume_finder(cfg: OperatorConfig) -> VolumeFinder:
 def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet:
     sched = cfg.scheduling
     env = Environment(
-        client_config=_client_config,
+        connection=_connection,
         connect=KafkaAdmin,
         spark=BatchPlanner(cfg.spark),
         in_process_max_partitions=sched.in_process_max_partitions,

@@ -8,9 +8,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafka_retention.core.strimzi import StrimziRef
 from kafka_retention.kube_objects.chunks import RUN_LABEL
 from kafka_retention.kube_objects.owners import Owner
 
@@ -35,6 +36,9 @@ class RunSpec:
     # The driver reads SASL/TLS settings from this Secret itself: they never go into the
     # request ConfigMap.
     client_config_secret: str | None = None
+    # spec.cluster.strimzi: the driver resolves it the way the operator does (the CA and
+    # the user's credentials are Secrets too).
+    strimzi: StrimziRef | None = None
 
     def owner_references(self) -> list[dict[str, Any]]:
         # Kubernetes allows one controller among an object's owners.
@@ -98,6 +102,7 @@ def _job_args(spec: RunSpec) -> list[str]:
             if spec.client_config_secret
             else []
         ),
+        *(["--strimzi", json.dumps(asdict(spec.strimzi), sort_keys=True)] if spec.strimzi else []),
     ]
 
 

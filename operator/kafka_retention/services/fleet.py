@@ -78,10 +78,14 @@ def cluster_of(spec: Mapping[str, Any], namespace: str, per_namespace: bool) -> 
     same namespace (a run's ConfigMaps and pods live in one)."""
     cluster = spec.get("cluster") or {}
     secret = cluster.get("clientConfigSecret")
+    strimzi = cluster.get("strimzi")
+    # A Strimzi reference is resolved per namespace (its Secrets are namespaced), and
+    # through its listener and user: each distinct reference is its own connection.
     return (
         str(cluster.get("bootstrapServers", "")).strip(),
         secret or "",
-        namespace if secret or per_namespace else "",
+        repr(sorted(strimzi.items())) if isinstance(strimzi, dict) else "",
+        namespace if secret or strimzi or per_namespace else "",
     )
 
 

@@ -39,8 +39,9 @@ def watch(
     kafka: PolicyKafka,
     finished: datetime,
     purges: PurgeLedger | None = None,
+    namespace: str = "",
 ) -> LossReport | None:
-    """None when the policy watches no group."""
+    """None when the policy watches no group. `namespace`: the policy's."""
     groups = spec.rules.notify_groups
     if not groups:
         return None
@@ -70,7 +71,12 @@ def watch(
             kept.setdefault(key, offset)
     since = _previous_check_ms(status)
     found = _name_causes(
-        found, kafka, int(finished.timestamp() * 1000), purges, spec.bootstrap_servers, since
+        found,
+        kafka,
+        int(finished.timestamp() * 1000),
+        purges,
+        spec.cluster.identity(namespace),
+        since,
     )
     found = [_with_sample(lost, samples.get((lost.group, lost.tp), [])) for lost in found]
     detected_at = cond.timestamp(finished)

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from kafka_retention.adapters.kafka import KafkaUnavailable
-from kafka_retention.adapters.kube import SecretUnavailable
+from kafka_retention.adapters.kube import ClusterUnresolved, SecretUnavailable
 from kafka_retention.adapters.spark import Abandoned
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.overlap import PeerIndex
@@ -50,7 +50,8 @@ class Due:
 class Environment:
     """How a batch reaches the world; the handler builds it from the operator's flags."""
 
-    client_config: Callable[[PolicySpec, str], dict[str, str]]  # (spec, namespace)
+    # (spec, namespace) -> bootstrap servers and client properties: spec.cluster resolved.
+    connection: Callable[[PolicySpec, str], tuple[str, dict[str, str]]]
     connect: Callable[[str, dict[str, str]], PolicyKafka]
     spark: BatchPlanner | None
     in_process_max_partitions: int = 10_000
@@ -60,6 +61,14 @@ class Environment:
     purges: PurgeLedger | None = None
     # How spec.orphanPartitions reaches broker log dirs (local paths, or exec into pods).
     find_volumes: VolumeFinder | None = None
+
+
+def unavailable(err: SecretUnavailable) -> Reason:
+    return (
+        Reason.CLUSTER_UNRESOLVED
+        if isinstance(err, ClusterUnresolved)
+        else (Reason.SECRET_UNAVAILABLE)
+    )
 
 
 class PlanFailed(RuntimeError):
@@ -111,11 +120,11 @@ def run_batch(
     peers = PeerIndex(others)
     first = members[0]
     try:
-        config = env.client_config(first.spec, first.namespace)
-        kafka = env.connect(first.spec.bootstrap_servers, config)
+        bootstrap, config = env.connection(first.spec, first.namespace)
+        kafka = env.connect(bootstrap, config)
         selection = select(kafka, members)
     except SecretUnavailable as err:
-        fail_all(keys, Reason.SECRET_UNAVAILABLE, err)
+        fail_all(keys, unavailable(err), err)
         return outcomes
     except KafkaUnavailable as err:
         fail_all(keys, Reason.KAFKA_UNAVAILABLE, err)
@@ -155,7 +164,7 @@ def run_batch(
     if large and env.spark is not None:
         try:
             try:
-                plans = env.spark(large, config, now_ms)
+                plans = env.spark(large, bootstrap, config, now_ms)
             except (KafkaUnavailable, SecretUnavailable, Abandoned):
                 raise
             except Exception as err:
@@ -166,7 +175,7 @@ def run_batch(
         except KafkaUnavailable as err:
             fail_all([m.key for m in large if m.key not in outcomes], Reason.KAFKA_UNAVAILABLE, err)
         except SecretUnavailable as err:
-            fail_all([m.key for m in large], Reason.SECRET_UNAVAILABLE, err)
+            fail_all([m.key for m in large], unavailable(err), err)
     return outcomes
 
 

@@ -49,7 +49,11 @@ class BatchPlanner(Protocol):
     """Plans a batch in one Spark job (local session or pods): a plan per member key."""
 
     def __call__(
-        self, members: Sequence[Member], client_config: dict[str, str], now_ms: int
+        self,
+        members: Sequence[Member],
+        bootstrap: str,
+        client_config: dict[str, str],
+        now_ms: int,
     ) -> Mapping[str, Planned]: ...
 
     def stop(self) -> None:

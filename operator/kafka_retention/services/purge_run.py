@@ -18,7 +18,7 @@ purge_execute, what status and the plan ConfigMaps hold in purge_state, how a ru
 from __future__ import annotations
 
 from kafka_retention.adapters.kafka import KafkaUnavailable
-from kafka_retention.adapters.kube import SecretUnavailable
+from kafka_retention.adapters.kube import ClusterUnresolved, SecretUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.purge import parse_spec
@@ -91,7 +91,9 @@ def reconcile(purge: Purge) -> Outcome:
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; nothing was deleted", 0)
     except (KafkaUnavailable, SecretUnavailable) as err:
         reason = (
-            Reason.SECRET_UNAVAILABLE
+            Reason.CLUSTER_UNRESOLVED
+            if isinstance(err, ClusterUnresolved)
+            else Reason.SECRET_UNAVAILABLE
             if isinstance(err, SecretUnavailable)
             else Reason.KAFKA_UNAVAILABLE
         )

@@ -46,6 +46,10 @@ class PolicyRun:
     late_by: float = 0.0
     slack: float = float("inf")
 
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
 
 @dataclass
 class RunOutcome:
@@ -167,7 +171,9 @@ def apply_plan(
     else:
         message = f"deleted {records} records from {len(by_topic)} topics"
     interval = spec.interval_ms / 1000
-    watched = loss_watch.watch(spec, run.status, rows, moved, kafka, finished, purges)
+    watched = loss_watch.watch(
+        spec, run.status, rows, moved, kafka, finished, purges, run.namespace
+    )
     tomb = tombstone_watch.watch(
         spec,
         run.status,
@@ -314,7 +320,7 @@ def _safe_cuts(
     peers_by_topic: dict[str, dict[str, RetentionRules]] = {}
     notes: dict[str, str] = {}
     for topic in sorted({r["topic"] for r in rows}):
-        peers = index.on_topic(topic, spec.bootstrap_servers, exclude=run.key)
+        peers = index.on_topic(topic, spec.cluster.identity(run.namespace), exclude=run.key)
         peers_by_topic[topic] = peers
         if peers:
             notes[topic] = (
