@@ -328,6 +328,17 @@ def test_panel_ids_are_unique_and_panels_use_the_datasource_variable() -> None:
             assert panel.get("description"), panel["title"]
 
 
+def test_panels_fit_the_grid_without_overlapping() -> None:
+    taken: dict[tuple[int, int], str] = {}
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        pos = panel["gridPos"]
+        assert pos["x"] + pos["w"] <= 24, panel["title"]  # Grafana's grid is 24 wide
+        for x in range(pos["x"], pos["x"] + pos["w"]):
+            for y in range(pos["y"], pos["y"] + pos["h"]):
+                assert (x, y) not in taken, f"{panel['title']} overlaps {taken[(x, y)]}"
+                taken[(x, y)] = panel["title"]
+
+
 def test_every_alert_has_a_severity_and_names_what_it_is_about() -> None:
     rule = yaml.safe_load(RULES.read_text())
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
