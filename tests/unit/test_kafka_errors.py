@@ -59,3 +59,11 @@ def test_minus_one_is_no_record_at_or_after_the_time_and_offsets_pass_through() 
     assert offset_answer(-1, 1234, -1) == -1  # no timestamp to give: the stand-in
     assert offset_answer(0, 0, None) == 0
     assert offset_answer(42, 1_700_000_000_000, -1) == 1_700_000_000_000
+
+
+def test_a_timeout_without_text_still_says_what_happened() -> None:
+    """concurrent.futures raises TimeoutError() with no message: the condition read
+    'KafkaUnavailable: TimeoutError: ' and nothing after the colon."""
+    failure = _failure(TimeoutError())
+    assert str(failure) == "TimeoutError: no answer from the cluster in time"
+    assert _failure(TimeoutError("ListOffsets after 15s")).message == "ListOffsets after 15s"

@@ -94,7 +94,10 @@ def _failure(exc: BaseException) -> KafkaFailure:
         return KafkaFailure(
             err.name(), err.str(), err.retriable() or err.code() in _RETRIABLE_CODES
         )
-    return KafkaFailure(type(exc).__name__, str(exc), isinstance(exc, TimeoutError))
+    timeout = isinstance(exc, TimeoutError)
+    # A future's TimeoutError carries no text: say what it means rather than nothing.
+    message = str(exc) or ("no answer from the cluster in time" if timeout else repr(exc))
+    return KafkaFailure(type(exc).__name__, message, timeout)
 
 
 def offset_answer(offset: int, value: int, empty: int | None) -> int | KafkaFailure:
