@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,6 +16,8 @@ from tests.support import install_spark_operator_crd
 
 REPO = Path(__file__).resolve().parents[2]
 SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
+STRIMZI_CRDS = REPO / "tests" / "fixtures" / "strimzi-crds.yaml"
+CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +28,63 @@ def installed(stack: Stack) -> Stack:
     rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "kind")).stdout
     stack.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)
     return stack
+
+
+def render(stack: Stack, path: str) -> list[dict[str, Any]]:
+    """kustomize's rendering of manifests/<path>, as objects."""
+    out = stack.kubectl("kustomize", str(REPO / "manifests" / path)).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def can_i(
+    stack: Stack,
+    verb: str,
+    resource: str,
+    *flags: str,
+    expect: str = "yes",
+    namespace: str = "default",
+    user: str = SA,
+) -> str:
+    """`can-i`'s answer for the operator (or `user`), once it is `expect` or after 10 s:
+    the authorizer learns of a new or deleted binding from a watch, a moment after."""
+    deadline = time.monotonic() + 10
+    while True:
+        done = stack.kubectl(
+            "auth", "can-i", verb, resource, "-n", namespace, "--as", user, *flags, check=False
+        )
+        answer = done.stdout.strip()
+        if answer == expect or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+@contextmanager
+def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
+    """The ClusterRoles and bindings the overlay adds to the base, applied for real and
+    deleted again after (so a later test sees the base's grants alone). Only these: the
+    overlay's Deployment would start an operator on the local node."""
+    base = {(d["kind"], d["metadata"]["name"]) for d in render(stack, "base")}
+    added = [
+        d
+        for d in render(stack, f"overlays/{overlay}")
+        if d["kind"] in CLUSTER_RBAC and (d["kind"], d["metadata"]["name"]) not in base
+    ]
+    assert added, f"overlay {overlay} adds no cluster RBAC"
+    remove(stack, added)  # a test before may have left them (the local overlay adds some)
+    stack.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(added)
+    )
+    try:
+        yield
+    finally:
+        remove(stack, added)
+
+
+def remove(stack: Stack, objs: list[dict[str, Any]]) -> None:
+    for obj in objs:
+        stack.kubectl(
+            "delete", obj["kind"], obj["metadata"]["name"], "--ignore-not-found", check=False
+        )
 
 
 def dry_run(stack: Stack, overlay: str) -> tuple[str, str]:
@@ -43,10 +106,15 @@ def dry_run(stack: Stack, overlay: str) -> tuple[str, str]:
     return rendered, done.stdout
 
 
+OVERLAYS = sorted(p.name for p in (REPO / "manifests" / "overlays").iterdir() if p.is_dir())
+
+
 @pytest.mark.stack
-def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
-    _, answer = dry_run(stack, "kind")
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_passes_server_side_dry_run(stack: Stack, overlay: str) -> None:
+    _, answer = dry_run(stack, overlay)
     assert "deployment.apps/kafka-retention-operator" in answer
+    assert "clusterrolebinding.rbac.authorization.k8s.io/kafka-retention-operator" in answer
 
 
 @pytest.mark.stack
@@ -59,10 +127,11 @@ def test_kind_overlay_passes_server_side_dry_run(stack: Stack) -> None:
         ("patch", "retentionpolicies.kafka-retention.io/status"),
         ("create", "events"),
         ("get", "secrets"),
+        # The purge's plan and ledger ConfigMaps (ConfigMapStore), in every Spark mode.
         ("create", "configmaps"),
+        ("update", "configmaps"),
+        ("list", "configmaps"),
         ("deletecollection", "configmaps"),
-        ("create", "pods"),
-        ("create", "sparkapplications.sparkoperator.k8s.io"),
     ],
 )
 def test_operator_service_account_may(installed: Stack, verb: str, resource: str) -> None:
@@ -80,6 +149,52 @@ def test_operator_service_account_may_not_delete_secrets(installed: Stack) -> No
     assert done.stdout.strip() == "no"
 
 
+# What Spark in pods needs beyond the base: spark-submit's driver pod, its service and
+# NetworkPolicy, the owner-reference patch on its ConfigMaps, a SparkApplication.
+SPARK_IN_PODS = [
+    ("create", "pods"),
+    ("watch", "pods"),
+    ("delete", "pods"),
+    ("create", "services"),
+    ("create", "networkpolicies.networking.k8s.io"),
+    ("patch", "configmaps"),
+    ("create", "sparkapplications.sparkoperator.k8s.io"),
+]
+
+
+@pytest.mark.stack
+def test_only_the_spark_on_kubernetes_overlay_lets_the_operator_run_spark_pods(
+    installed: Stack,
+) -> None:
+    with overlay_rbac(installed, "spark-on-kubernetes"):
+        for verb, resource in SPARK_IN_PODS:
+            assert can_i(installed, verb, resource) == "yes", f"cannot {verb} {resource}"
+    # The base alone (what the kind overlay installed) runs Spark in its own process.
+    for verb, resource in SPARK_IN_PODS:
+        assert can_i(installed, verb, resource, expect="no") == "no", f"base may {verb} {resource}"
+
+
+@pytest.mark.stack
+def test_local_overlay_carries_the_spark_on_kubernetes_grants(stack: Stack) -> None:
+    # The local node runs driver and executor pods (tests/e2e/test_in_cluster.py).
+    names = {(d["kind"], d["metadata"]["name"]) for d in render(stack, "overlays/local")}
+    assert ("ClusterRoleBinding", "kafka-retention-spark-on-kubernetes") in names
+    assert ("ClusterRole", "kafka-retention-spark-driver") in names
+
+
+@pytest.mark.stack
+def test_spark_on_kubernetes_overlay_runs_spark_in_pods(stack: Stack) -> None:
+    docs = render(stack, "overlays/spark-on-kubernetes")
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--spark-mode") + 1] == "kubernetes"
+    base = render(stack, "base")
+    (base_deployment,) = [d for d in base if d["kind"] == "Deployment"]
+    assert (
+        "--spark-mode" not in base_deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+
+
 @pytest.mark.stack
 def test_spark_namespace_kit_lets_the_driver_write_its_plan(
     installed: Stack, namespace: str
@@ -87,47 +202,55 @@ def test_spark_namespace_kit_lets_the_driver_write_its_plan(
     rendered = installed.kubectl("kustomize", str(REPO / "manifests" / "spark-namespace")).stdout
     installed.kubectl("apply", "-n", namespace, "-f", "-", stdin=rendered)
     driver = f"system:serviceaccount:{namespace}:kafka-retention-spark"
-    for verb, resource in (("create", "configmaps"), ("create", "pods"), ("get", "secrets")):
-        done = installed.kubectl(
-            "auth", "can-i", verb, resource, "-n", namespace, "--as", driver, check=False
-        )
-        assert done.stdout.strip() == "yes", f"driver cannot {verb} {resource}"
-    other = installed.kubectl(
-        "auth", "can-i", "create", "configmaps", "-n", "default", "--as", driver, check=False
+    # The kit binds the driver ClusterRole that the spark-on-kubernetes component brings.
+    with overlay_rbac(installed, "spark-on-kubernetes"):
+        for verb, resource in (("create", "configmaps"), ("create", "pods"), ("get", "secrets")):
+            answer = can_i(installed, verb, resource, namespace=namespace, user=driver)
+            assert answer == "yes", f"driver cannot {verb} {resource}"
+        other = can_i(installed, "create", "configmaps", user=driver, expect="no")
+        assert other == "no"
+
+
+@pytest.mark.stack
+def test_strimzi_overlay_reads_kafkas_and_users_and_execs_into_brokers(
+    installed: Stack,
+) -> None:
+    # `can-i` answers no for a resource the API server does not serve.
+    installed.kubectl("apply", "--server-side", "-f", str(STRIMZI_CRDS))
+    installed.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/kafkas.kafka.strimzi.io",
+        "crd/kafkausers.kafka.strimzi.io",
     )
-    assert other.stdout.strip() == "no"
+    read = [
+        (verb, f"{plural}.kafka.strimzi.io")
+        for plural in ("kafkas", "kafkausers")
+        for verb in ("get", "list", "watch")
+    ]
+    for verb, resource in read:
+        assert can_i(installed, verb, resource, expect="no") == "no", f"base may {verb} {resource}"
+    with overlay_rbac(installed, "strimzi"):
+        for verb, resource in read:
+            assert can_i(installed, verb, resource) == "yes", f"cannot {verb} {resource}"
+        # Read only: Strimzi's operator owns these.
+        assert can_i(installed, "patch", "kafkas.kafka.strimzi.io", expect="no") == "no"
+        assert can_i(installed, "create", "kafkausers.kafka.strimzi.io", expect="no") == "no"
+        # Orphan cleanup by exec into the broker pods (components/orphan-cleanup).
+        assert can_i(installed, "create", "pods", "--subresource=exec") == "yes"
+        assert can_i(installed, "list", "pods") == "yes"
+    assert can_i(installed, "get", "kafkas.kafka.strimzi.io", expect="no") == "no"
 
 
 @pytest.mark.stack
 def test_only_the_orphan_cleanup_overlay_lets_the_operator_exec_into_pods(
     installed: Stack,
 ) -> None:
-    def may_exec() -> str:
-        done = installed.kubectl(
-            "auth",
-            "can-i",
-            "create",
-            "pods",
-            "--subresource=exec",
-            "-n",
-            "default",
-            "--as",
-            SA,
-            check=False,
-        )
-        return done.stdout.strip()
-
-    assert may_exec() == "no"
-    rendered = installed.kubectl(
-        "kustomize", str(REPO / "manifests" / "overlays" / "orphan-cleanup")
-    ).stdout
-    installed.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)
-    try:
-        assert may_exec() == "yes"
-    finally:
-        for kind in ("clusterrolebinding", "clusterrole"):
-            installed.kubectl("delete", kind, "kafka-retention-orphan-cleanup", check=False)
-    assert may_exec() == "no"
+    with overlay_rbac(installed, "orphan-cleanup"):
+        assert can_i(installed, "create", "pods", "--subresource=exec") == "yes"
+        assert can_i(installed, "get", "pods", "--subresource=exec") == "yes"
+    assert can_i(installed, "create", "pods", "--subresource=exec", expect="no") == "no"
 
 
 @pytest.mark.stack
