@@ -37,12 +37,22 @@ dev-status: ## which parts of the local stack are running
 crds: venv ## regenerate crds/ from hack/crd-src/
 	$(PY) hack/crdgen.py
 
-lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date
+CHART := charts/kafka-retention-operator
+
+lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + template
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy operator/kafka_retention spark-jobs/retention_jobs hack/devstack hack/crdgen.py hack/demo.py bench tests
 	$(VENV)/bin/lint-imports
 	$(PY) hack/crdgen.py --check
+	@# helm from hack/go/helm (built by `make setup`, or here on first use); the chart
+	@# with its default values, then with each overlay's profile.
+	@helm=$$(PYTHONPATH=hack $(PY) -c 'from devstack import build; print(build.helm())') && \
+	for values in "" $(CHART)/ci/*-values.yaml; do \
+		echo "helm lint + template $(CHART) $${values:+-f $$values}"; \
+		$$helm lint --strict --quiet $(CHART) $${values:+-f $$values} && \
+		$$helm template kafka-retention $(CHART) $${values:+-f $$values} >/dev/null || exit 1; \
+	done
 
 test-unit: venv ## unit tests only (no stack)
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
