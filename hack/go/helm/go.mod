@@ -1,3 +1,5 @@
+// Wrapper module that builds helm from the Go module proxy (`make setup`, see
+// hack/devstack/build.py): `make lint` and tests/integration/test_helm_chart.py use it.
 module kafka-retention.io/hack/helm
 
 go 1.26.0
