@@ -2,15 +2,29 @@
 
 Node ids 1, 2, 3 form a static controller quorum, so losing one node keeps both the
 quorum and (with min.insync.replicas=2) acks=all produce working.
+
+Besides the PLAINTEXT listener every test uses (and inter-broker traffic), each broker
+has a SASL_PLAINTEXT listener (SCRAM-SHA-512 and PLAIN, one user created at format
+time) and an SSL listener that requires a client certificate; the CA, the brokers' and
+a client's certificate are made anew at each format, so that client properties with
+SASL, truststores and keystores are tried against real brokers.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import ipaddress
 import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from devstack import paths
 from devstack.procs import Process, StackError, run, wait_for
@@ -18,6 +32,14 @@ from devstack.procs import Process, StackError, run, wait_for
 NODE_IDS = (1, 2, 3)
 BROKER_PORT_BASE = 39090  # node n listens on BROKER_PORT_BASE + n
 CONTROLLER_PORT_BASE = 39190
+SASL_PORT_BASE = 39290  # SASL_PLAINTEXT: SCRAM-SHA-512 and PLAIN
+SSL_PORT_BASE = 39390  # SSL with client certificates
+
+# The one SASL user of the dev brokers (a local test stack's, no secret).
+SASL_USER = "retention"
+SASL_PASSWORD = "retention-secret"  # noqa: S105 - the local stack's test user
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 LOG4J2 = """\
 status = warn
@@ -49,6 +71,18 @@ class KafkaNode:
         return CONTROLLER_PORT_BASE + self.node_id
 
     @property
+    def sasl_port(self) -> int:
+        return SASL_PORT_BASE + self.node_id
+
+    @property
+    def ssl_port(self) -> int:
+        return SSL_PORT_BASE + self.node_id
+
+    @property
+    def ports(self) -> list[int]:
+        return [self.broker_port, self.controller_port, self.sasl_port, self.ssl_port]
+
+    @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.broker_port}"
 
@@ -68,12 +102,33 @@ class KafkaNode:
             "controller.quorum.voters": voters,
             "listeners": (
                 f"PLAINTEXT://127.0.0.1:{self.broker_port},"
-                f"CONTROLLER://127.0.0.1:{self.controller_port}"
+                f"CONTROLLER://127.0.0.1:{self.controller_port},"
+                f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                f"SSL://127.0.0.1:{self.ssl_port}"
             ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port}",
+            "advertised.listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.broker_port},"
+                f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                f"SSL://127.0.0.1:{self.ssl_port}"
+            ),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL"
+            ),
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+            # SCRAM users live in the metadata log (format --add-scram); PLAIN's in JAAS.
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+                f"{SCRAM_MODULE} required;"
+            ),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                f'{PLAIN_MODULE} required user_{SASL_USER}="{SASL_PASSWORD}";'
+            ),
+            "listener.name.ssl.ssl.client.auth": "required",
+            "listener.name.ssl.ssl.keystore.type": "PEM",
+            "listener.name.ssl.ssl.keystore.location": str(self.root.parent / "tls" / "broker.pem"),
+            "listener.name.ssl.ssl.truststore.type": "PEM",
+            "listener.name.ssl.ssl.truststore.location": str(self.root.parent / "tls" / "ca.pem"),
             "log.dirs": str(self.log_dir),
             "num.partitions": "3",
             "default.replication.factor": "3",
@@ -107,6 +162,21 @@ class KafkaCluster:
     def bootstrap_servers(self) -> str:
         return ",".join(n.bootstrap for n in self.nodes)
 
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listeners: user SASL_USER, SCRAM-SHA-512 or PLAIN."""
+        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.nodes)
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        """The SSL listeners: brokers' certificates for 127.0.0.1 signed by tls.ca; a
+        client certificate signed by the same CA is required (tls.client_*)."""
+        return ",".join(f"127.0.0.1:{n.ssl_port}" for n in self.nodes)
+
+    @property
+    def tls(self) -> TlsFiles:
+        return TlsFiles(self.root / "tls")
+
     def node(self, node_id: int) -> KafkaNode:
         return self.nodes[NODE_IDS.index(node_id)]
 
@@ -122,6 +192,7 @@ class KafkaCluster:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "log4j2.properties").write_text(LOG4J2)
+        self.tls.write()
         for node in self.nodes:
             node.root.mkdir(parents=True, exist_ok=True)
             node.config.write_text("".join(f"{k}={v}\n" for k, v in node.properties().items()))
@@ -135,10 +206,12 @@ class KafkaCluster:
                     f"-Dkafka.logs.dir={node.root}",
                     "kafka.tools.StorageTool",
                     "format",
-                    "-t",
-                    cluster_id,
-                    "-c",
-                    str(node.config),
+                    # One argument: a random id may start with "-", which argparse would
+                    # take for an option after a separate -t.
+                    f"--cluster-id={cluster_id}",
+                    f"--config={node.config}",
+                    "--add-scram",
+                    f"SCRAM-SHA-512=[name={SASL_USER},password={SASL_PASSWORD}]",
                 ],
                 what=f"formatting Kafka node {node.node_id}",
             )
@@ -231,3 +304,78 @@ class KafkaCluster:
             self.process(n).terminate()
         for n in NODE_IDS:
             self.process(n).wait_gone(timeout=30)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files of the SSL listeners: a CA, the brokers' key and chain (one certificate
+    for 127.0.0.1 serves all three), and a client's certificate and key."""
+
+    dir: Path
+
+    @property
+    def ca(self) -> Path:
+        return self.dir / "ca.pem"
+
+    @property
+    def broker(self) -> Path:
+        return self.dir / "broker.pem"
+
+    @property
+    def client_cert(self) -> Path:
+        return self.dir / "client-cert.pem"
+
+    @property
+    def client_key(self) -> Path:
+        return self.dir / "client-key.pem"
+
+    def write(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca = _certificate("kafka-retention dev CA", ca_key, None)
+        broker_key = ec.generate_private_key(ec.SECP256R1())
+        broker = _certificate("127.0.0.1", broker_key, (ca, ca_key), server=True)
+        client_key = ec.generate_private_key(ec.SECP256R1())
+        client = _certificate(SASL_USER, client_key, (ca, ca_key))
+        self.ca.write_bytes(ca.public_bytes(Encoding.PEM))
+        # Kafka's PEM keystore: the (unencrypted PKCS#8) key, then the chain.
+        self.broker.write_bytes(
+            _key_pem(broker_key) + broker.public_bytes(Encoding.PEM) + ca.public_bytes(Encoding.PEM)
+        )
+        self.client_cert.write_bytes(client.public_bytes(Encoding.PEM))
+        self.client_key.write_bytes(_key_pem(client_key))
+        for path in (self.broker, self.client_key):
+            path.chmod(0o600)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+
+
+def _certificate(
+    name: str,
+    key: ec.EllipticCurvePrivateKey,
+    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None,
+    server: bool = False,
+) -> x509.Certificate:
+    """A CA's own certificate (ca None), or one the CA signs for a server at the IP
+    address `name` or for a client named `name`."""
+    now = dt.datetime.now(dt.UTC)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca[0].subject if ca else subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=ca is None, path_length=None), critical=True)
+    )
+    if ca is not None:
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    if server:
+        san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(name))])
+        builder = builder.add_extension(san, critical=False)
+    return builder.sign(ca[1] if ca else key, hashes.SHA256())

@@ -95,8 +95,7 @@ class Stack:
 
     def _ports(self) -> list[int]:
         """Every port the stack listens on."""
-        ports = [n.broker_port for n in self.kafka.nodes]
-        ports += [n.controller_port for n in self.kafka.nodes]
+        ports = [port for n in self.kafka.nodes for port in n.ports]
         ports += [ETCD_CLIENT_PORT, ETCD_PEER_PORT, APISERVER_PORT]
         ports += [KUBELET_PORT, KUBELET_HEALTHZ_PORT, SCHEDULER_PORT, CONTROLLER_MANAGER_PORT]
         ports += [CONTAINERD_STREAM_PORT]
