@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from kafka_retention.adapters import spark
+from kafka_retention.core.strimzi import StrimziRef
 from kafka_retention.kube_objects.chunks import (
     CHUNK_BYTES,
     RUN_LABEL,
@@ -234,3 +236,15 @@ def test_a_stopped_planner_ends_waits_that_start_after_the_stop(
     with pytest.raises(spark.Abandoned, match="left running"):
         spark.plan_in_pods(runs, spec(), timeout_s=3600, poll_s=3600, stopping=stopping)  # type: ignore[arg-type]
     assert runs.polls == 0
+
+
+def test_a_strimzi_reference_reaches_the_driver_as_a_reference_not_as_credentials() -> None:
+    """The driver resolves spec.cluster.strimzi itself (plan_job --strimzi): the CA and
+    the KafkaUser's password never enter the pod's arguments or the request ConfigMap."""
+    ref = StrimziRef("events", "kafka", "scram", "retention")
+    run = dataclasses.replace(spec(), strimzi=ref)
+    job = spark_application(run)["spec"]["arguments"]
+    args = dict(zip(job[::2], job[1::2], strict=True))
+    assert StrimziRef(**json.loads(args["--strimzi"])) == ref
+    assert "--client-config-secret" not in args
+    assert "--strimzi" not in spark_application(spec())["spec"]["arguments"]
