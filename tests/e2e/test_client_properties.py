@@ -1,0 +1,117 @@
+"""A clientConfigSecret made from the files Java users have: `client.properties` and the
+stores its `*.location` properties name, as `kubectl create secret --from-file` makes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from devstack.kafka import SASL_PASSWORD, SASL_USER
+from devstack.stack import Stack
+from kafka_retention.core.purge_states import Phase
+from tests.conftest import TopicFactory
+from tests.e2e.test_record_purge import apply_purge, condition
+from tests.e2e.test_retention_policy import apply_policy, eventually, ran
+from tests.integration.test_client_properties import SCRAM, store_properties
+from tests.support import commit, log_starts, produce, purge_finished, wait_for
+
+
+def put_secret(stack: Stack, ns: str, name: str, *files: Path) -> None:
+    """Create or replace a Secret with one key per file, named after the file."""
+    made = stack.kubectl(
+        "create", "secret", "generic", name, "-n", ns, "--dry-run=client", "-o", "yaml",
+        *(f"--from-file={f}" for f in files),
+    )  # fmt: skip
+    stack.kubectl("apply", "-f", "-", stdin=made.stdout)
+
+
+@pytest.mark.stack
+def test_a_purge_connects_over_tls_with_the_jks_stores_its_secret_holds(
+    stack: Stack,
+    e2e_ns: str,
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+    tmp_path: Path,
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 20, 1: 20})
+    # The paths a Java tool's file has; the Secret has the stores under their base names.
+    stores = store_properties(stack, tmp_path, "JKS")
+    props = tmp_path / "client.properties"
+    # First a property librdkafka has no equivalent for: refused by name, nothing deleted.
+    props.write_text(
+        "security.protocol=SSL\n" + stores + "sasl.login.callback.handler.class=com.example.H\n"
+    )
+    secret = (props, tmp_path / "trust.jks", tmp_path / "client.jks")
+    put_secret(stack, e2e_ns, "kafka-client", *secret)
+    apply_purge(
+        stack,
+        e2e_ns,
+        "over-tls",
+        cluster={
+            "bootstrapServers": stack.kafka.ssl_bootstrap_servers,
+            "clientConfigSecret": "kafka-client",
+        },
+        partitions=[
+            {"topic": topic, "partition": 0, "offset": 12},
+            {"topic": topic, "partition": 1, "offset": -1},
+        ],
+    )
+    waiting = wait_for(
+        stack,
+        "recordpurge",
+        e2e_ns,
+        "over-tls",
+        lambda o: any(
+            c["reason"] == "SecretUnavailable" for c in o.get("status", {}).get("conditions", [])
+        ),
+    )
+    assert (
+        "client property sasl.login.callback.handler.class has no librdkafka equivalent"
+        in condition(waiting, "Ready")["message"]
+    )
+    assert log_starts(admin, topic, 2) == [0, 0]
+    props.write_text("security.protocol=SSL\n" + stores)
+    put_secret(stack, e2e_ns, "kafka-client", *secret)
+    obj = purge_finished(stack, e2e_ns, "over-tls", timeout=150)
+    assert obj["status"]["phase"] == Phase.SUCCEEDED, obj["status"]
+    assert log_starts(admin, topic, 2) == [12, 20]
+
+
+@pytest.mark.stack
+def test_a_policy_runs_over_sasl_with_scram_from_client_properties(
+    stack: Stack,
+    e2e_ns: str,
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+    tmp_path: Path,
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 30, 1: 30})
+    group = f"{topic}-reader"
+    commit(bootstrap, group, topic, {0: 18, 1: 25})
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        f'sasl.jaas.config={SCRAM} required username="{SASL_USER}" password="{SASL_PASSWORD}";\n'
+    )
+    put_secret(stack, e2e_ns, "kafka-client", props)
+    apply_policy(
+        stack,
+        e2e_ns,
+        "over-sasl",
+        cluster={
+            "bootstrapServers": stack.kafka.sasl_bootstrap_servers,
+            "clientConfigSecret": "kafka-client",
+        },
+        topics={"names": [topic]},
+        deleteConsumed={"groups": [group]},
+    )
+    eventually(lambda: log_starts(admin, topic, 2) == [18, 25], what="cut over SASL")
+    obj = ran(stack, e2e_ns, "over-sasl")
+    assert condition(obj, "Ready")["status"] == "True", obj["status"]
