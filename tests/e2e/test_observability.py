@@ -31,7 +31,7 @@ from tests.conftest import TopicFactory
 from tests.e2e.test_orphan_partitions import HEX, create_on
 from tests.e2e.test_record_purge import apply_purge
 from tests.e2e.test_retention_policy import HOUR, NO_RETENTION, apply_policy
-from tests.support import commit, get, produce, purge_finished
+from tests.support import commit_groups, get, produce, purge_finished
 from tests.unit.test_monitoring import (
     BUCKET_LABEL,
     MONITORING,
@@ -93,6 +93,27 @@ def read_by_queries() -> set[str]:
     }
 
 
+def lagging(
+    make_topic: TopicFactory,
+    admin: AdminClient,
+    bootstrap: str,
+    config: dict[str, str],
+    old: int,
+    age_ms: int,
+    read: int,
+) -> tuple[str, str]:
+    """A one-partition topic with `old` keyed records written `age_ms` ago and ten new
+    ones, and a group that has read the first `read`: (topic, group)."""
+    topic = make_topic(partitions=1, config=config)
+    now = int(time.time() * 1000)
+    stamps = [now - age_ms + i for i in range(old)] + [now + i for i in range(10)]
+    produce(bootstrap, topic, {0: old + 10}, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
+    # Through the admin API, retried: on a fresh cluster the group coordinators are still
+    # loading (a consumer's commit fails with NOT_COORDINATOR then).
+    commit_groups(admin, {topic: read}, suffix="-behind")
+    return topic, f"{topic}-behind"
+
+
 @pytest.mark.stack
 def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     stack: Stack,
@@ -102,7 +123,6 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     make_topic: TopicFactory,
 ) -> None:
     ns, url = metrics_operator
-    now = int(time.time() * 1000)
 
     # A RecordPurge: records deleted, partitions purged (and failed: none), run duration.
     purged = make_topic(partitions=2)
@@ -111,11 +131,9 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
 
     # A policy whose maxRetention cuts past what its group has read: records deleted,
     # bytes reclaimed, unread records deleted and lost.
-    capped = make_topic(partitions=1, config=NO_RETENTION)
-    stamps = [now - 3 * HOUR + i for i in range(20)] + [now + i for i in range(10)]
-    produce(bootstrap, capped, {0: 30}, timestamps={0: stamps})
-    idle = f"{capped}-idle"
-    commit(bootstrap, idle, capped, {0: 5})
+    capped, idle = lagging(
+        make_topic, admin, bootstrap, NO_RETENTION, old=20, age_ms=3 * HOUR, read=5
+    )
     # One run each (interval 1h): a second run could clear a series before the scrape.
     apply_policy(
         stack,
@@ -130,25 +148,20 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
 
     # Records a group has not read that the broker's 2h retention reaches in about 10
     # minutes: unread records at risk.
-    risky = make_topic(partitions=1, config={"retention.ms": str(2 * HOUR)})
-    stamps = [now - 2 * HOUR + 10 * MINUTE + i for i in range(20)] + [now + i for i in range(10)]
-    produce(bootstrap, risky, {0: 30}, timestamps={0: stamps})
-    behind = f"{risky}-behind"
-    commit(bootstrap, behind, risky, {0: 5})
+    two_hours = {"retention.ms": str(2 * HOUR)}
+    risky, behind = lagging(
+        make_topic, admin, bootstrap, two_hours, 20, 2 * HOUR - 10 * MINUTE, read=5
+    )
     apply_policy(
         stack, ns, "at-risk", interval="1h", topics={"names": [risky]}, notify={"groups": [behind]}
     )
 
     # A group 55 minutes behind on a compacted topic whose delete.retention.ms is an hour:
     # tombstones at risk, and delete.retention.ms raised.
-    compacted = make_topic(
-        partitions=1,
-        config={"cleanup.policy": "compact", "delete.retention.ms": str(60 * MINUTE)},
+    compact = {"cleanup.policy": "compact", "delete.retention.ms": str(60 * MINUTE)}
+    compacted, slow = lagging(
+        make_topic, admin, bootstrap, compact, old=10, age_ms=55 * MINUTE, read=2
     )
-    stamps = [now - 55 * MINUTE + i for i in range(10)] + [now + i for i in range(10)]
-    produce(bootstrap, compacted, {0: 20}, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
-    slow = f"{compacted}-slow"
-    commit(bootstrap, slow, compacted, {0: 2})
     apply_policy(
         stack,
         ns,
