@@ -112,3 +112,21 @@ BATCH_SIZE = Histogram(
     "Policies planned together in one batch (one cluster, one tick).",
     buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
 )
+
+
+# Gauges that describe one policy's latest view. A deleted policy's must go with it: left
+# at their last values they would keep AtRisk, TombstonesAtRisk and the orphan panels
+# showing a policy that no longer exists. Counters stay (their rates fall to zero).
+_POLICY_GAUGES = (UNREAD_AT_RISK, TOMBSTONE_MARGIN, ORPHAN_PARTITIONS, ORPHAN_BYTES)
+
+
+def forget_policy(namespace: str, name: str) -> None:
+    for gauge in _POLICY_GAUGES:
+        stale = [
+            tuple(sample.labels.values())  # in label-name order, as remove() takes them
+            for family in gauge.collect()
+            for sample in family.samples
+            if sample.labels.get("namespace") == namespace and sample.labels.get("name") == name
+        ]
+        for values in stale:
+            gauge.remove(*values)

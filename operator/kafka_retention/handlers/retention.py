@@ -117,6 +117,7 @@ async def watch(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any
     meta = body.get("metadata", {})
     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
         fleet.remove(body)
+        metrics.forget_policy(str(meta.get("namespace")), str(meta.get("name")))
         if event.get("type") != "DELETED" and FINALIZER in (meta.get("finalizers") or []):
             # Policies run by earlier versions (a daemon each) carry Kopf's finalizer;
             # nothing holds them now, so let them go.

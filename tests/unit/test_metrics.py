@@ -1,0 +1,37 @@
+"""The operator's own metric bookkeeping."""
+
+from __future__ import annotations
+
+from prometheus_client import Gauge
+
+from kafka_retention import metrics
+
+
+def series(gauge: Gauge) -> dict[tuple[str, ...], float]:
+    """What a scrape would show of the gauge: label values -> value."""
+    return {
+        tuple(sample.labels.values()): sample.value
+        for family in gauge.collect()
+        for sample in family.samples
+    }
+
+
+def test_a_deleted_policys_gauges_go_and_other_policies_keep_theirs() -> None:
+    metrics.UNREAD_AT_RISK.labels("team-a", "gone", "billing", "orders").set(60)
+    metrics.TOMBSTONE_MARGIN.labels("team-a", "gone", "billing", "users").set(-5)
+    metrics.ORPHAN_PARTITIONS.labels("team-a", "gone", "1").set(3)
+    metrics.ORPHAN_BYTES.labels("team-a", "gone", "1").set(4096)
+    metrics.UNREAD_AT_RISK.labels("team-a", "kept", "billing", "orders").set(30)
+    metrics.ORPHAN_PARTITIONS.labels("team-b", "gone", "1").set(2)  # same name, other ns
+
+    metrics.forget_policy("team-a", "gone")
+
+    for gauge in (
+        metrics.UNREAD_AT_RISK,
+        metrics.TOMBSTONE_MARGIN,
+        metrics.ORPHAN_PARTITIONS,
+        metrics.ORPHAN_BYTES,
+    ):
+        assert not [k for k in series(gauge) if k[:2] == ("team-a", "gone")], gauge
+    assert series(metrics.UNREAD_AT_RISK)[("team-a", "kept", "billing", "orders")] == 30
+    assert series(metrics.ORPHAN_PARTITIONS)[("team-b", "gone", "1")] == 2
