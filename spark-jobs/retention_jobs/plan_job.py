@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--client-config-secret",
         metavar="NAME",
-        help="Secret (in --namespace) of librdkafka client properties",
+        help="Secret (in --namespace) of client properties (librdkafka or Java names)",
     )
     parser.add_argument(
         "--strimzi",

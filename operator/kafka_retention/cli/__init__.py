@@ -296,7 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--command-config",
         type=Path,
         metavar="FILE",
-        help="properties file of librdkafka client settings (SASL/TLS)",
+        help=(
+            "client properties file (SASL/TLS): Java client properties, as "
+            "kafka-delete-records.sh takes them, or librdkafka's names"
+        ),
     )
     purge.add_argument(
         "--dry-run",
@@ -324,7 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--command-config",
         type=Path,
         metavar="FILE",
-        help="properties file of librdkafka client settings (SASL/TLS)",
+        help=(
+            "client properties file (SASL/TLS): Java client properties, as "
+            "kafka-delete-records.sh takes them, or librdkafka's names"
+        ),
     )
     plan.set_defaults(func=_plan)
     return parser
