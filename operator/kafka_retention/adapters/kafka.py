@@ -152,9 +152,27 @@ class KafkaAdmin:
             "socket.timeout.ms": int(timeout * 1000),
             # librdkafka logs every failed connect to stderr; failures reach us as errors.
             "log_level": 0,
+            # Why a connection failed (a refused password, an untrusted certificate)
+            # reaches only this callback; a request just times out or says _TRANSPORT.
+            "error_cb": self._remember,
         }
         self._timeout = timeout
+        self._cause: str | None = None
         self._admin = AdminClient(self._config)
+
+    def _remember(self, err: KafkaError) -> None:
+        text = err.str()
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or (
+            err.code() == KafkaError._TRANSPORT and ("SSL" in text or "ssl" in text)
+        ):
+            self._cause = f"{err.name()}: {text}"
+
+    def _unavailable(self, message: str) -> KafkaUnavailable:
+        """KafkaUnavailable with the connection's own failure, when librdkafka gave one."""
+        self._admin.poll(0)  # serves error_cb
+        if self._cause and self._cause not in message:
+            message = f"{message} (connection: {self._cause})"
+        return KafkaUnavailable(message)
 
     # --- metadata ---------------------------------------------------------------------
 
@@ -162,14 +180,14 @@ class KafkaAdmin:
         try:
             meta = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as exc:
-            raise KafkaUnavailable(str(_failure(exc))) from exc
+            raise self._unavailable(str(_failure(exc))) from exc
         return sorted(meta.topics)
 
     def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
         try:
             meta = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as exc:
-            raise KafkaUnavailable(str(_failure(exc))) from exc
+            raise self._unavailable(str(_failure(exc))) from exc
         out: dict[str, list[int] | KafkaFailure] = {}
         for topic in topics:
             tmeta = meta.topics.get(topic)
@@ -200,7 +218,7 @@ class KafkaAdmin:
                         {p.id: frozenset(n.id for n in p.replicas) for p in desc.partitions},
                     )
             except Exception as exc:
-                raise KafkaUnavailable(f"describing topics: {_failure(exc)}") from exc
+                raise self._unavailable(f"describing topics: {_failure(exc)}") from exc
         return out
 
     def broker_configs(self) -> dict[int, dict[str, str]]:
@@ -218,7 +236,7 @@ class KafkaAdmin:
                     }
             return out
         except Exception as exc:
-            raise KafkaUnavailable(f"describing brokers: {_failure(exc)}") from exc
+            raise self._unavailable(f"describing brokers: {_failure(exc)}") from exc
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str] | KafkaFailure]:
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
@@ -300,7 +318,7 @@ class KafkaAdmin:
         try:
             futures = self._admin.list_offsets(request, request_timeout=self._timeout)
         except KafkaException as exc:
-            raise KafkaUnavailable(str(_failure(exc))) from exc
+            raise self._unavailable(str(_failure(exc))) from exc
         out: dict[TopicPartition, int | KafkaFailure] = {}
         for ktp, fut in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
@@ -325,11 +343,11 @@ class KafkaAdmin:
             ]
             result = _wait(fut, self._timeout)
         except Exception as exc:
-            raise KafkaUnavailable(f"committed offsets of group {group}: {_failure(exc)}") from exc
+            raise self._unavailable(f"committed offsets of group {group}: {_failure(exc)}") from exc
         out: dict[TopicPartition, int | None] = {}
         for ktp in result.topic_partitions:
             if ktp.error is not None:
-                raise KafkaUnavailable(f"committed offsets of group {group}: {ktp.error}")
+                raise self._unavailable(f"committed offsets of group {group}: {ktp.error}")
             out[TopicPartition(ktp.topic, ktp.partition)] = (
                 int(ktp.offset) if ktp.offset >= 0 else None
             )
@@ -350,7 +368,7 @@ class KafkaAdmin:
                 request, request_timeout=self._timeout, operation_timeout=self._timeout
             )
         except KafkaException as exc:
-            raise KafkaUnavailable(str(_failure(exc))) from exc
+            raise self._unavailable(str(_failure(exc))) from exc
         out: dict[TopicPartition, int | KafkaFailure] = {}
         for ktp, fut in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
