@@ -32,8 +32,12 @@ from devstack.procs import Process, StackError, run, wait_for
 NODE_IDS = (1, 2, 3)
 BROKER_PORT_BASE = 39090  # node n listens on BROKER_PORT_BASE + n
 CONTROLLER_PORT_BASE = 39190
-SASL_PORT_BASE = 39290  # SASL_PLAINTEXT: SCRAM-SHA-512 and PLAIN
-SSL_PORT_BASE = 39390  # SSL with client certificates
+# Below the kernel's ephemeral range (32768-60999): these listeners bind late in a broker's
+# start, after its peers have opened many connections, and a port in that range can be
+# taken as the source port of one of them first ("Address already in use", seen once
+# before the node's port reservation, which comes later in `up`, was in place).
+SASL_PORT_BASE = 29290  # SASL_PLAINTEXT: SCRAM-SHA-512 and PLAIN
+SSL_PORT_BASE = 29390  # SSL with client certificates
 
 # The one SASL user of the dev brokers (a local test stack's, no secret).
 SASL_USER = "retention"
