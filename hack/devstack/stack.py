@@ -77,18 +77,24 @@ class Stack:
         for state in (self.kafka.root, self.kube.root):
             shutil.rmtree(state, ignore_errors=True)
         self.dev.mkdir(parents=True, exist_ok=True)
-        self.kube.prepare()
-        self.kafka.prepare()
-        for n in NODE_IDS:
-            self.kafka.start_node(n)  # JVMs warm up while etcd and the API server start
-        self.kube.start()
-        self.node.start(
-            [(i.archive, i.name) for i in images.load],
-            images.pause.name,
-            reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS],
-        )
-        self.kafka.wait_ready()
-        self.node.wait_ready(self.kube.kubectl)
+        try:
+            self.kube.prepare()
+            self.kafka.prepare()
+            for n in NODE_IDS:
+                self.kafka.start_node(n)  # JVMs warm up while etcd and the API server start
+            self.kube.start()
+            self.node.start(
+                [(i.archive, i.name) for i in images.load],
+                images.pause.name,
+                reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS],
+            )
+            self.kafka.wait_ready()
+            self.node.wait_ready(self.kube.kubectl)
+        except BaseException:
+            # A half-started stack would hold its ports, the node's host changes and the
+            # port reservation until someone ran `down`: the caller only sees the error.
+            self.down()
+            raise
         self.write_env()
         _say(f"stack up in {time.monotonic() - started:.0f}s; `. {self.env_file}` to use it")
         return True
