@@ -1,4 +1,5 @@
-"""Writes crds/*.yaml (and the Helm chart's copy) from hack/crd-src/: resolves `$ref: "#/<key>"` against shared.yaml.
+"""Writes crds/*.yaml and the Helm chart's copy from hack/crd-src/, resolving
+`$ref: "#/<key>"` against shared.yaml.
 
 The API server forbids $ref in CRD schemas, yet both CRDs share the cluster connection,
 condition and name schemas; keeping the fragments once here keeps them identical. Keys
