@@ -33,6 +33,7 @@ from kafka_retention.core.client_config import (
     PROPERTIES_KEY,
     ClientPropertyError,
     parse_jaas,
+    refuse_local_resources,
     secret_file,
     secret_properties,
     to_librdkafka,
@@ -448,3 +449,42 @@ def test_a_secret_that_cannot_work_is_refused_naming_the_key(
     with pytest.raises(ClientPropertyError, match=says) as err:
         from_secret(data)
     assert err.value.name == named
+
+
+@pytest.mark.parametrize(
+    "jaas",
+    [
+        f"{SCRAM} required username='u' password=p@ssw0rd!;",
+        f'{SCRAM} required "hunter2";',
+        f'{SCRAM} hunter2 username="u" password="x";',
+    ],
+)
+def test_a_jaas_config_that_cannot_be_read_is_refused_without_quoting_it(jaas: str) -> None:
+    """The refusal lands in a condition anyone who may read the resource sees."""
+    with pytest.raises(ClientPropertyError) as err:
+        parse_jaas(jaas)
+    for secret in ("p@ssw0rd", "ssw0rd", "hunter2"):
+        assert secret not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sasl.oauthbearer.assertion.file",
+        "sasl.kerberos.kinit.cmd",
+        "plugin.library.paths",
+        "ssl.ca.location",
+        "ssl.engine.location",
+    ],
+)
+def test_a_secret_may_not_make_the_client_read_files_or_run_commands_in_the_pod(
+    name: str,
+) -> None:
+    """An OIDC assertion file is POSTed to a token endpoint the same Secret names: from a
+    Secret it would send the operator's service-account token anywhere."""
+    config = secret_properties({name: b"/var/run/secrets/kubernetes.io/serviceaccount/token"})
+    converted = to_librdkafka(config, Stores(read_file))
+    with pytest.raises(ClientPropertyError) as err:
+        refuse_local_resources(converted)
+    assert err.value.name == name
+    refuse_local_resources(to_librdkafka({"ssl.ca.pem": "x", "client.id": "c"}, Stores(read_file)))

@@ -245,6 +245,27 @@ def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, st
     return out.values
 
 
+# librdkafka properties that make the client read local files, run commands or load code.
+# From a Secret they would act inside the operator's (or a driver's) pod, with its
+# service-account token at hand: an OIDC assertion file is POSTed to a token endpoint the
+# same Secret names. The CLI, where paths are the user's own files, allows them.
+_LOCAL_RESOURCE = re.compile(
+    r"(\.location$|\.file$|\.path$|\.paths$|^sasl\.kerberos\.|^ssl\.engine\.|^ssl_engine_)"
+)
+
+
+def refuse_local_resources(config: Mapping[str, str]) -> None:
+    """Raise naming the first property of a Secret-born config that reaches into the pod."""
+    for name in sorted(config):
+        if _LOCAL_RESOURCE.search(name):
+            raise ClientPropertyError(
+                name,
+                "reads files, runs commands or loads code in the operator's pod, so a "
+                "Secret may not set it (use the inline PEM forms, or Java's "
+                "ssl.truststore.location/ssl.keystore.location naming keys of the Secret)",
+            )
+
+
 def secret_properties(data: Mapping[str, bytes]) -> dict[str, str]:
     """The properties a clientConfigSecret holds: one per key, and those of the Java
     properties file in key `client.properties`. Keys that a store location names are
@@ -439,9 +460,8 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
     while pos < len(text):
         match = _JAAS_TOKEN.match(text, pos)
         if match is None:
-            raise ClientPropertyError(
-                "sasl.jaas.config", f"cannot be read at {text[pos : pos + 10]!r}"
-            )
+            # Never quote the text: it holds the password.
+            raise ClientPropertyError("sasl.jaas.config", f"cannot be read at character {pos}")
         pos = match.end()
         if match.group("quoted") is not None:
             body = match.group("quoted")[1:-1]
@@ -459,12 +479,12 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
         raise fail("needs 'LoginModule flag options;'")
     module, flag = tokens[0][1], tokens[1][1]
     if flag not in ("required", "requisite", "sufficient", "optional"):
-        raise fail(f"has flag {flag!r}; one of required, requisite, sufficient, optional")
+        raise fail("needs a flag after the module: required, requisite, sufficient or optional")
     options: dict[str, str] = {}
     rest = tokens[2:]
     while rest and rest[0][0] != ";":
         if len(rest) < 3 or rest[0][0] != "word" or rest[1][0] != "=" or rest[2][0] == ";":
-            raise fail(f"has a malformed option near {rest[0][1]!r}")
+            raise fail(f"has a malformed option (option {len(options) + 1}; expected key=value)")
         options[rest[0][1]] = rest[2][1]
         rest = rest[3:]
     if not rest:
