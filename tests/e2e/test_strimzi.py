@@ -86,12 +86,19 @@ def apply(stack: Stack, obj: dict[str, Any], status: dict[str, Any] | None = Non
         )
 
 
-def secret(stack: Stack, ns: str, name: str, data: dict[str, str]) -> None:
+# Strimzi's Secrets hold PKCS12 copies beside the PEM: binary, and never read here.
+PKCS12 = bytes.fromhex("308209a8020103308209") + bytes(range(128, 256))
+
+
+def secret(stack: Stack, ns: str, name: str, data: dict[str, str | bytes]) -> None:
     body = {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": name, "namespace": ns},
-        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+        "data": {
+            k: base64.b64encode(v if isinstance(v, bytes) else v.encode()).decode()
+            for k, v in data.items()
+        },
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
 
@@ -115,7 +122,12 @@ def make_kafka(stack: Stack, ns: str) -> None:
             ],
         },
     )
-    secret(stack, ns, f"{KAFKA}-cluster-ca-cert", {"ca.crt": stack.kafka.tls.ca.read_text()})
+    secret(
+        stack,
+        ns,
+        f"{KAFKA}-cluster-ca-cert",
+        {"ca.crt": stack.kafka.tls.ca.read_text(), "ca.p12": PKCS12, "ca.password": "p12pw"},
+    )
 
 
 def make_user(stack: Stack, ns: str, name: str, kind: str) -> None:
@@ -131,13 +143,15 @@ def make_user(stack: Stack, ns: str, name: str, kind: str) -> None:
         {"username": SASL_USER if kind == "scram-sha-512" else f"CN={SASL_USER}", "secret": name},
     )
     tls = stack.kafka.tls
-    data = (
+    data: dict[str, str | bytes] = (
         {"password": SASL_PASSWORD, "sasl.jaas.config": "(not read by the operator)"}
         if kind == "scram-sha-512"
         else {
             "ca.crt": tls.ca.read_text(),
             "user.crt": tls.client_cert.read_text(),
             "user.key": tls.client_key.read_text(),
+            "user.p12": PKCS12,
+            "user.password": "p12pw",
         }
     )
     secret(stack, ns, name, data)

@@ -10,7 +10,13 @@ from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.specs import SpecError, parse_cluster
-from kafka_retention.core.strimzi import StrimziError, StrimziObjects, StrimziRef, connection
+from kafka_retention.core.strimzi import (
+    ALLOWED_NAMESPACES,
+    StrimziError,
+    StrimziObjects,
+    StrimziRef,
+    connection,
+)
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIcluster\n-----END CERTIFICATE-----\n"
 USER_CRT = "-----BEGIN CERTIFICATE-----\nMIIuser\n-----END CERTIFICATE-----\n"
@@ -96,7 +102,7 @@ def test_a_scram_user_connects_with_its_status_username_and_secret_password() ->
     _, config = connection(
         ref,
         objects(kafka(PLAIN, SCRAM), user("scram-sha-512"), {"password": "s3cret"}),
-        "apps",
+        "kafka",
     )
     assert config == {
         "security.protocol": "SASL_SSL",
@@ -122,7 +128,7 @@ def test_a_tls_user_presents_its_certificate_and_key() -> None:
     _, config = connection(
         StrimziRef("events", "kafka", "mtls", "retention"),
         objects(kafka(MTLS), user("tls"), {"user.crt": USER_CRT, "user.key": USER_KEY}),
-        "apps",
+        "kafka",
     )
     assert config == {
         "security.protocol": "SSL",
@@ -301,3 +307,25 @@ def test_a_purge_through_strimzi_is_remembered_by_its_cluster() -> None:
     done = purge_done(body)
     assert done is not None
     assert done.cluster == "strimzi:kafka/events"
+
+
+def test_a_kafkauser_of_another_namespace_needs_its_consent() -> None:
+    """The operator reads the user's Secret with its own rights: a purge in namespace
+    apps may act as a KafkaUser of namespace kafka only when that user says so."""
+    ref = StrimziRef("events", "kafka", "scram", "retention")
+    found = objects(kafka(SCRAM), user("scram-sha-512"), {"password": "pw"})
+    with pytest.raises(StrimziError) as caught:
+        connection(ref, found, "apps")
+    assert caught.value.field == "spec.cluster.strimzi.kafkaUser"
+    assert "kafka-retention.io/allowed-namespaces" in str(caught.value)
+    # The same reference from the user's own namespace needs nothing.
+    assert connection(ref, found, "kafka")[1]["sasl.username"] == "retention"
+    for allowed in ("apps", "billing, apps", "*"):
+        consenting = user("scram-sha-512")
+        consenting["metadata"]["annotations"] = {ALLOWED_NAMESPACES: allowed}
+        granted = objects(kafka(SCRAM), consenting, {"password": "pw"})
+        assert connection(ref, granted, "apps")[1]["sasl.password"] == "pw"
+    refusing = user("scram-sha-512")
+    refusing["metadata"]["annotations"] = {ALLOWED_NAMESPACES: "billing,apps-2"}
+    with pytest.raises(StrimziError):
+        connection(ref, objects(kafka(SCRAM), refusing, {"password": "pw"}), "apps")

@@ -88,11 +88,20 @@ def read_client_config(namespace: str, name: str) -> dict[str, str]:
     try:
         props = client_config.secret_properties(data)
         stores = Stores(lambda prop, location: client_config.secret_file(data, prop, location))
-        return client_config.to_librdkafka(props, stores)
+        config = client_config.to_librdkafka(props, stores)
+        client_config.refuse_local_resources(config)
+        return config
     except client_config.ClientPropertyError as exc:
         # Not a missing Secret, but the same remedy: the user fixes it, the next run reads it.
         raise SecretUnavailable(
             f"Secret {namespace}/{name} (spec.cluster.clientConfigSecret): {exc}"
+        ) from None
+    except (ValueError, IndexError, TypeError) as exc:
+        # A store the parsers could not make sense of (truncated DER, an unknown key
+        # algorithm): the same remedy. The type only: a message could quote the bytes.
+        raise SecretUnavailable(
+            f"Secret {namespace}/{name} (spec.cluster.clientConfigSecret): a key or trust "
+            f"store could not be read ({type(exc).__name__})"
         ) from None
 
 
@@ -408,7 +417,19 @@ def _secret_data(namespace: str, name: str) -> dict[str, str] | None:
         raise ClusterUnresolved(
             StrimziError("spec.cluster.strimzi", f"Secret {namespace}/{name}: {exc.reason}")
         ) from None
-    return {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
+    return _texts(secret.data or {})
+
+
+def _texts(data: Mapping[str, str | bytes]) -> dict[str, str]:
+    """A Secret's text keys. Strimzi's Secrets also hold binary PKCS12 files (ca.p12,
+    user.p12), which nothing here reads: they are left out rather than decoded."""
+    texts = {}
+    for key, value in data.items():
+        try:
+            texts[key] = base64.b64decode(value).decode()
+        except UnicodeDecodeError:
+            continue
+    return texts
 
 
 def read_strimzi(ref: StrimziRef, namespace: str) -> StrimziObjects:

@@ -30,6 +30,12 @@ CLUSTER_LABEL = "strimzi.io/cluster"
 BROKER_ROLE_LABEL = "strimzi.io/broker-role"
 BROKER_CONTAINER = "kafka"
 
+# A KafkaUser used by resources of another namespace must name them in this annotation
+# (comma-separated, or "*"). The operator reads the user's Secret with its own rights:
+# without the consent, anyone allowed to create a RecordPurge anywhere could delete
+# records as any KafkaUser of the cluster.
+ALLOWED_NAMESPACES = "kafka-retention.io/allowed-namespaces"
+
 # Listener authentication types this operator can speak with a KafkaUser's Secret.
 SCRAM = "scram-sha-512"
 TLS = "tls"
@@ -169,6 +175,7 @@ def connection(
                 f"listener {chosen.name} asks for {chosen.authentication} authentication: "
                 "name the KafkaUser to connect as",
             )
+        _check_consent(ref, found.user, ns, namespace)
         if user_kind != chosen.authentication:
             raise StrimziError(
                 f"{FIELD}.kafkaUser",
@@ -207,6 +214,19 @@ def connection(
         (True, True): "SASL_SSL",
     }[(chosen.tls, sasl)]
     return chosen.bootstrap_servers, config
+
+
+def _check_consent(ref: StrimziRef, user: Mapping[str, Any], ns: str, referrer: str) -> None:
+    if ns == referrer:
+        return
+    annotations = (user.get("metadata") or {}).get("annotations") or {}
+    allowed = {n.strip() for n in str(annotations.get(ALLOWED_NAMESPACES, "")).split(",")}
+    if referrer not in allowed and "*" not in allowed:
+        raise StrimziError(
+            f"{FIELD}.kafkaUser",
+            f"KafkaUser {ns}/{ref.kafka_user} does not allow namespace {referrer} to use it: "
+            f"add {referrer} to its annotation {ALLOWED_NAMESPACES}",
+        )
 
 
 def ca_secret_name(ref: StrimziRef) -> str:
