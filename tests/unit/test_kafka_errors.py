@@ -3,10 +3,18 @@ client library's own error objects (their names differ from Kafka's protocol nam
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_retention.adapters.kafka import KafkaFailure, _failure, offset_answer
+from kafka_retention.adapters.kafka import (
+    ConnectionCause,
+    KafkaAdmin,
+    KafkaFailure,
+    _failure,
+    offset_answer,
+)
 
 # The codes a leader move produces during DeleteRecords, as seen on the real stack with a
 # broker frozen for 15 s: librdkafka names code 6 NOT_LEADER_FOR_PARTITION.
@@ -67,3 +75,33 @@ def test_a_timeout_without_text_still_says_what_happened() -> None:
     failure = _failure(TimeoutError())
     assert str(failure) == "TimeoutError: no answer from the cluster in time"
     assert _failure(TimeoutError("ListOffsets after 15s")).message == "ListOffsets after 15s"
+
+
+def test_only_what_explains_a_failed_connection_is_kept_and_only_once() -> None:
+    cause = ConnectionCause()
+    # Every transport text names the broker, ssl://... on a TLS listener: not a TLS fault.
+    cause.remember(KafkaError(KafkaError._TRANSPORT, "ssl://127.0.0.1:9093/1: Connect refused"))
+    assert cause.take() is None
+    cause.remember(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: failed"))
+    cause.remember(KafkaError(KafkaError._ALL_BROKERS_DOWN, "3/3 brokers are down"))
+    assert cause.take() == "_AUTHENTICATION: SASL authentication error: failed"
+    assert cause.take() is None  # an old failure is not blamed for the next error
+    cause.remember(KafkaError(KafkaError._TRANSPORT, "ssl://h:1/1: ssl/tls alert bad certificate"))
+    assert cause.take() == "_TRANSPORT: ssl://h:1/1: ssl/tls alert bad certificate"
+
+
+def test_an_admin_client_goes_when_its_last_reference_goes() -> None:
+    """The error callback must not tie the client into a reference cycle: librdkafka's
+    threads and sockets would stay until a garbage collection."""
+    admin = KafkaAdmin("127.0.0.1:1")
+    gone = weakref.ref(admin)
+    del admin
+    assert gone() is None
+
+
+def test_a_socket_timeout_the_user_set_is_kept() -> None:
+    """Java's request.timeout.ms becomes socket.timeout.ms: dropping it in silence would
+    connect differently from what the properties file says."""
+    assert KafkaAdmin("127.0.0.1:1")._config["socket.timeout.ms"] == 15000
+    mine = KafkaAdmin("127.0.0.1:1", {"socket.timeout.ms": "45000"})
+    assert mine._config["socket.timeout.ms"] == "45000"

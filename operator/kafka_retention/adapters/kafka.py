@@ -138,6 +138,30 @@ def kafka_uuid(value: object) -> str:
     return str(value).replace("+", "-").replace("/", "_").rstrip("=")
 
 
+class ConnectionCause:
+    """Why connections fail, as librdkafka tells only its error callback: a refused
+    password, an untrusted certificate, a TLS alert. Taken once, so an old failure is not
+    blamed for a later, unrelated error."""
+
+    # Words of librdkafka's _TRANSPORT texts that are about TLS itself; the broker's name
+    # (ssl://..., sasl_ssl://...) is in every text and says nothing.
+    TLS_WORDS = ("handshake", "certificate", "tls alert", "SSL routines")
+
+    def __init__(self) -> None:
+        self._cause: str | None = None
+
+    def remember(self, err: KafkaError) -> None:
+        text = err.str()
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or (
+            err.code() == KafkaError._TRANSPORT and any(w in text for w in self.TLS_WORDS)
+        ):
+            self._cause = f"{err.name()}: {text}"
+
+    def take(self) -> str | None:
+        cause, self._cause = self._cause, None
+        return cause
+
+
 class KafkaAdmin:
     def __init__(
         self,
@@ -146,32 +170,29 @@ class KafkaAdmin:
         timeout: float = 15.0,
     ) -> None:
         self._bootstrap, self._client_config = bootstrap_servers, dict(client_config or {})
+        self._cause = ConnectionCause()
         self._config: dict[str, Any] = {
+            # The user's socket timeout (Java's request.timeout.ms maps to it) wins.
+            "socket.timeout.ms": int(timeout * 1000),
             **(client_config or {}),
             "bootstrap.servers": bootstrap_servers,
-            "socket.timeout.ms": int(timeout * 1000),
             # librdkafka logs every failed connect to stderr; failures reach us as errors.
             "log_level": 0,
             # Why a connection failed (a refused password, an untrusted certificate)
             # reaches only this callback; a request just times out or says _TRANSPORT.
-            "error_cb": self._remember,
+            # A holder, not a bound method: the client would otherwise keep this object
+            # (and itself) alive in a cycle until the garbage collector ran.
+            "error_cb": self._cause.remember,
         }
         self._timeout = timeout
-        self._cause: str | None = None
         self._admin = AdminClient(self._config)
-
-    def _remember(self, err: KafkaError) -> None:
-        text = err.str()
-        if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or (
-            err.code() == KafkaError._TRANSPORT and ("SSL" in text or "ssl" in text)
-        ):
-            self._cause = f"{err.name()}: {text}"
 
     def _unavailable(self, message: str) -> KafkaUnavailable:
         """KafkaUnavailable with the connection's own failure, when librdkafka gave one."""
         self._admin.poll(0)  # serves error_cb
-        if self._cause and self._cause not in message:
-            message = f"{message} (connection: {self._cause})"
+        cause = self._cause.take()
+        if cause and cause not in message:
+            message = f"{message} (connection: {cause})"
         return KafkaUnavailable(message)
 
     # --- metadata ---------------------------------------------------------------------
