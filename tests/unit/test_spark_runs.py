@@ -239,8 +239,8 @@ def test_a_stopped_planner_ends_waits_that_start_after_the_stop(
 
 
 def test_a_strimzi_reference_reaches_the_driver_as_a_reference_not_as_credentials() -> None:
-    """The driver resolves spec.cluster.strimzi itself (plan_job --strimzi): the CA and
-    the KafkaUser's password never enter the pod's arguments or the request ConfigMap."""
+    """The driver resolves spec.cluster.strimzi itself (plan_job --strimzi): what its pod
+    is given is the reference, not the CA or the KafkaUser's password."""
     ref = StrimziRef("events", "kafka", "scram", "retention")
     run = dataclasses.replace(spec(), strimzi=ref)
     job = spark_application(run)["spec"]["arguments"]
