@@ -1,8 +1,9 @@
 """The README's install commands work as written, against a real API server.
 
 Every ```sh block after a `<!-- readme-install` marker in README.md is run line by line,
-as a server-side dry run (`--dry-run=server`): the API server admits every object as it
-would for real, without a second operator starting on the local node to act on the other
+as a server-side dry run (`--dry-run=server`; helm also with `--take-ownership`, since the
+kustomize base other tests install has the same names): the API server admits every object
+as it would for real, without a second operator starting on the local node to act on the other
 tests' objects. test_manifests.py and test_helm_chart.py apply the same overlays and the
 chart for real.
 """
@@ -55,7 +56,9 @@ def test_every_install_command_in_the_readme_is_admitted_by_the_api_server(
     for argv in readme_commands():
         tool, *args = argv
         if tool == "helm":
-            cmd = [str(helm), *args, "--kubeconfig", str(stack.kube.kubeconfig)]
+            # Other tests install the kustomize base under the same names; helm refuses
+            # objects it did not make unless told to adopt them (the dry run adopts none).
+            cmd = [str(helm), *args, "--take-ownership", "--kubeconfig", str(stack.kube.kubeconfig)]
         else:
             assert tool == "kubectl", argv
             cmd = [str(stack.kube.kubectl), "--kubeconfig", str(stack.kube.kubeconfig), *args]
