@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
@@ -16,12 +16,27 @@ from devstack import paths
 REPO = Path(__file__).resolve().parents[1]
 
 
+@dataclass(frozen=True)
+class Point:
+    """One measured value for a plot: `figure` names the PNG (bench/plots/<figure>.png),
+    `series` its line or bar, `x` what was varied (partitions, records), `y` the median."""
+
+    figure: str
+    series: str
+    x: float
+    y: float
+    x_label: str = "partitions"
+    y_label: str = "seconds (median)"
+
+
 @dataclass
 class Row:
     what: str
     ours: str
     reference: str
     note: str
+    # What the plots draw from this row (ours and the reference), if anything.
+    points: tuple[Point, ...] = field(default_factory=tuple)
 
 
 def say(msg: str) -> None:
