@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 from devstack import paths
 
 REPO = Path(__file__).resolve().parents[1]
+RUN = time.strftime("%H%M%S")  # topic names of this run: a reused stack keeps older ones
 
 
 @dataclass(frozen=True)

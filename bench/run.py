@@ -18,12 +18,11 @@ import platform
 import re
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
-from bench import policies, purge_scale
-from bench.common import REPO, Row, java_tool, say, wait_for_leaders
-from confluent_kafka import Consumer, Producer, TopicPartition
+from bench import policies, purge_scale, scan
+from bench.common import REPO, RUN, Row, java_tool, say, wait_for_leaders
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import paths
@@ -33,15 +32,11 @@ from kafka_retention.adapters.spark import local_session
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import Member, PolicySpec, TopicSelector
 from kafka_retention.services.policy_planning import plan_in_process, select
-from retention_jobs import plan_job, scans
-from retention_jobs.request import Connection, PlanRequest, Scans
+from retention_jobs import plan_job
+from retention_jobs.request import PlanRequest, Scans
 from tests.support import produce_to_each
 
-RUN = time.strftime("%H%M%S")  # topic names of this run: a reused stack keeps older ones
-
 GROUPS = ("bench-fast", "bench-slow")  # committed at offsets 3 and 1 everywhere
-SCAN_RECORDS = int(os.environ.get("BENCH_SCAN_RECORDS", "1000000"))
-RECORD_BYTES = 100
 
 
 def make_partitions(
@@ -122,66 +117,6 @@ def bench_planning(
     )
 
 
-def bench_scan(stack: Stack, admin: AdminClient) -> list[Row]:
-    bootstrap = stack.kafka.bootstrap_servers
-    topic = f"bench-scan-{RUN}"
-    say(f"producing {SCAN_RECORDS} records of {RECORD_BYTES} bytes to {topic}")
-    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(timeout=60)
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 50,
-            "batch.size": 1_000_000,
-            "compression.type": "none",
-        }
-    )
-    value = b"v" * RECORD_BYTES
-    for i in range(SCAN_RECORDS):
-        while True:
-            try:
-                producer.produce(topic, value=value, key=b"k%09d" % i, partition=i % 3)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    producer.flush(300)
-    per_partition = [SCAN_RECORDS // 3 + (1 if p < SCAN_RECORDS % 3 else 0) for p in range(3)]
-    conn = Connection(bootstrap)
-    spark = local_session()
-    items = [(topic, p, "bench", 0, per_partition[p]) for p in range(3)]
-    fn = partial(scans.unconsumed, conn=conn, key_sample=10)
-    spark.sparkContext.parallelize(items[:1], 1).mapPartitions(fn).count()  # warm-up
-    started = time.monotonic()
-    counted = spark.sparkContext.parallelize(items, 3).mapPartitions(fn).collect()
-    ours = time.monotonic() - started
-    assert sum(r[3] for r in counted) == SCAN_RECORDS
-    started = time.monotonic()
-    perf = java_tool(
-        "org.apache.kafka.tools.ConsumerPerformance",
-        "--bootstrap-server",
-        bootstrap,
-        "--topic",
-        topic,
-        "--messages",
-        str(SCAN_RECORDS),
-        "--timeout",
-        "60000",
-    )
-    reference = time.monotonic() - started
-    mb = SCAN_RECORDS * (RECORD_BYTES + 10) / 1e6
-    perf_line = perf.stdout.strip().splitlines()[-1]
-    return [
-        Row(
-            f"scan {SCAN_RECORDS} records ({mb:.0f} MB), 3 partitions",
-            f"{ours:.1f} s, {SCAN_RECORDS / ours / 1e3:.0f}k rec/s, {mb / ours:.0f} MB/s",
-            f"{reference:.1f} s, {SCAN_RECORDS / reference / 1e3:.0f}k rec/s, "
-            f"{mb / reference:.0f} MB/s",
-            "ours: Spark tasks with confluent-kafka counting, sizing and sampling keys; "
-            "reference: kafka-consumer-perf-test.sh wall time incl. JVM start "
-            f"(its own report: `{perf_line}`)",
-        )
-    ]
-
-
 def machine() -> str:
     cpu = "unknown CPU"
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -228,7 +163,7 @@ def main() -> int:
             bench_planning(stack, admin, "1k", 10, 100),
             bench_planning(stack, admin, "10k", 50, 200),
         ]
-        rows += bench_scan(stack, admin)
+        rows += scan.bench_scan(stack, admin)
         rows += purge_scale.bench_purges(stack, admin, RUN)
         rows += policies.bench_fleet(stack, admin, RUN)
     finally:
