@@ -264,3 +264,37 @@ def test_a_policy_left_with_an_earlier_versions_finalizer_can_still_be_deleted(
         timeout=30,
         what="the policy was deleted",
     )
+
+
+@pytest.mark.stack
+def test_a_peer_naming_the_same_cluster_another_way_still_holds_a_cut_back(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    """The overlap rule compares clusters by Kafka's own id: a policy that names the
+    brokers in another order is on the same cluster, and its protected group holds back
+    a deleteBefore that would otherwise take everything."""
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    base = (int(time.time() * 1000) // HOUR - 48) * HOUR
+    produce(bootstrap, topic, {0: 20}, timestamps={0: [base + i for i in range(20)]})
+    reader = f"{topic}-reader"
+    commit(bootstrap, reader, topic, {0: 10})
+    apply_policy(
+        stack, e2e_ns, "guard", topics={"names": [topic]}, deleteConsumed={"groups": [reader]}
+    )
+    eventually(lambda: log_starts(admin, topic, 1) == [10], what="the guard's own cut")
+    reordered = ",".join(reversed(bootstrap.split(",")))
+    assert reordered != bootstrap
+    cut = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    apply_policy(
+        stack,
+        e2e_ns,
+        "sweep",
+        cluster={"bootstrapServers": reordered},
+        topics={"names": [topic]},
+        deleteBefore=cut,
+    )
+    obj = ran(stack, e2e_ns, "sweep")
+    obj = ran(stack, e2e_ns, "sweep", obj["status"]["lastRun"]["completedAt"])
+    assert log_starts(admin, topic, 1) == [10]
+    (summary,) = obj["status"]["topics"]
+    assert f"overlaps with policy {e2e_ns}/guard" in summary["note"]

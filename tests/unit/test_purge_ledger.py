@@ -35,7 +35,7 @@ def test_only_the_purged_partitions_and_their_log_starts_are_kept() -> None:
         )
     )
     assert done is not None
-    assert (done.key, done.cluster) == ("ops/trim", "k:9092")
+    assert (done.key, done.cluster.bootstrap_servers) == ("ops/trim", "k:9092")
     assert dict(done.low_watermarks) == {T0: 30}
     assert done.folded_topics == frozenset({"u"})
     assert done.completed_ms == 1_795_348_800_000
@@ -53,3 +53,17 @@ def test_a_deleted_purge_is_no_longer_named() -> None:
     assert ledger.cause("other:9092", T0, 10, 30, None) is None
     ledger.remove("ops/trim")
     assert ledger.cause("k:9092", T0, 10, 30, None) is None
+
+
+def test_a_purge_is_named_on_a_policy_that_names_its_cluster_another_way() -> None:
+    ledger = PurgeLedger()
+    ledger.put(
+        "ops/trim",
+        purge_done(body({"topic": "t", "partition": 0, "state": "Purged", "lowWatermark": 30})),
+    )
+    # The purge says k:9092; the policy says the same brokers as k:9092,j:9092.
+    ids = {"k:9092": "id-1", "k:9092,j:9092": "id-1", "x:9092": "id-2"}
+    ledger.resolve_with(lambda ns, ref: ids.get(ref.identity(ns)))
+    assert ledger.cause("id-1", T0, 10, 30, None) == "ops/trim"
+    assert ledger.cause("id-2", T0, 10, 30, None) is None
+    assert ledger.cause(None, T0, 10, 30, None) is None  # unknown: no false cause

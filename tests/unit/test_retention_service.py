@@ -48,6 +48,10 @@ class FakeKafka:
         if self.down:
             raise KafkaUnavailable("_TRANSPORT: all brokers down")
 
+    def cluster_id(self) -> str:
+        self._call("cluster_id")
+        return "fake-cluster"
+
     def topic_names(self) -> list[str]:
         self._call("topic_names")
         return sorted({tp.topic for tp in self.logs} | set(self.configs))

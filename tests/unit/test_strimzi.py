@@ -306,7 +306,7 @@ def test_a_purge_through_strimzi_is_remembered_by_its_cluster() -> None:
     }
     done = purge_done(body)
     assert done is not None
-    assert done.cluster == "strimzi:kafka/events"
+    assert done.cluster.identity("kafka") == "strimzi:kafka/events"
 
 
 def test_a_kafkauser_of_another_namespace_needs_its_consent() -> None:

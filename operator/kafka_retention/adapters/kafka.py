@@ -197,6 +197,19 @@ class KafkaAdmin:
 
     # --- metadata ---------------------------------------------------------------------
 
+    def cluster_id(self) -> str:
+        """The id the cluster gives itself: the same through every listener and every
+        spelling of its bootstrap servers, so it tells clusters apart where names cannot."""
+        try:
+            found = _wait(
+                self._admin.describe_cluster(request_timeout=self._timeout), self._timeout + 5
+            )
+        except (KafkaException, TimeoutError) as exc:
+            raise self._unavailable(f"describe cluster: {_failure(exc)}") from exc
+        if not found.cluster_id:
+            raise KafkaUnavailable("describe cluster: the cluster gave no id")
+        return str(found.cluster_id)
+
     def topic_names(self) -> list[str]:
         try:
             meta = self._admin.list_topics(timeout=self._timeout)

@@ -7,7 +7,7 @@ the rule holds after a restart, with two replicas, and for a policy that has not
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kafka_retention.core.facts import PartitionFacts
@@ -42,39 +42,60 @@ def conservative_cut(
     return Decision(target, tuple(held))
 
 
-def _cluster(key: str, spec: PolicySpec) -> str:
+def named_cluster(key: str, spec: PolicySpec) -> str | None:
+    """A policy's cluster as its spec names it (no lookup): the default key, for callers
+    that have no way to resolve names (unit tests, the CLI)."""
     return spec.cluster.identity(key.split("/", 1)[0])
 
 
 class PeerIndex:
     """Which other policies cut a topic on a cluster, found without trying every policy's
     selector on every topic: names are looked up, only patterns are matched. A dry run
-    or a watch-only policy (notify alone) cuts nothing, so it holds nobody back."""
+    or a watch-only policy (notify alone) cuts nothing, so it holds nobody back.
 
-    def __init__(self, others: Mapping[str, PolicySpec]) -> None:
-        self._by_name: dict[tuple[str, str], set[str]] = {}
+    `cluster_of(key, spec)` says which cluster a policy reaches (the operator passes
+    Kafka's own cluster id, so one cluster named two ways is one cluster); None is
+    "unknown", and an unknown peer is a peer: holding a cut back is safe, cutting past a
+    group of a peer that may share the cluster is not."""
+
+    def __init__(
+        self,
+        others: Mapping[str, PolicySpec],
+        cluster_of: Callable[[str, PolicySpec], str | None] = named_cluster,
+    ) -> None:
+        self._by_name: dict[str, set[str]] = {}
         self._patterns: list[tuple[str, PolicySpec]] = []
         self._specs = others
+        self._cluster_of = cluster_of
+        self._clusters: dict[str, str | None] = {}
         for name, spec in others.items():
             if spec.dry_run or not spec.rules.deletes():
                 continue
             for topic in spec.topics.names:
-                self._by_name.setdefault((_cluster(name, spec), topic), set()).add(name)
+                self._by_name.setdefault(topic, set()).add(name)
             if spec.topics.pattern:
                 self._patterns.append((name, spec))
 
-    def on_topic(self, topic: str, cluster: str, exclude: str = "") -> dict[str, RetentionRules]:
-        """`cluster`: the asking policy's ClusterRef.identity."""
-        names = set(self._by_name.get((cluster, topic), ()))
-        names.update(
-            name
-            for name, spec in self._patterns
-            if _cluster(name, spec) == cluster and topic in spec.topics.select([topic])
-        )
-        return {
-            name: self._specs[name].rules
-            for name in sorted(names)
-            if name != exclude
-            and topic not in self._specs[name].topics.exclude
-            and not topic.startswith("__")
-        }
+    def cluster(self, key: str, spec: PolicySpec) -> str | None:
+        """`cluster_of`, asked once per policy for the life of this index (one batch)."""
+        if key not in self._clusters:
+            self._clusters[key] = self._cluster_of(key, spec)
+        return self._clusters[key]
+
+    def on_topic(
+        self, topic: str, cluster: str | None, exclude: str = ""
+    ) -> dict[str, RetentionRules]:
+        """`cluster`: the asking policy's, as `cluster` gives it (None: unknown)."""
+        names = set(self._by_name.get(topic, ()))
+        names.update(name for name, spec in self._patterns if topic in spec.topics.select([topic]))
+        if topic.startswith("__"):
+            return {}
+        found: dict[str, RetentionRules] = {}
+        for name in sorted(names):
+            spec = self._specs[name]
+            if name == exclude or topic in spec.topics.exclude:
+                continue
+            theirs = self.cluster(name, spec)
+            if cluster is None or theirs is None or theirs == cluster:
+                found[name] = spec.rules
+        return found

@@ -11,14 +11,14 @@ results per topic (large purges), only the topic and the time it completed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge_states import State
-from kafka_retention.core.specs import SpecError, parse_cluster
+from kafka_retention.core.specs import ClusterRef, SpecError, parse_cluster
 
 RECORD_PURGE = "recordPurge"
 
@@ -28,7 +28,7 @@ class PurgeDone:
     """One RecordPurge that deleted records: where, when, and the log starts it left."""
 
     key: str  # namespace/name
-    cluster: str  # ClusterRef.identity, as policies name theirs
+    cluster: ClusterRef  # as the purge names it; resolved (ClusterIds) when compared
     completed_ms: int | None
     low_watermarks: Mapping[TopicPartition, int]
     folded_topics: frozenset[str]
@@ -38,9 +38,9 @@ def purge_done(body: Mapping[str, Any]) -> PurgeDone | None:
     """A stored RecordPurge as the ledger keeps it; None when it has deleted nothing."""
     meta, spec, status = (body.get(k) or {} for k in ("metadata", "spec", "status"))
     try:
-        cluster = parse_cluster(spec).identity(str(meta.get("namespace") or ""))
+        cluster: ClusterRef | None = parse_cluster(spec)
     except SpecError:
-        cluster = ""
+        cluster = None
     marks: dict[TopicPartition, int] = {}
     folded: set[str] = set()
     for entry in status.get("results") or []:
@@ -51,7 +51,7 @@ def purge_done(body: Mapping[str, Any]) -> PurgeDone | None:
         elif entry.get("lowWatermark") is not None:
             tp = TopicPartition(str(entry["topic"]), int(entry["partition"]))
             marks[tp] = int(entry["lowWatermark"])
-    if not cluster or not (marks or folded):
+    if cluster is None or not (marks or folded):
         return None
     completed = status.get("completedAt")
     return PurgeDone(
@@ -63,13 +63,26 @@ def purge_done(body: Mapping[str, Any]) -> PurgeDone | None:
     )
 
 
+def named_cluster(namespace: str, ref: ClusterRef) -> str | None:
+    """A cluster as the spec names it (no lookup), the default key."""
+    return ref.identity(namespace)
+
+
 class PurgeLedger:
     """Finished purges by key. Written by the watch (event loop), read by policy runs
-    (worker threads): a lock keeps each read consistent."""
+    (worker threads): a lock keeps each read consistent.
+
+    `cluster_of(namespace, ref)` keys clusters; the operator sets Kafka's own cluster id
+    (`resolve_with`), so a purge naming the cluster one way is still named as the cause
+    of a loss on a policy naming it another way."""
 
     def __init__(self) -> None:
         self._done: dict[str, PurgeDone] = {}
         self._lock = threading.Lock()
+        self._cluster_of: Callable[[str, ClusterRef], str | None] = named_cluster
+
+    def resolve_with(self, cluster_of: Callable[[str, ClusterRef], str | None]) -> None:
+        self._cluster_of = cluster_of
 
     def put(self, key: str, done: PurgeDone | None) -> None:
         with self._lock:
@@ -82,16 +95,28 @@ class PurgeLedger:
         self.put(key, None)
 
     def cause(
-        self, cluster: str, tp: TopicPartition, start: int, end: int, since_ms: int | None
+        self,
+        cluster: str | None,
+        tp: TopicPartition,
+        start: int,
+        end: int,
+        since_ms: int | None,
     ) -> str | None:
         """The purge that moved tp's log start into the lost range (start, end], if any.
 
         A purge listing the partition is named when the log start it left lies in that
         range. A purge that folded the topic is named only when it completed after the
         policy's previous check (since_ms): without offsets, timing is the only evidence.
+        `cluster`: the policy's, keyed as `cluster_of` keys them; None (unknown) names
+        no purge, since one on another cluster would be a false cause.
         """
+        if cluster is None:
+            return None
         with self._lock:
-            done = [d for d in self._done.values() if d.cluster == cluster]
+            candidates = list(self._done.values())
+        done = [
+            d for d in candidates if self._cluster_of(d.key.split("/", 1)[0], d.cluster) == cluster
+        ]
         for d in sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key)):
             mark = d.low_watermarks.get(tp)
             if mark is not None and start < mark <= end:

@@ -32,6 +32,7 @@ from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
 from kafka_retention.handlers.common import purge_ledger
+from kafka_retention.services.cluster_ids import ClusterIds
 from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.orphan_watch import OrphanReport, VolumeFinder
@@ -69,6 +70,10 @@ def _volume_finder(cfg: OperatorConfig) -> VolumeFinder:
 
 def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet:
     sched = cfg.scheduling
+    # Overlap and loss blame compare clusters by Kafka's own id, not by how specs name them.
+    ids = ClusterIds(resolve_cluster, KafkaAdmin)
+    if purges is not None:
+        purges.resolve_with(ids.of)
     env = Environment(
         connection=_connection,
         connect=KafkaAdmin,
@@ -77,6 +82,7 @@ def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet
         apply_workers=sched.apply_workers,
         purges=purges,
         find_volumes=_volume_finder(cfg),
+        cluster_ids=ids,
     )
     leadership, resync = None, None
     if cfg.peering is not None:

@@ -39,9 +39,10 @@ def watch(
     kafka: PolicyKafka,
     finished: datetime,
     purges: PurgeLedger | None = None,
-    namespace: str = "",
+    cluster: str | None = None,
 ) -> LossReport | None:
-    """None when the policy watches no group. `namespace`: the policy's."""
+    """None when the policy watches no group. `cluster`: the policy's, keyed as the
+    ledger keys purges' (PeerIndex.cluster), to name a purge on it as a loss's cause."""
     groups = spec.rules.notify_groups
     if not groups:
         return None
@@ -75,7 +76,7 @@ def watch(
         kafka,
         int(finished.timestamp() * 1000),
         purges,
-        spec.cluster.identity(namespace),
+        cluster,
         since,
     )
     found = [_with_sample(lost, samples.get((lost.group, lost.tp), [])) for lost in found]
@@ -200,7 +201,7 @@ def _name_causes(
     kafka: PolicyKafka,
     now_ms: int,
     purges: PurgeLedger | None,
-    cluster: str,
+    cluster: str | None,
     since_ms: int | None,
 ) -> list[loss.Loss]:
     """Pending causes named: a RecordPurge the ledger knows moved the log start into the

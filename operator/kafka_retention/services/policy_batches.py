@@ -24,6 +24,7 @@ from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_sp
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import retention_run
+from kafka_retention.services.cluster_ids import ClusterIds
 from kafka_retention.services.orphan_watch import VolumeFinder
 from kafka_retention.services.policy_planning import (
     BatchPlanner,
@@ -61,6 +62,15 @@ class Environment:
     purges: PurgeLedger | None = None
     # How spec.orphanPartitions reaches broker log dirs (local paths, or exec into pods).
     find_volumes: VolumeFinder | None = None
+    # Which cluster each policy reaches by Kafka's own id, for the overlap rule; without
+    # it, clusters are told apart by how specs name them (unit tests).
+    cluster_ids: ClusterIds | None = None
+
+    def peers(self, others: Mapping[str, PolicySpec]) -> PeerIndex:
+        ids = self.cluster_ids
+        if ids is None:
+            return PeerIndex(others)
+        return PeerIndex(others, lambda key, spec: ids.of(key.split("/", 1)[0], spec.cluster))
 
 
 def unavailable(err: SecretUnavailable) -> Reason:
@@ -117,11 +127,13 @@ def run_batch(
             )
 
     keys = [m.key for m in members]
-    peers = PeerIndex(others)
+    peers = env.peers(others)
     first = members[0]
     try:
         bootstrap, config = env.connection(first.spec, first.namespace)
         kafka = env.connect(bootstrap, config)
+        if env.cluster_ids is not None:
+            env.cluster_ids.remember(first.namespace, first.spec.cluster, kafka.cluster_id())
         selection = select(kafka, members)
     except SecretUnavailable as err:
         fail_all(keys, unavailable(err), err)

@@ -64,9 +64,11 @@ class PolicyKafka(KafkaPlanner, OrphanKafka, Protocol):
     """Plus the topic list, which RetentionPolicies select from by name and pattern;
     first-record times, which name the cause of a loss; record times at offsets, which
     give a group's time lag; one topic setting raised (tombstone safety); and the first
-    keys of a range, sampled before a cut removes records a watched group has not read."""
+    keys of a range, sampled before a cut removes records a watched group has not read;
+    and the id the cluster gives itself, which tells clusters apart whatever their names."""
 
     def topic_names(self) -> list[str]: ...
+    def cluster_id(self) -> str: ...
     def first_record_times(
         self, tps: Iterable[TopicPartition]
     ) -> Mapping[TopicPartition, int | KafkaFailure | None]: ...

@@ -172,7 +172,7 @@ def apply_plan(
         message = f"deleted {records} records from {len(by_topic)} topics"
     interval = spec.interval_ms / 1000
     watched = loss_watch.watch(
-        spec, run.status, rows, moved, kafka, finished, purges, run.namespace
+        spec, run.status, rows, moved, kafka, finished, purges, peers.cluster(run.key, spec)
     )
     tomb = tombstone_watch.watch(
         spec,
@@ -319,8 +319,9 @@ def _safe_cuts(
     overlap rule; plus a note per topic that other policies also cut."""
     peers_by_topic: dict[str, dict[str, RetentionRules]] = {}
     notes: dict[str, str] = {}
+    here = index.cluster(run.key, spec)
     for topic in sorted({r["topic"] for r in rows}):
-        peers = index.on_topic(topic, spec.cluster.identity(run.namespace), exclude=run.key)
+        peers = index.on_topic(topic, here, exclude=run.key)
         peers_by_topic[topic] = peers
         if peers:
             notes[topic] = (
