@@ -14,6 +14,16 @@ COPY spark-jobs ./spark-jobs
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
     && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /requirements.txt
 
+# Spark's Kafka source for the record scans (spark-jobs/pom.xml), collected by Maven in a
+# stage of its own, so Maven stays out of the image.
+FROM ${BASE} AS jars
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends maven \
+    && rm -rf /var/lib/apt/lists/*
+COPY spark-jobs/pom.xml /src/pom.xml
+RUN mvn -q -B -f /src/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory=/jars
+
 FROM ${BASE}
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
@@ -26,6 +36,10 @@ RUN pip install --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.
 # python image and Debian's own Python, and between architectures.
 RUN ln -s "$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" /opt/spark-home \
     && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /opt/java
+# In Spark's own jars directory the Kafka source is on the class path of the operator's
+# local session and of driver and executor pods alike, with nothing to configure.
+COPY --from=jars /jars /tmp/kafka-source-jars
+RUN mv /tmp/kafka-source-jars/*.jar /opt/spark-home/jars/ && rmdir /tmp/kafka-source-jars
 # A named user for uid 10001: Kopf and Hadoop's login both ask the passwd database for
 # the user's name and fail on a bare uid. Home is /tmp, the one writable place when the
 # root filesystem is read-only (Spark and Ivy write under $HOME).

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from devstack import paths
 from devstack.stack import Stack
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,5 +110,8 @@ def spark() -> Iterator[Any]:
     """One local SparkSession for the whole test session (JVM start-up costs seconds)."""
     from kafka_retention.adapters import spark as launcher
 
+    # The scans read through Spark's Kafka source, as the operator's do (`make setup`
+    # collects its jars); a test that wants the Python reader says so itself.
+    os.environ.setdefault("KAFKA_RETENTION_SPARK_JARS", str(paths.spark_kafka_jars()))
     yield launcher.local_session(cores="2")
     launcher.stop()

@@ -37,24 +37,38 @@ def kafka_jars() -> Path:
     if libs.is_dir() and any(libs.glob("kafka_2.13-*.jar")):
         return libs
     _say(f"collecting Kafka {paths.Pins.read().kafka} jars with Maven (first run only)")
+    return _maven_jars(paths.POM, libs)
+
+
+def spark_kafka_jars() -> Path:
+    jars = paths.spark_kafka_jars()
+    if jars.is_dir() and any(jars.glob("spark-sql-kafka-*.jar")):
+        return jars
+    _say("collecting Spark's Kafka source jars with Maven (first run only)")
+    return _maven_jars(paths.SPARK_KAFKA_POM, jars)
+
+
+def _maven_jars(pom: Path, out: Path) -> Path:
+    """`pom`'s runtime dependencies copied into `out` (whose parent is made whole or not
+    at all)."""
     started = time.monotonic()
-    scratch = _atomic_dir(libs.parent) / "libs"
+    scratch = _atomic_dir(out.parent) / out.name
     run(
         [
             "mvn",
             "-q",
             "-B",
             "-f",
-            str(paths.POM),
+            str(pom),
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
             f"-DoutputDirectory={scratch}",
         ],
         what="mvn",
     )
-    scratch.parent.rename(libs.parent)
-    _say(f"Kafka jars ready in {time.monotonic() - started:.0f}s: {libs}")
-    return libs
+    scratch.parent.rename(out.parent)
+    _say(f"jars ready in {time.monotonic() - started:.0f}s: {out}")
+    return out
 
 
 def _go_env() -> dict[str, str]:
@@ -225,6 +239,7 @@ def setup() -> None:
             raise StackError(f"{tool} is not on PATH; the local stack needs it (see README.md)")
     host_packages()
     kafka_jars()
+    spark_kafka_jars()
     go_binaries()
     node_binaries()
     helm()

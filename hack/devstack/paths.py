@@ -15,6 +15,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HACK = REPO_ROOT / "hack"
 POM = HACK / "kafka" / "pom.xml"
+# Spark's Kafka source and its jars beyond pyspark's (the image collects them the same way).
+SPARK_KAFKA_POM = REPO_ROOT / "spark-jobs" / "pom.xml"
 KUBE_MODULE = HACK / "go" / "kube"
 ETCD_MODULE = HACK / "go" / "etcd"
 NODE_MODULE = HACK / "go" / "node"
@@ -66,6 +68,10 @@ class Pins:
 def kafka_libs() -> Path:
     pins = Pins.read()
     return cache_dir() / f"kafka-{pins.kafka}-{_fingerprint(POM)}" / "libs"
+
+
+def spark_kafka_jars() -> Path:
+    return cache_dir() / f"spark-kafka-{_fingerprint(SPARK_KAFKA_POM)}" / "jars"
 
 
 def kube_bin() -> Path:

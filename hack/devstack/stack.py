@@ -128,6 +128,8 @@ class Stack:
             "KUBECONFIG": str(self.kube.kubeconfig),
             "KAFKA_BOOTSTRAP_SERVERS": self.kafka.bootstrap_servers,
             "KAFKA_RETENTION_KAFKA_LIBS": str(paths.kafka_libs()),
+            # Spark's Kafka source for the scans of an operator started here (local mode).
+            "KAFKA_RETENTION_SPARK_JARS": str(paths.spark_kafka_jars()),
             # kubectl built at the pinned version comes first on PATH.
             "KAFKA_RETENTION_KUBE_BIN": str(paths.kube_bin()),
             "KAFKA_RETENTION_IMAGE": image.OPERATOR_IMAGE,

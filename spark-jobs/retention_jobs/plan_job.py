@@ -23,7 +23,7 @@ from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavai
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
-from retention_jobs import extract, scans, schemas, sinks, transforms
+from retention_jobs import extract, kafka_source, scans, schemas, sinks, transforms
 from retention_jobs.request import Connection, PlanRequest
 
 PARTITIONS_PER_TASK = 500
@@ -127,12 +127,15 @@ def run_batch(
         }
     )
     progress(f"sampling record sizes at the log start of {len(to_size)} partitions")
-    sizes = _scan(
-        spark,
-        to_size,
-        partial(scans.average_sizes, conn=conn, sample=request.scans.size_sample),
-        schemas.SIZES,
-    )
+    if kafka_source.usable(spark, conn):
+        sizes = kafka_source.average_sizes(spark, conn, to_size, request.scans.size_sample)
+    else:
+        sizes = _scan(
+            spark,
+            to_size,
+            partial(scans.average_sizes, conn=conn, sample=request.scans.size_sample),
+            schemas.SIZES,
+        )
     plan = transforms.with_bytes_estimate(plan, sizes)
     if groups and (request.scans.time_lag or request.scans.unconsumed):
         plan = _group_scans(spark, request, plan, progress)
@@ -191,12 +194,15 @@ def _group_scans(
         partial(scans.time_lags, conn=conn, now_ms=request.now_ms),
         schemas.LAGS,
     )
-    lost = _scan(
-        spark,
-        lost_items,
-        partial(_unconsumed_per_policy, conn=conn, key_sample=request.scans.key_sample),
-        f"policy string, {schemas.UNCONSUMED}",
-    )
+    if kafka_source.usable(spark, conn):
+        lost = kafka_source.unconsumed(spark, conn, lost_items, request.scans.key_sample)
+    else:
+        lost = _scan(
+            spark,
+            lost_items,
+            partial(_unconsumed_per_policy, conn=conn, key_sample=request.scans.key_sample),
+            f"policy string, {schemas.UNCONSUMED}",
+        )
     return transforms.with_group_scans(plan, lags, lost)
 
 
@@ -231,20 +237,19 @@ def _tombstones(
 
     tps = [TopicPartition(t, p) for t in topics.compacted for p in topics.partitions.get(t, [])]
     starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
-    items = [
-        (tp.topic, tp.partition, starts[tp], ends[tp])
-        for tp in tps
-        if isinstance(starts.get(tp), int) and isinstance(ends.get(tp), int)
-    ]
+    items: list[tuple[str, int, int, int]] = []
+    for tp in tps:
+        start, end = starts.get(tp), ends.get(tp)
+        if isinstance(start, int) and isinstance(end, int):
+            items.append((tp.topic, tp.partition, start, end))
     progress(f"scanning {len(items)} compacted partitions for tombstones")
-    scanned = _scan(
-        spark,
-        items,
-        partial(
-            scans.tombstones, conn=request.connection, oldest_kept=request.scans.tombstone_sample
-        ),
-        schemas.TOMBSTONES,
-    )
+    conn, kept = request.connection, request.scans.tombstone_sample
+    if kafka_source.usable(spark, conn):
+        scanned = kafka_source.tombstones(spark, conn, items, kept)
+    else:
+        scanned = _scan(
+            spark, items, partial(scans.tombstones, conn=conn, oldest_kept=kept), schemas.TOMBSTONES
+        )
     retention = spark.createDataFrame(
         topics.delete_retention, "topic string, deleteRetentionMs long"
     )
@@ -316,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         request = replace(
             request, connection=Connection(*kube.resolve_cluster(args.namespace, cluster))
         )
+    # The image carries the Kafka source's jars in Spark's own jars directory, so the
+    # driver and executor pods have them on the class path from the start.
     spark = SparkSession.builder.appName("kafka-retention-plan").getOrCreate()
     try:
         results = run_batch(

@@ -55,6 +55,24 @@ def test_the_image_runs_as_an_unprivileged_user_with_java_and_spark(operator_ima
 
 
 @pytest.mark.image
+def test_the_image_carries_sparks_kafka_source_on_its_class_path(operator_image: str) -> None:
+    """The scans read through spark-sql-kafka-0-10 (Dockerfile's jars stage), found with
+    no spark.jars setting, as driver and executor pods start Spark."""
+    done = in_image(
+        operator_image,
+        "env",
+        "SPARK_LOCAL_IP=127.0.0.1",
+        "python",
+        "-c",
+        "from kafka_retention.adapters.spark import local_session;"
+        "from retention_jobs.kafka_source import has_source;"
+        "print(has_source(local_session('1')))",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1:] == ["True"]
+
+
+@pytest.mark.image
 def test_the_entrypoint_hands_anything_but_driver_and_executor_to_the_operator_cli(
     operator_image: str,
 ) -> None:

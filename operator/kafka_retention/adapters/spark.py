@@ -28,6 +28,17 @@ _lock = threading.Lock()
 _session: Any = None
 
 
+def kafka_source_jars() -> str:
+    """spark.jars for Spark's Kafka source in local mode: every jar in
+    KAFKA_RETENTION_SPARK_JARS (the local stack sets it; spark-jobs/pom.xml lists them),
+    comma-joined. The image puts them in Spark's own jars directory instead, where every
+    mode finds them. "" without them: the scans then read records in Python."""
+    where = os.environ.get("KAFKA_RETENTION_SPARK_JARS")
+    if not where or not Path(where).is_dir():
+        return ""
+    return ",".join(str(jar) for jar in sorted(Path(where).resolve().glob("*.jar")))
+
+
 def local_session(cores: str = "*", driver_memory: str = "1g") -> Any:
     """The process-wide local SparkSession, started on first use."""
     global _session
@@ -54,6 +65,7 @@ def local_session(cores: str = "*", driver_memory: str = "1g") -> Any:
                 .config("spark.ui.showConsoleProgress", "false")
                 # Row-at-a-time UDFs: the planning core is plain Python; no Arrow needed.
                 .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
+                .config("spark.jars", kafka_source_jars())
                 .getOrCreate()
             )
             _session.sparkContext.setLogLevel("WARN")

@@ -1,0 +1,319 @@
+"""Record scans through Spark's own Kafka source (spark-sql-kafka-0-10), aggregated in
+Spark SQL: record sizes at the log start, what a cut removes that a group has not read,
+and the tombstone inventory of compacted topics.
+
+Every range is read by one batch query (`assign` with per-partition starting and ending
+offsets), split by Spark into `minPartitions` tasks, with the records never leaving the
+JVM: only the aggregates (and a few sampled keys) reach Python. The jars come from
+spark-jobs/pom.xml (`make setup`, the image) through KAFKA_RETENTION_SPARK_JARS.
+
+Where this source cannot serve, the scans in `scans.py` (confluent-kafka in Python
+tasks) still do:
+- a group's time lag wants the first record at or after an offset: one seek and one
+  record per partition, which a batch query over ranges cannot do cheaply;
+- a connection whose librdkafka properties have no Java equivalent here (`java_options`
+  says which), or a session started without the jars.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from kafka_retention.adapters.kafka import RECORD_OVERHEAD_BYTES, key_text
+from retention_jobs.request import Connection
+
+log = logging.getLogger(__name__)
+
+SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+# librdkafka properties that reach the Java client unchanged (same name, same meaning).
+_SAME = ("security.protocol", "client.id", "ssl.key.password")
+
+
+class Unmappable(ValueError):
+    """A librdkafka property this source cannot pass to Kafka's Java client."""
+
+
+def _jaas_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _pkcs8(key_pem: str, password: str | None) -> str:
+    """Kafka's Java PEM keystore reads PKCS#8 keys only; Strimzi and openssl often write
+    PKCS#1 ("BEGIN RSA PRIVATE KEY") or SEC1 ("BEGIN EC PRIVATE KEY")."""
+    if "BEGIN PRIVATE KEY" in key_pem or "BEGIN ENCRYPTED PRIVATE KEY" in key_pem:
+        return key_pem
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(
+        key_pem.encode(), password.encode() if password else None
+    )
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(password.encode())
+        if password
+        else serialization.NoEncryption(),
+    ).decode()
+
+
+def java_options(conn: Connection) -> dict[str, str]:
+    """The source's `kafka.*` options for a connection given as librdkafka properties
+    (what the operator resolves from spec.cluster). Raises Unmappable naming the first
+    property with no Java equivalent."""
+    rd = dict(conn.client_config)
+    out = {
+        "kafka.bootstrap.servers": conn.bootstrap_servers,
+        # librdkafka reads committed records only by default; the Java client does not.
+        "kafka.isolation.level": rd.pop("isolation.level", "read_committed"),
+    }
+    for key in _SAME:
+        if key in rd:
+            out[f"kafka.{key}"] = rd.pop(key)
+    mechanism = rd.pop("sasl.mechanism", None) or rd.pop("sasl.mechanisms", None)
+    user, password = rd.pop("sasl.username", None), rd.pop("sasl.password", None)
+    if mechanism is not None:
+        out["kafka.sasl.mechanism"] = mechanism
+    if user is not None and password is not None:
+        module = {
+            "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+            "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+            "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+        }.get((mechanism or "PLAIN").upper())
+        if module is None:
+            raise Unmappable(f"sasl.mechanism {mechanism}")
+        out["kafka.sasl.jaas.config"] = (
+            f"{module} required username={_jaas_quote(user)} password={_jaas_quote(password)};"
+        )
+    if "ssl.ca.pem" in rd:
+        out["kafka.ssl.truststore.type"] = "PEM"
+        out["kafka.ssl.truststore.certificates"] = rd.pop("ssl.ca.pem")
+    if "ssl.certificate.pem" in rd or "ssl.key.pem" in rd:
+        if "ssl.certificate.pem" not in rd or "ssl.key.pem" not in rd:
+            raise Unmappable("ssl.certificate.pem without ssl.key.pem, or the reverse")
+        out["kafka.ssl.keystore.type"] = "PEM"
+        out["kafka.ssl.keystore.certificate.chain"] = rd.pop("ssl.certificate.pem")
+        out["kafka.ssl.keystore.key"] = _pkcs8(
+            rd.pop("ssl.key.pem"), out.get("kafka.ssl.key.password")
+        )
+    algorithm = rd.pop("ssl.endpoint.identification.algorithm", None)
+    if algorithm is not None:
+        out["kafka.ssl.endpoint.identification.algorithm"] = (
+            "" if algorithm.lower() == "none" else algorithm
+        )
+    timeout = rd.pop("socket.timeout.ms", None)
+    if timeout is not None:
+        out["kafka.request.timeout.ms"] = timeout
+    if rd:
+        raise Unmappable(sorted(rd)[0])
+    return out
+
+
+def has_source(spark: SparkSession) -> bool:
+    """The source's classes are on the driver's class path (spark.jars in local mode,
+    Spark's jars directory in the image)."""
+    jvm: Any = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(SOURCE_CLASS)
+    except Exception:  # py4j's error for ClassNotFoundException
+        return False
+    return True
+
+
+def usable(spark: SparkSession, conn: Connection) -> bool:
+    """The session has the source and the connection maps to Java properties."""
+    if not has_source(spark):
+        log.warning("scans read records in Python: Spark's Kafka source is not installed")
+        return False
+    try:
+        java_options(conn)
+    except (Unmappable, ValueError) as err:
+        log.warning("scans read records in Python: %s has no Java client equivalent", err)
+        return False
+    return True
+
+
+Range = tuple[str, int, int, int]  # topic, partition, start, end (exclusive)
+
+
+def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) -> DataFrame:
+    """The records of each [start, end), one row each: topic, partition, offset, key,
+    isTombstone, timestampMs and storedBytes (key, value, headers and a fixed overhead,
+    as adapters.kafka counts them). Empty ranges are left out; a range that retention
+    has since shortened reads what is left (failOnDataLoss off)."""
+    wanted: dict[str, dict[str, tuple[int, int]]] = {}
+    for topic, partition, start, end in ranges:
+        if end > start:
+            wanted.setdefault(topic, {})[str(partition)] = (start, end)
+    if not wanted:
+        return spark.createDataFrame(
+            [],
+            "topic string, partition int, offset long, key binary, isTombstone boolean, "
+            "timestampMs long, storedBytes long",
+        )
+    assign = {t: [int(p) for p in parts] for t, parts in wanted.items()}
+    starts = {t: {p: se[0] for p, se in parts.items()} for t, parts in wanted.items()}
+    ends = {t: {p: se[1] for p, se in parts.items()} for t, parts in wanted.items()}
+    reader = spark.read.format("kafka")
+    for key, value in java_options(conn).items():
+        reader = reader.option(key, value)
+    raw = (
+        reader.option("assign", json.dumps(assign))
+        .option("startingOffsets", json.dumps(starts))
+        .option("endingOffsets", json.dumps(ends))
+        .option("failOnDataLoss", "false")
+        .option("includeHeaders", "true")
+        # A few tasks per core: a huge partition's range is split across them.
+        .option("minPartitions", str(spark.sparkContext.defaultParallelism * 4))
+        .load()
+    )
+    headers = F.aggregate(
+        F.coalesce(F.col("headers"), F.array().cast("array<struct<key:string,value:binary>>")),
+        F.lit(0).cast("long"),
+        lambda acc, h: acc + F.octet_length(h["key"]) + F.coalesce(F.length(h["value"]), F.lit(0)),
+    )
+    size = (
+        F.coalesce(F.length("key"), F.lit(0))
+        + F.coalesce(F.length("value"), F.lit(0))
+        + headers
+        + F.lit(RECORD_OVERHEAD_BYTES)
+    )
+    return raw.select(
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        F.col("value").isNull().alias("isTombstone"),
+        F.unix_millis("timestamp").alias("timestampMs"),
+        size.cast("long").alias("storedBytes"),
+    )
+
+
+def _first(n: int, by: Sequence[str], order: Sequence[Column]) -> Column:
+    return F.row_number().over(Window.partitionBy(*by).orderBy(*order)) <= n
+
+
+def _key_text(key: bytes | None) -> str | None:
+    """adapters.kafka.key_text, so both readers show a key the same way."""
+    return key_text(None if key is None else bytes(key))
+
+
+def average_sizes(
+    spark: SparkSession, conn: Connection, items: Sequence[Range], sample: int
+) -> DataFrame:
+    """schemas.SIZES: average stored bytes of the first `sample` records at each start."""
+    ranges = [(t, p, start, min(end, start + sample)) for t, p, start, end in items]
+    found = (
+        read_ranges(spark, conn, ranges)
+        .groupBy("topic", "partition")
+        .agg(F.avg("storedBytes").alias("avgRecordBytes"))
+    )
+    asked = spark.createDataFrame([(t, p) for t, p, _, _ in items], "topic string, partition int")
+    return asked.join(found, ["topic", "partition"], "left").select(
+        "topic", "partition", "avgRecordBytes"
+    )
+
+
+def unconsumed(
+    spark: SparkSession,
+    conn: Connection,
+    items: Sequence[tuple[str, str, int, str, int, int]],
+    key_sample: int,
+) -> DataFrame:
+    """`policy string, {schemas.UNCONSUMED}` for (policy, topic, partition, group, from,
+    to): records in [from, to) a group has not read, their bytes, and the first keys.
+    Each partition is read once, over the union of every range asked of it."""
+    asked = spark.createDataFrame(
+        list(items), "policy string, topic string, partition int, group string, lo long, hi long"
+    )
+    union: dict[tuple[str, int], tuple[int, int]] = {}
+    for _, topic, partition, _, lo, hi in items:
+        have = union.get((topic, partition))
+        union[(topic, partition)] = (
+            (lo, hi) if have is None else (min(have[0], lo), max(have[1], hi))
+        )
+    records = read_ranges(spark, conn, [(t, p, lo, hi) for (t, p), (lo, hi) in union.items()])
+    within = asked.join(records, ["topic", "partition"]).where(
+        (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi"))
+    )
+    keys = ["policy", "topic", "partition", "group"]
+    text = F.udf(_key_text, "string")  # on the few sampled keys only
+    totals = within.groupBy(*keys).agg(
+        F.count(F.lit(1)).alias("unconsumedRecords"),
+        F.sum("storedBytes").alias("unconsumedBytes"),
+    )
+    sample = (
+        within.where(_first(key_sample, keys, [F.col("offset")]))
+        .groupBy(*keys)
+        .agg(
+            F.array_sort(F.collect_list(F.struct("offset", text("key").alias("key")))).alias(
+                "sample"
+            )
+        )
+    )
+    return (
+        asked.select(*keys)
+        .join(totals, keys, "left")
+        .join(sample, keys, "left")
+        .select(
+            *keys,
+            F.coalesce("unconsumedRecords", F.lit(0)).cast("long").alias("unconsumedRecords"),
+            F.coalesce("unconsumedBytes", F.lit(0)).cast("long").alias("unconsumedBytes"),
+            F.coalesce("sample", F.array().cast("array<struct<offset:long,key:string>>")).alias(
+                "sample"
+            ),
+        )
+    )
+
+
+def tombstones(
+    spark: SparkSession, conn: Connection, items: Sequence[Range], oldest_kept: int
+) -> DataFrame:
+    """schemas.TOMBSTONES for (topic, partition, log start, end): records read,
+    tombstones, their oldest and newest timestamps, and the oldest few, oldest first."""
+    records = read_ranges(spark, conn, items)
+    tp = ["topic", "partition"]
+    counts = records.groupBy(*tp).agg(
+        F.count(F.lit(1)).alias("recordsRead"),
+        F.count(F.when(F.col("isTombstone"), True)).alias("tombstones"),
+        F.min(F.when(F.col("isTombstone"), F.col("timestampMs"))).alias("oldestTombstoneMs"),
+        F.max(F.when(F.col("isTombstone"), F.col("timestampMs"))).alias("newestTombstoneMs"),
+    )
+    oldest = (
+        records.where("isTombstone")
+        .where(_first(oldest_kept, tp, [F.col("timestampMs"), F.col("offset")]))
+        .groupBy(*tp)
+        .agg(
+            F.collect_list(F.struct("timestampMs", "offset")).alias("byTime"),
+        )
+        .select(
+            *tp,
+            F.transform(
+                F.array_sort("byTime"),
+                lambda s: F.struct(
+                    s["offset"].alias("offset"), s["timestampMs"].alias("timestampMs")
+                ),
+            ).alias("oldestTombstones"),
+        )
+    )
+    asked = spark.createDataFrame([(t, p) for t, p, _, _ in items], "topic string, partition int")
+    return (
+        asked.join(counts, tp, "left")
+        .join(oldest, tp, "left")
+        .select(
+            *tp,
+            F.coalesce("recordsRead", F.lit(0)).cast("long").alias("recordsRead"),
+            F.coalesce("tombstones", F.lit(0)).cast("long").alias("tombstones"),
+            "oldestTombstoneMs",
+            "newestTombstoneMs",
+            F.coalesce(
+                "oldestTombstones",
+                F.array().cast("array<struct<offset:long,timestampMs:long>>"),
+            ).alias("oldestTombstones"),
+        )
+    )

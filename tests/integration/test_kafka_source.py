@@ -1,0 +1,133 @@
+"""Spark's own Kafka source, the connector jar pinned in spark-jobs/pom.xml running on the
+pinned pyspark, on the real brokers. Its scans must give what the confluent-kafka reader
+gives on the same ranges: two independent readers, one answer. And it must reach the
+brokers through every listener the operator maps properties for (SCRAM, mutual TLS)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from devstack.kafka import SASL_PASSWORD, SASL_USER
+from devstack.stack import Stack
+from retention_jobs import kafka_source, scans
+from retention_jobs.request import Connection
+from tests.conftest import TopicFactory
+
+HOUR = 3_600_000
+
+
+def _fill(bootstrap: str, topic: str) -> None:
+    """Partition 0: 40 records, with non-UTF-8 keys, null keys, headers, values of
+    different sizes and 6 tombstones at scattered times; partition 1: 10 plain records."""
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(40):
+        key: bytes | None = f"k{i}".encode()
+        if i % 7 == 0:
+            key = b"\xff\xfe" + bytes([i])
+        elif i % 11 == 0:
+            key = None
+        value = None if i % 6 == 5 else b"v" * (10 + 13 * i)
+        headers: list[tuple[str, str | bytes | None]] | None = (
+            [("h", b"x" * i)] if i % 3 == 0 else None
+        )
+        ts = now - HOUR * ((i * 7) % 13) - i
+        producer.produce(topic, key=key, value=value, partition=0, timestamp=ts, headers=headers)
+    for i in range(10):
+        producer.produce(topic, key=f"q{i}".encode(), value=b"w" * 50, partition=1)
+    assert producer.flush(30) == 0
+
+
+def _rows(df: Any) -> list[tuple[Any, ...]]:
+    """Rows as plain tuples (structs too), sorted by their key columns."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if hasattr(v, "asDict"):
+            return tuple(plain(x) for x in v)
+        return v
+
+    return sorted(tuple(plain(v) for v in r) for r in df.collect())
+
+
+@pytest.mark.stack
+def test_the_kafka_source_is_installed_and_its_scans_agree_with_the_python_reader(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    assert kafka_source.has_source(spark), "make setup collects spark-jobs/pom.xml's jars"
+    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
+    _fill(bootstrap, topic)
+    conn = Connection(bootstrap)
+
+    ranges = [(topic, 0, 0, 40), (topic, 1, 0, 10), (topic, 1, 10, 10)]  # the last: empty
+    ours = _rows(kafka_source.average_sizes(spark, conn, ranges, 20))
+    sizes = sorted(scans.average_sizes(ranges, conn, 20))
+    assert [r[:2] for r in ours] == [(topic, 0), (topic, 1), (topic, 1)]
+    assert [r[2] for r in ours] == pytest.approx([r[2] for r in sizes])
+    assert ours[0][2] is not None
+
+    asked = [
+        ("ns/a", topic, 0, "g1", 5, 29),
+        ("ns/b", topic, 0, "g1", 0, 3),
+        ("ns/a", topic, 1, "g2", 2, 10),
+        ("ns/a", topic, 0, "g2", 12, 12),  # nothing unread: zero, no keys
+    ]
+    ours = _rows(kafka_source.unconsumed(spark, conn, asked, 4))
+    unread = sorted(
+        (policy, *row)
+        for policy in ("ns/a", "ns/b")
+        for row in scans.unconsumed(
+            [(t, p, g, lo, hi) for pol, t, p, g, lo, hi in asked if pol == policy], conn, 4
+        )
+    )
+    assert ours == [(*r[:6], [tuple(k) for k in r[6]]) for r in unread]
+    assert ours[0][4] == 24  # ns/a, partition 0, g1: offsets 5..28
+    assert (7, "\\xff\\xfe\x07") in ours[0][6]  # invalid UTF-8 escaped, as Python does
+
+    ours = _rows(kafka_source.tombstones(spark, conn, ranges[:2], 3))
+    inventory = sorted(scans.tombstones(ranges[:2], conn, 3))
+    assert ours == [(*r[:6], [tuple(t) for t in r[6]]) for r in inventory]
+    assert ours[0][3] == 6
+
+
+@pytest.mark.stack
+def test_the_kafka_source_reads_through_scram_and_mutual_tls_listeners(
+    spark: Any, stack: Stack, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
+    _fill(bootstrap, topic)
+    tls = stack.kafka.tls
+    connections = {
+        "plaintext": Connection(bootstrap),
+        "scram": Connection(
+            stack.kafka.sasl_bootstrap_servers,
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": SASL_USER,
+                "sasl.password": SASL_PASSWORD,
+            },
+        ),
+        "mutual TLS": Connection(
+            stack.kafka.ssl_bootstrap_servers,
+            {
+                "security.protocol": "SSL",
+                "ssl.ca.pem": tls.ca.read_text(),
+                "ssl.certificate.pem": tls.client_cert.read_text(),
+                "ssl.key.pem": tls.client_key.read_text(),
+            },
+        ),
+    }
+    ranges = [(topic, 0, 0, 40), (topic, 1, 0, 10)]
+    found = {
+        name: _rows(kafka_source.tombstones(spark, conn, ranges, 2))
+        for name, conn in connections.items()
+    }
+    assert [r[2] for r in found["plaintext"]] == [40, 10]
+    assert found["scram"] == found["plaintext"]
+    assert found["mutual TLS"] == found["plaintext"]

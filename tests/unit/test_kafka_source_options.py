@@ -1,0 +1,106 @@
+"""librdkafka properties (what the operator resolves spec.cluster to) as the Java client
+options of Spark's Kafka source."""
+
+from __future__ import annotations
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from retention_jobs.kafka_source import Unmappable, java_options
+from retention_jobs.request import Connection
+
+
+def test_plaintext_reads_committed_records_like_librdkafka() -> None:
+    assert java_options(Connection("a:9092,b:9092")) == {
+        "kafka.bootstrap.servers": "a:9092,b:9092",
+        "kafka.isolation.level": "read_committed",
+    }
+
+
+def test_scram_credentials_become_a_quoted_jaas_line() -> None:
+    options = java_options(
+        Connection(
+            "a:9093",
+            {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanisms": "SCRAM-SHA-512",
+                "sasl.username": "ops",
+                "sasl.password": 'p"w\\d',
+                "ssl.endpoint.identification.algorithm": "none",
+                "socket.timeout.ms": "20000",
+            },
+        )
+    )
+    assert options["kafka.security.protocol"] == "SASL_SSL"
+    assert options["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
+    assert options["kafka.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="ops" password="p\\"w\\\\d";'
+    )
+    assert options["kafka.ssl.endpoint.identification.algorithm"] == ""
+    assert options["kafka.request.timeout.ms"] == "20000"
+
+
+def test_plain_is_the_mechanism_when_none_is_named() -> None:
+    options = java_options(Connection("a:1", {"sasl.username": "u", "sasl.password": "p"}))
+    assert options["kafka.sasl.jaas.config"].startswith(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "header"),
+    [
+        (rsa.generate_private_key(65537, 2048), "BEGIN RSA PRIVATE KEY"),
+        (ec.generate_private_key(ec.SECP256R1()), "BEGIN EC PRIVATE KEY"),
+    ],
+)
+def test_pem_stores_are_inline_and_keys_are_given_as_pkcs8(key: object, header: str) -> None:
+    traditional = key.private_bytes(  # type: ignore[attr-defined]
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+    assert header in traditional  # Java's PEM keystore refuses this form
+    options = java_options(
+        Connection(
+            "a:9093",
+            {
+                "security.protocol": "SSL",
+                "ssl.ca.pem": "CA",
+                "ssl.certificate.pem": "CERT",
+                "ssl.key.pem": traditional,
+            },
+        )
+    )
+    assert options["kafka.ssl.truststore.type"] == "PEM"
+    assert options["kafka.ssl.truststore.certificates"] == "CA"
+    assert options["kafka.ssl.keystore.certificate.chain"] == "CERT"
+    pkcs8 = options["kafka.ssl.keystore.key"]
+    assert pkcs8.startswith("-----BEGIN PRIVATE KEY-----")
+    same = serialization.load_pem_private_key(pkcs8.encode(), None).private_bytes(
+        serialization.Encoding.DER,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    assert same == key.private_bytes(  # type: ignore[attr-defined]
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"ssl.ca.location": "/etc/ca.pem"}, "ssl.ca.location"),
+        (
+            {"sasl.mechanism": "OAUTHBEARER", "sasl.username": "u", "sasl.password": "p"},
+            "OAUTHBEARER",
+        ),
+        ({"ssl.certificate.pem": "CERT"}, "ssl.key.pem"),
+        ({"enable.ssl.certificate.verification": "false"}, "enable.ssl.certificate.verification"),
+    ],
+)
+def test_a_property_without_a_java_equivalent_is_named(config: dict[str, str], named: str) -> None:
+    with pytest.raises(Unmappable, match=named):
+        java_options(Connection("a:1", config))
