@@ -38,6 +38,52 @@ class Row:
     note: str
     # What the plots draw from this row (ours and the reference), if anything.
     points: tuple[Point, ...] = field(default_factory=tuple)
+    # Where ours is slower than the reference or misses its goal: why, and what would
+    # close the gap (BENCHMARKS.md gathers these under "Where we are slower, and why").
+    why: str = ""
+
+
+PAGE = Path("/proc")
+
+
+def tree(pid: int) -> list[int]:
+    """The process and all its descendants (Spark's JVM is a child of the operator)."""
+    children: dict[int, list[int]] = {}
+    for stat in PAGE.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def rss_mib(pid: int) -> float:
+    total = 0
+    for p in tree(pid):
+        try:
+            for line in (PAGE / str(p) / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    ticks = 0
+    for p in tree(pid):
+        try:
+            fields = (PAGE / str(p) / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / 100
 
 
 def say(msg: str) -> None:

@@ -19,9 +19,8 @@ import statistics
 import tempfile
 import time
 import urllib.request
-from pathlib import Path
 
-from bench.common import REPO, Row, java_tool, say, wait_for_leaders
+from bench.common import REPO, Point, Row, cpu_seconds, java_tool, rss_mib, say, wait_for_leaders
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.operator import OperatorProcess, free_port
@@ -31,47 +30,6 @@ from tests.support import commit_groups, produce_to_each
 INTERVAL_S = int(os.environ.get("BENCH_FLEET_INTERVAL", "60"))
 FLEET = int(os.environ.get("BENCH_FLEET_POLICIES", "1000"))
 STEP = min(100, FLEET)
-PAGE = Path("/proc")
-
-
-def tree(pid: int) -> list[int]:
-    """The process and all its descendants (Spark's JVM is a child of the operator)."""
-    children: dict[int, list[int]] = {}
-    for stat in PAGE.glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
-
-
-def rss_mib(pid: int) -> float:
-    total = 0
-    for p in tree(pid):
-        try:
-            for line in (PAGE / str(p) / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
-
-
-def cpu_seconds(pid: int) -> float:
-    ticks = 0
-    for p in tree(pid):
-        try:
-            fields = (PAGE / str(p) / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / 100
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -208,16 +166,26 @@ def bench_fleet(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
                 "run it (JVM start each time)",
             )
         )
+        windows = ((0, idle), (STEP, hundred), (FLEET, thousand))
         rows.append(
             Row(
-                f"operator footprint at 0 / {STEP} / {FLEET} policies",
-                " / ".join(
-                    f"{rss:.0f} MiB, {cpu:.0f}% CPU" for rss, cpu in (idle, hundred, thousand)
-                ),
+                "operator footprint, idle and under load",
+                f"idle (0 policies): {idle[0]:.0f} MiB, {idle[1]:.0f}% CPU; "
+                f"{STEP} policies with nothing to cut: {hundred[0]:.0f} MiB, "
+                f"{hundred[1]:.0f}% CPU; under load ({FLEET} policies, every one cutting): "
+                f"{thousand[0]:.0f} MiB, {thousand[1]:.0f}% CPU",
                 "-",
-                "RSS of the operator's process tree (with Spark's JVM when it runs); CPU as % of "
-                "one core over the window. Small batches plan in process, so Spark's JVM does "
-                "not start here.",
+                "RSS of the operator's process tree (with Spark's JVM when it runs) at the end "
+                "of each window; CPU as % of one core over the window: idle 20 s; "
+                f"{STEP} policies one interval ({INTERVAL_S} s) after their first runs; under "
+                f"load {3 * INTERVAL_S} s from the moment every group committed further, so "
+                "each policy plans and deletes again. Small batches plan in process, so "
+                "Spark's JVM does not start here.",
+                points=tuple(
+                    Point("footprint", series, n, value, "policies", "MiB; % of one core")
+                    for n, (rss, cpu) in windows
+                    for series, value in (("RSS (MiB)", rss), ("CPU (% of one core)", cpu))
+                ),
             )
         )
     finally:
