@@ -86,6 +86,11 @@ def cpu_seconds(pid: int) -> float:
     return ticks / 100
 
 
+def load_average() -> str:
+    """The machine's 1-minute load average: others' work on the same 2 cores shows here."""
+    return (PAGE / "loadavg").read_text().split()[0]
+
+
 def say(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
