@@ -110,6 +110,19 @@ def node_binaries() -> Path:
     return _kubernetes(paths.node_bin(), paths.NODE_MODULE, NODE_CMDS, "~7 min")
 
 
+def _go_build(
+    module: Path, ldflags: str, output: str, packages: list[str], cgo: bool = True
+) -> None:
+    """`go build` of `packages` in `module` (its go.mod pins them), version stamped."""
+    env = _go_env() if cgo else {**_go_env(), "CGO_ENABLED": "0"}
+    run(
+        ["go", "build", "-ldflags", ldflags, "-o", output, *packages],
+        cwd=module,
+        env=env,
+        what=f"go build {' '.join(p.rsplit('/', 1)[-1] for p in packages)}",
+    )
+
+
 def _kubernetes(out: Path, module: Path, cmds: tuple[str, ...], takes: str) -> Path:
     if all((out / cmd).is_file() for cmd in cmds):
         return out
@@ -128,20 +141,7 @@ def _kubernetes(out: Path, module: Path, cmds: tuple[str, ...], takes: str) -> P
             "-X k8s.io/component-base/version.gitTreeState=clean",
         ]
     )
-    run(
-        [
-            "go",
-            "build",
-            "-ldflags",
-            ldflags,
-            "-o",
-            str(scratch) + "/",
-            *(f"k8s.io/kubernetes/cmd/{cmd}" for cmd in cmds),
-        ],
-        cwd=module,
-        env=_go_env(),
-        what=f"go build {' '.join(cmds)}",
-    )
+    _go_build(module, ldflags, str(scratch) + "/", [f"k8s.io/kubernetes/cmd/{c}" for c in cmds])
     scratch.rename(out)
     _say(f"{names} built in {time.monotonic() - started:.0f}s")
     return out
@@ -179,20 +179,7 @@ def helm() -> Path:
             "-X helm.sh/helm/v4/internal/version.gitTreeState=clean",
         ]
     )
-    run(
-        [
-            "go",
-            "build",
-            "-ldflags",
-            ldflags,
-            "-o",
-            str(scratch / "helm"),
-            "helm.sh/helm/v4/cmd/helm",
-        ],
-        cwd=HELM_MODULE,
-        env={**_go_env(), "CGO_ENABLED": "0"},
-        what="go build helm",
-    )
+    _go_build(HELM_MODULE, ldflags, str(scratch / "helm"), ["helm.sh/helm/v4/cmd/helm"], cgo=False)
     scratch.rename(out.parent)
     _say(f"helm built in {time.monotonic() - started:.0f}s")
     return out

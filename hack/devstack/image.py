@@ -35,7 +35,7 @@ SUITE = "bookworm"
 # certificates for TLS. Debian bookworm's python3 is 3.11.
 BASE_PACKAGES = ("python3", "python3-pip", "python-is-python3", "ca-certificates")
 # Bumped when the base recipe below changes, so the cached base is rebuilt.
-BASE_RECIPE = "1"
+BASE_RECIPE = "2"
 # The files the Dockerfile copies; their contents name the image.
 IMAGE_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md")
 IMAGE_DIRS = ("operator", "spark-jobs", "image")
@@ -157,6 +157,10 @@ def base_image() -> str:
             what="debootstrap",
         )
         _copy_host_access(rootfs)
+        # The host's own CAs into the trust lists (/etc/ssl/certs/*.pem), where Java's
+        # trust store (ca-certificates-java, installed with a JRE) takes them from: a RUN
+        # step's Maven reaches the Maven repository as the host's does.
+        run(["chroot", str(rootfs), "update-ca-certificates"], what="update-ca-certificates")
         # pip installs system-wide in an image, as in the python image.
         for marker in (rootfs / "usr/lib").glob("python3*/EXTERNALLY-MANAGED"):
             marker.unlink()
