@@ -1,0 +1,96 @@
+"""The benchmark's pure parts: the growth fit, the plots' grouping of points, the
+"where we are slower" section and the physical plan's exchange count."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from bench.common import Point, Row
+from bench.planning import fit_growth
+from bench.plots import by_figure, draw, is_line
+from bench.run import slower_lines
+from bench.synthetic import count_exchanges
+
+
+def test_a_line_is_fitted_exactly() -> None:
+    fit = fit_growth([1000, 10_000, 50_000], [1.2, 3.0, 11.0])
+    assert fit is not None
+    assert fit.slope == pytest.approx(0.0002)
+    assert fit.intercept == pytest.approx(1.0)
+    assert "2.00 s per 10k partitions" in fit.text()
+
+
+def test_a_power_law_gives_its_exponent() -> None:
+    xs = [1000.0, 10_000.0, 50_000.0]
+    fit = fit_growth(xs, [3e-4 * x**1.5 for x in xs])
+    assert fit is not None
+    assert fit.exponent == pytest.approx(1.5)
+    assert fit.scale == pytest.approx(3e-4)
+
+
+def test_one_size_fits_nothing() -> None:
+    assert fit_growth([1000, 1000], [1.0, 2.0]) is None
+    assert fit_growth([1000], [1.0]) is None
+
+
+def test_a_zero_time_has_no_power_law() -> None:
+    fit = fit_growth([1, 2], [0.0, 1.0])
+    assert fit is not None
+    assert math.isnan(fit.exponent)
+
+
+def _rows() -> list[Row]:
+    return [
+        Row("a", "", "", "", points=(Point("planning", "ours", 10_000, 3.0),)),
+        Row(
+            "b",
+            "",
+            "",
+            "",
+            points=(
+                Point("planning", "ours", 1000, 1.0),
+                Point("planning", "reference", 1000, 2.0),
+                Point("scan", "ours", 1e6, 200.0, "records", "k rec/s"),
+                Point("scan", "reference", 1e6, 300.0, "records", "k rec/s"),
+            ),
+            why="slower",
+        ),
+        Row("c", "", "", ""),
+    ]
+
+
+def test_points_group_by_figure_and_series_sorted_by_x() -> None:
+    figures = by_figure(_rows())
+    assert list(figures) == ["planning", "scan"]
+    assert [p.x for p in figures["planning"]["ours"]] == [1000, 10_000]
+    assert list(figures["planning"]) == ["ours", "reference"]
+    assert is_line(figures["planning"])
+    assert not is_line(figures["scan"])
+
+
+def test_a_png_per_figure(tmp_path: Path) -> None:
+    written = draw(_rows(), tmp_path)
+    assert [p.name for p in written] == ["planning.png", "scan.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
+def test_only_rows_with_a_why_are_listed_as_slower() -> None:
+    lines = slower_lines(_rows())
+    assert lines[-1] == "- **b**: slower"
+    assert sum(line.startswith("- ") for line in lines) == 1
+    assert "Nowhere" in slower_lines([Row("c", "", "", "")])[-1]
+
+
+def test_exchanges_counted_in_the_final_plan_only() -> None:
+    plan = (
+        "AdaptiveSparkPlan isFinalPlan=true\n"
+        "+- == Final Plan ==\n"
+        "   Exchange hashpartitioning(topic#1, 8)\n"
+        "   BroadcastExchange HashedRelationBroadcastMode\n"
+        "   ReusedExchange [a#1], Exchange hashpartitioning(topic#1, 8)\n"
+        "+- == Initial Plan ==\n"
+        "   Exchange hashpartitioning(topic#1, 8)\n"
+    )
+    assert count_exchanges(plan) == (1, 1)
