@@ -67,7 +67,7 @@ soak: setup ## 15 min: 200 policies, 50 purges, moving groups, invariant sampler
 	SOAK_SECONDS=900 SOAK_POLICIES=200 SOAK_PURGES=50 SOAK_REPORT=SOAK.md \
 		$(PY) -m pytest tests/e2e/test_soak.py -s $(PYTEST_ARGS)
 
-bench: setup ## planning and scan benchmarks beside Kafka's own tools -> BENCHMARKS.md
+bench: setup ## benchmarks beside Kafka's own tools -> BENCHMARKS.md and bench/plots/
 	PYTHONPATH=hack:. $(PY) bench/run.py
 
 clean: dev-down ## remove local state (keeps the shared download/build cache)
