@@ -22,15 +22,21 @@ TITLES = {
 
 
 def by_figure(rows: Iterable[Row]) -> dict[str, dict[str, list[Point]]]:
-    """figure -> series -> its points sorted by x (in the order series first appear)."""
-    out: dict[str, dict[str, list[Point]]] = {}
+    """figure -> series -> its points sorted by x (series in the order they first appear;
+    rows that repeat a series' point at the same x, such as a reference measured once and
+    carried by several rows, count once: the last)."""
+    found: dict[str, dict[str, dict[float, Point]]] = {}
     for row in rows:
         for p in row.points:
-            out.setdefault(p.figure, {}).setdefault(p.series, []).append(p)
-    for series in out.values():
-        for name, points in series.items():
-            series[name] = sorted(points, key=lambda p: p.x)
-    return out
+            found.setdefault(p.figure, {}).setdefault(p.series, {})[p.x] = p
+    return {
+        figure: {name: sorted(at.values(), key=lambda p: p.x) for name, at in series.items()}
+        for figure, series in found.items()
+    }
+
+
+def _label(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def is_line(series: dict[str, list[Point]]) -> bool:
@@ -44,6 +50,7 @@ def draw(rows: Iterable[Row], into: Path = PLOTS) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     into.mkdir(parents=True, exist_ok=True)
     written = []
@@ -54,16 +61,17 @@ def draw(rows: Iterable[Row], into: Path = PLOTS) -> list[Path]:
             for name, pts in series.items():
                 ax.plot([p.x for p in pts], [p.y for p in pts], marker="o", label=name)
             ax.set_xlabel(first.x_label)
-            ax.ticklabel_format(axis="x", style="plain")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
             ax.set_ylim(bottom=0)
         else:
             names = list(series)
             values = [series[n][-1].y for n in names]
             bars = ax.bar(range(len(names)), values, color=[f"C{i}" for i in range(len(names))])
-            ax.bar_label(bars, fmt="%.3g")
+            ax.bar_label(bars, labels=[_label(v) for v in values])
             ax.set_xticks(range(len(names)), names, fontsize=8)
             ax.set_xlabel(f"{first.x_label}: {first.x:,.0f}")
         ax.set_ylabel(first.y_label)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _label(y)))
         ax.set_title(TITLES.get(figure, figure))
         ax.grid(alpha=0.3)
         if is_line(series):

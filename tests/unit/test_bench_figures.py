@@ -57,7 +57,7 @@ def _rows() -> list[Row]:
             ),
             why="slower",
         ),
-        Row("c", "", "", ""),
+        Row("c", "", "", "", points=(Point("scan", "reference", 1e6, 300.0),)),
     ]
 
 
@@ -66,6 +66,7 @@ def test_points_group_by_figure_and_series_sorted_by_x() -> None:
     assert list(figures) == ["planning", "scan"]
     assert [p.x for p in figures["planning"]["ours"]] == [1000, 10_000]
     assert list(figures["planning"]) == ["ours", "reference"]
+    assert len(figures["scan"]["reference"]) == 1  # the same reference, carried twice
     assert is_line(figures["planning"])
     assert not is_line(figures["scan"])
 
@@ -80,7 +81,7 @@ def test_only_rows_with_a_why_are_listed_as_slower() -> None:
     lines = slower_lines(_rows())
     assert lines[-1] == "- **b**: slower"
     assert sum(line.startswith("- ") for line in lines) == 1
-    assert "Nowhere" in slower_lines([Row("c", "", "", "")])[-1]
+    assert "Nowhere" in slower_lines([Row("d", "", "", "")])[-1]
 
 
 def test_exchanges_counted_in_the_final_plan_only() -> None:
