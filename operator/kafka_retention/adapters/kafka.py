@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from confluent_kafka import (
@@ -31,6 +32,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
     ResourceType,
 )
+from confluent_kafka.cimpl import _AdminClientImpl
 
 from kafka_retention.core.facts import TopicPartition
 
@@ -118,6 +120,20 @@ def offset_answer(offset: int, value: int, empty: int | None) -> int | KafkaFail
 
 def _wait(future: Future[Any], timeout: float) -> Any:
     return future.result(timeout=timeout)
+
+
+def _submit(request: Callable[[list[KTP], Future[Any]], None], items: list[KTP]) -> Future[Any]:
+    """Send one request; its future completes with every partition's answer at once, by
+    partition (a result, or that partition's KafkaError), or fails as a whole.
+
+    This is the future the client's C layer completes. The public AdminClient calls wrap
+    it in one more future per partition: at 10,000 partitions, making, completing and
+    waiting on those cost many times the request itself (measured on 2 cores: 0.15 s a
+    call for the futures alone, 13 ms to send the request)."""
+    future: Future[Any] = Future()
+    future.set_running_or_notify_cancel()
+    request(items, future)
+    return future
 
 
 def _stored_size(msg: Message) -> int:
@@ -348,19 +364,23 @@ class KafkaAdmin:
     ) -> dict[TopicPartition, int | KafkaFailure]:
         if not specs:
             return {}
-        request = {KTP(tp.topic, tp.partition): spec for tp, spec in specs.items()}
+        items = [KTP(tp.topic, tp.partition, int(spec._value)) for tp, spec in specs.items()]
+        request = partial(_AdminClientImpl.list_offsets, self._admin, request_timeout=self._timeout)
         try:
-            futures = self._admin.list_offsets(request, request_timeout=self._timeout)
+            future = _submit(request, items)
         except KafkaException as exc:
             raise self._unavailable(str(_failure(exc))) from exc
+        try:
+            answers: dict[KTP, Any] = _wait(future, self._timeout)
+        except Exception as exc:  # the whole request failed: so did each partition
+            return dict.fromkeys(specs, _failure(exc))
         out: dict[TopicPartition, int | KafkaFailure] = {}
-        for ktp, fut in futures.items():
+        for ktp, info in answers.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
-            try:
-                info = _wait(fut, self._timeout)
+            if isinstance(info, KafkaError):
+                out[tp] = _failure(KafkaException(info))
+            else:
                 out[tp] = offset_answer(int(info.offset), int(getattr(info, field)), empty)
-            except Exception as exc:
-                out[tp] = _failure(exc)
         return out
 
     def committed(
@@ -396,20 +416,28 @@ class KafkaAdmin:
         returns each partition's new low watermark or its failure."""
         if not cuts:
             return {}
-        request = [KTP(tp.topic, tp.partition, offset) for tp, offset in cuts.items()]
+        items = [KTP(tp.topic, tp.partition, offset) for tp, offset in cuts.items()]
+        request = partial(
+            _AdminClientImpl.delete_records,
+            self._admin,
+            request_timeout=self._timeout,
+            operation_timeout=self._timeout,
+        )
         try:
-            futures = self._admin.delete_records(
-                request, request_timeout=self._timeout, operation_timeout=self._timeout
-            )
+            future = _submit(request, items)
         except KafkaException as exc:
             raise self._unavailable(str(_failure(exc))) from exc
+        try:
+            answers: dict[KTP, Any] = _wait(future, self._timeout * 2)
+        except Exception as exc:  # the whole request failed: so did each partition
+            return dict.fromkeys(cuts, _failure(exc))
         out: dict[TopicPartition, int | KafkaFailure] = {}
-        for ktp, fut in futures.items():
+        for ktp, result in answers.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
-            try:
-                out[tp] = int(_wait(fut, self._timeout * 2).low_watermark)
-            except Exception as exc:
-                out[tp] = _failure(exc)
+            if isinstance(result, KafkaError):
+                out[tp] = _failure(KafkaException(result))
+            else:
+                out[tp] = int(result.low_watermark)
         return out
 
     # --- records ----------------------------------------------------------------------
