@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
-from kafka_retention.adapters.kube import ApiException
+from kafka_retention.adapters.kube import ApiException, ClusterUnresolved, SecretUnavailable
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_states import Phase, State
+from kafka_retention.core.strimzi import StrimziError
+from kafka_retention.handlers import purge as purge_handler
 from kafka_retention.kube_objects.chunks import SinkError, assemble, sink_configmaps
 from kafka_retention.services import purge_report
 from kafka_retention.services import purge_run as service
@@ -330,6 +332,49 @@ def test_unreachable_kafka_deletes_nothing_and_retries() -> None:
     cond = {c["type"]: c for c in store.status["conditions"]}
     assert cond["Ready"]["status"] == "False"
     assert cond["Ready"]["reason"] == "KafkaUnavailable"
+
+
+@pytest.mark.parametrize(
+    ("raised", "reason"),
+    [
+        (
+            ClusterUnresolved(StrimziError("spec.cluster.strimzi.kafka", "no such Kafka")),
+            "ClusterUnresolved",
+        ),
+        (
+            SecretUnavailable("Secret ns/client (spec.cluster.clientConfigSecret): Not Found"),
+            "SecretUnavailable",
+        ),
+    ],
+)
+def test_a_cluster_that_cannot_be_named_yet_deletes_nothing_and_retries(
+    raised: SecretUnavailable, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handler's connector hands the Kubernetes adapter's lookup failures to the
+    service as Unresolved, with the condition's reason (the service imports no Kubernetes
+    client, so that `kafka-retention purge` starts fast)."""
+
+    def resolve(*_: Any) -> tuple[str, dict[str, str]]:
+        raise raised
+
+    monkeypatch.setattr(purge_handler, "resolve_cluster", resolve)
+    store = Store()
+    with pytest.raises(service.Retry):
+        service.reconcile(
+            service.Purge(
+                spec=explicit((0, 10)),
+                status={},
+                generation=1,
+                store=store,
+                blobs=store,
+                connect=purge_handler._connector("ns"),
+                now=lambda: NOW,
+            )
+        )
+    cond = {c["type"]: c for c in store.status["conditions"]}
+    assert (cond["Ready"]["status"], cond["Ready"]["reason"]) == ("False", reason)
+    assert str(raised) in cond["Ready"]["message"]
+    assert store.status["phase"] == Phase.PENDING
 
 
 def test_finished_purge_is_left_alone() -> None:

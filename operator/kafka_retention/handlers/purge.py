@@ -10,8 +10,14 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter, resolve_cluster
-from kafka_retention.core.conditions import EventReason
+from kafka_retention.adapters.kube import (
+    ClusterUnresolved,
+    ConfigMapStore,
+    SecretUnavailable,
+    StatusWriter,
+    resolve_cluster,
+)
+from kafka_retention.core.conditions import EventReason, Reason
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
@@ -27,7 +33,13 @@ MAX_FAILURE_EVENTS = 20
 
 def _connector(namespace: str) -> Any:
     def connect(request: PurgeRequest) -> KafkaAdmin:
-        return KafkaAdmin(*resolve_cluster(namespace, request.cluster))
+        try:
+            bootstrap, config = resolve_cluster(namespace, request.cluster)
+        except ClusterUnresolved as err:
+            raise service.Unresolved(Reason.CLUSTER_UNRESOLVED, str(err)) from err
+        except SecretUnavailable as err:
+            raise service.Unresolved(Reason.SECRET_UNAVAILABLE, str(err)) from err
+        return KafkaAdmin(bootstrap, config)
 
     return connect
 

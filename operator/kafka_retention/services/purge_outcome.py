@@ -11,12 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_retention.adapters.kube import ApiException
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.purge_states import Phase, State
 from kafka_retention.services import purge_report as report
-from kafka_retention.services.purge_state import NotPersisted, Purge, ready, write_status
+from kafka_retention.services.purge_state import (
+    NotPersisted,
+    Purge,
+    ready,
+    refusals,
+    write_status,
+)
 
 
 class Retry(Exception):
@@ -149,7 +154,7 @@ def finish(
         # Status holds the folded results; every partition's outcome is kept beside it.
         try:
             document["resultsRef"] = purge.blobs.save("results", report.to_lines(entries))
-        except ApiException as exc:
+        except refusals() as exc:
             document["resultsRef"] = None
             message += f"; per-partition results not stored: HTTP {exc.status} {exc.reason}"
     try:

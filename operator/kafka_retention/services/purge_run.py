@@ -18,7 +18,6 @@ purge_execute, what status and the plan ConfigMaps hold in purge_state, how a ru
 from __future__ import annotations
 
 from kafka_retention.adapters.kafka import KafkaUnavailable
-from kafka_retention.adapters.kube import ClusterUnresolved, SecretUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.purge import parse_spec
@@ -38,12 +37,13 @@ from kafka_retention.services.purge_state import (
     NotPersisted,
     PlanLost,
     Purge,
+    Unresolved,
     store_plan,
     stored_plan,
     write_status,
 )
 
-__all__ = ["MAX_PLANNED_PARTITIONS", "Outcome", "Purge", "Retry", "reconcile"]
+__all__ = ["MAX_PLANNED_PARTITIONS", "Outcome", "Purge", "Retry", "Unresolved", "reconcile"]
 
 # The largest purge the tests prove: 100,000 partitions through the service (unit test,
 # in-memory Kafka); on the real local cluster 20,000 (e2e and `make bench`), which is
@@ -89,14 +89,8 @@ def reconcile(purge: Purge) -> Outcome:
             not_ready(purge, base, phase, Reason.STATE_NOT_PERSISTED, str(err))
             raise Retry(f"{Reason.STATE_NOT_PERSISTED}: {err}", purge.retry_delay) from err
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; nothing was deleted", 0)
-    except (KafkaUnavailable, SecretUnavailable) as err:
-        reason = (
-            Reason.CLUSTER_UNRESOLVED
-            if isinstance(err, ClusterUnresolved)
-            else Reason.SECRET_UNAVAILABLE
-            if isinstance(err, SecretUnavailable)
-            else Reason.KAFKA_UNAVAILABLE
-        )
+    except (KafkaUnavailable, Unresolved) as err:
+        reason = err.reason if isinstance(err, Unresolved) else Reason.KAFKA_UNAVAILABLE
         not_ready(purge, base, phase, reason, str(err))
         raise Retry(f"{reason}: {err}", purge.retry_delay) from err
     if any(e["state"] == State.RETRYING for e in entries):

@@ -9,12 +9,12 @@ NotPersisted, carrying the API server's answer, so the caller can name the cause
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_retention.adapters.kube import ApiException
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.purge import PurgeRequest
@@ -22,6 +22,9 @@ from kafka_retention.core.purge_states import Phase
 from kafka_retention.kube_objects.chunks import SinkError
 from kafka_retention.services import purge_report as report
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
+
+if TYPE_CHECKING:
+    from kafka_retention.adapters.kube import ApiException
 
 # API server answers that mean "try again" rather than "this can never be stored".
 _TRANSIENT = {409, 429, 500, 502, 503, 504}
@@ -43,6 +46,24 @@ class Purge:
     retry_delay: float = 10.0
 
 
+def refusals() -> tuple[type[ApiException], ...]:
+    """What the API server's refusal of a write is raised as: the Kubernetes client's
+    ApiException. Looked up, not imported: `kafka-retention purge` keeps its state in
+    memory and never loads that client (half a second of start-up), and a process that has
+    not loaded it cannot have been refused by it."""
+    client = sys.modules.get("kubernetes.client.exceptions")
+    return (client.ApiException,) if client is not None else ()
+
+
+class Unresolved(Exception):
+    """The purge's cluster cannot be named yet (its Strimzi resources, or the Secret with
+    its client settings, unreadable); `reason` says which. Tried again later."""
+
+    def __init__(self, reason: Reason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class NotPersisted(Exception):
     """The API server refused to store the purge's state."""
 
@@ -61,7 +82,7 @@ def write_status(purge: Purge, what: str, status: Mapping[str, Any]) -> None:
     """Patch status; a refusal becomes NotPersisted naming `what` and the answer."""
     try:
         purge.store.patch(status)
-    except ApiException as exc:
+    except refusals() as exc:
         raise NotPersisted(what, exc) from exc
 
 
@@ -88,7 +109,7 @@ def store_plan(purge: Purge, base: Mapping[str, Any], entries: list[dict[str, An
     delete."""
     try:
         ref = purge.blobs.save("plan", report.to_lines(entries))
-    except ApiException as exc:
+    except refusals() as exc:
         raise NotPersisted("the plan", exc) from exc
     write_status(
         purge,
