@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from kafka_retention.cli import main
@@ -50,3 +54,21 @@ def test_a_spark_conf_that_is_not_a_spark_property_is_a_usage_error(
         main(["run", "-A", "--spark-conf", bad])
     assert exit_info.value.code == 2
     assert "expected spark.KEY=VALUE" in capsys.readouterr().err
+
+
+def test_purge_loads_only_what_a_purge_needs(tmp_path: Path) -> None:
+    """`kafka-retention purge` is measured beside kafka-delete-records.sh, start-up
+    included: it loads no Kubernetes client, Kopf, Spark, or key store parsers (those took
+    most of its start; `python -X importtime` shows each one's cost)."""
+    code = (
+        "import sys\n"
+        "from kafka_retention.cli import main\n"
+        f"assert main(['purge', '--bootstrap-server', '127.0.0.1:1', '--offset-json-file', "
+        f"{str(tmp_path / 'missing.json')!r}]) == 2\n"
+        f"print([m for m in {sorted(NOT_FOR_PURGES)!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+NOT_FOR_PURGES = {"kubernetes", "kopf", "pyspark", "cryptography", "tenacity", "prometheus_client"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_retention.adapters.keystores import Stores, read_file
 from kafka_retention.core.client_config import (
     ClientPropertyError,
     parse_properties,
@@ -33,6 +32,10 @@ def read_java_properties(path: Path) -> dict[str, str]:
 def read_properties(path: Path) -> dict[str, str]:
     """`--command-config`: the client properties file the Java tools take (Java's names
     or librdkafka's; store locations are file paths), as librdkafka properties."""
+    # Imported here: the stores' parsers load `cryptography`, which a command without
+    # --command-config never needs.
+    from kafka_retention.adapters.keystores import Stores, read_file
+
     props = read_java_properties(path)
     try:
         return to_librdkafka(props, Stores(read_file))

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
-
-import tenacity
 
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.cli.common import UsageError, read_properties
@@ -99,24 +98,18 @@ def run_purge(
             )
         )
 
-    def announce(state: tenacity.RetryCallState) -> None:
-        pending = state.outcome.exception() if state.outcome else None
-        print(f"retrying in {_delay(state):.0f}s: {pending}", file=sys.stderr, flush=True)
-
     # A retriable failure (a leader moving, a broker restarting) says how long to wait.
-    retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(service.Retry),
-        stop=tenacity.stop_after_attempt(attempts),
-        wait=_delay,
-        before_sleep=announce,
-        reraise=True,
-    )
-    try:
-        outcome = retrying(attempt)
-    except service.Retry as pending:
-        print(f"Error: gave up after {attempts} attempts: {pending}", file=sys.stderr)
-        _print_results(store, out)
-        return 1
+    for tried in range(1, attempts + 1):
+        try:
+            outcome = attempt()
+            break
+        except service.Retry as pending:
+            if tried == attempts:
+                print(f"Error: gave up after {attempts} attempts: {pending}", file=sys.stderr)
+                _print_results(store, out)
+                return 1
+            print(f"retrying in {pending.delay:.0f}s: {pending}", file=sys.stderr, flush=True)
+            time.sleep(pending.delay)
     if outcome.invalid_field is not None:
         print(f"Error: {outcome.message}", file=sys.stderr)
         return 1
@@ -130,26 +123,22 @@ def run_purge(
     return 0 if outcome.phase == Phase.SUCCEEDED else 1
 
 
-def _delay(state: tenacity.RetryCallState) -> float:
-    pending = state.outcome.exception() if state.outcome else None
-    return pending.delay if isinstance(pending, service.Retry) else 1.0
-
-
 def _print_results(store: MemoryStore, out: TextIO) -> None:
     # Status folds large results per topic; the CLI prints every partition.
     stored = store.load("results")
     entries = from_lines(stored) if stored is not None else store.status.get("results", [])
-    for e in entries:
-        name = f"{e['topic']}-{e['partition']}"
-        if e.get("error"):
-            print(f"partition: {name}\terror: {e['error']}", file=out)
-        elif e.get("state") == State.DRY_RUN:
-            estimate = e.get("bytesToDeleteEstimate")
-            print(
-                f"partition: {name}\tlow_watermark: {e['logStartBefore']}\t"
-                f"would_delete_to: {e['requestedOffset']}\trecords: {e['recordsToDelete']}"
-                + (f"\tbytes_estimate: {estimate}" if estimate is not None else ""),
-                file=out,
-            )
-        else:
-            print(f"partition: {name}\tlow_watermark: {e.get('lowWatermark')}", file=out)
+    out.write("".join(_result_line(e) + "\n" for e in entries))
+
+
+def _result_line(e: Mapping[str, Any]) -> str:
+    name = f"{e['topic']}-{e['partition']}"
+    if e.get("error"):
+        return f"partition: {name}\terror: {e['error']}"
+    if e.get("state") == State.DRY_RUN:
+        estimate = e.get("bytesToDeleteEstimate")
+        return (
+            f"partition: {name}\tlow_watermark: {e['logStartBefore']}\t"
+            f"would_delete_to: {e['requestedOffset']}\trecords: {e['recordsToDelete']}"
+            + (f"\tbytes_estimate: {estimate}" if estimate is not None else "")
+        )
+    return f"partition: {name}\tlow_watermark: {e.get('lowWatermark')}"

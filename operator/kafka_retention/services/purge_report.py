@@ -104,9 +104,14 @@ def _more(count: int, what: str, state: str) -> dict[str, Any]:
     }
 
 
+# One encoder for every line: json.dumps with any option builds a new encoder per call
+# (a quarter of the time of a 10,000-line plan).
+_LINE = json.JSONEncoder(sort_keys=True)
+
+
 def to_lines(entries: Sequence[Mapping[str, Any]]) -> str:
     """Entries as JSON lines, the form the plan and results ConfigMaps hold."""
-    return "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries)
+    return "".join(_LINE.encode(e) + "\n" for e in entries)
 
 
 def from_lines(payload: str) -> list[dict[str, Any]]:
