@@ -20,6 +20,7 @@ import contextlib
 import math
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ SIZES = [int(s) for s in os.environ.get("BENCH_PLAN_SIZES", "1000,10000,50000").
 FALLBACK_SIZE = 20_000
 RUNS = int(os.environ.get("BENCH_PLAN_RUNS", "3"))
 MAKE_DEADLINE_S = 600
+# A Spark plan still running after this long is cancelled, and larger sizes skip Spark:
+# the rest of `make bench` must still run.
+SPARK_CAP_S = float(os.environ.get("BENCH_PLAN_SPARK_CAP", "300"))
 SERIES = ("Spark plan job", "in process", "kafka-consumer-groups --describe x2")
 
 
@@ -205,8 +209,9 @@ class Measured:
     load: str  # the machine's load average before and after
 
     def medians(self) -> tuple[float, float, float]:
+        """Spark's is NaN where its plan was cancelled at SPARK_CAP_S or not tried."""
         return (
-            statistics.median(self.spark),
+            statistics.median(self.spark) if self.spark else math.nan,
             statistics.median(self.here),
             statistics.median(self.reference),
         )
@@ -218,7 +223,31 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.monotonic() - started
 
 
-def measure(stack: Stack, prefix: str, partitions: int) -> Measured:
+def _capped(spark: Any, fn: Callable[[], Any]) -> float | None:
+    """fn's time, or None when its Spark jobs were cancelled after SPARK_CAP_S."""
+    sc = spark.sparkContext
+    group = f"bench-plan-{time.monotonic_ns()}"
+    fired = threading.Event()
+
+    def cancel() -> None:
+        fired.set()
+        sc.cancelJobGroup(group)
+
+    timer = threading.Timer(SPARK_CAP_S, cancel)
+    sc.setJobGroup(group, "planning benchmark")
+    timer.start()
+    try:
+        return _timed(fn)
+    except Exception:
+        if fired.is_set():
+            return None
+        raise
+    finally:
+        timer.cancel()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+def measure(stack: Stack, prefix: str, partitions: int, with_spark: bool = True) -> Measured:
     bootstrap = stack.kafka.bootstrap_servers
     policy = PolicySpec(
         bootstrap,
@@ -255,12 +284,21 @@ def measure(stack: Stack, prefix: str, partitions: int) -> Measured:
                 group,
             )
 
-    by_spark()  # warm-up: Python workers, JIT
+    # Warm-up: Python workers, JIT.
+    if with_spark and _capped(spark, by_spark) is None:
+        say(f"the Spark plan of {partitions} partitions took over {SPARK_CAP_S:.0f} s: cancelled")
+        with_spark = False
     load = load_average()
-    spark_s, here_s, ref_s = [], [], []
+    spark_s: list[float] = []
+    here_s, ref_s = [], []
     for i in range(RUNS):
         say(f"planning {partitions} partitions, run {i + 1} of {RUNS}")
-        spark_s.append(_timed(by_spark))
+        if with_spark:
+            took = _capped(spark, by_spark)
+            if took is None:
+                with_spark, spark_s = False, []
+            else:
+                spark_s.append(took)
         here_s.append(_timed(lambda: here(cast(PolicyKafka, KafkaAdmin(bootstrap)))))
         ref_s.append(_timed(reference))
     # Where the time goes, from one more run of each (not counted in the medians).
@@ -272,12 +310,12 @@ def measure(stack: Stack, prefix: str, partitions: int) -> Measured:
     def progress(message: str) -> None:
         phases.append((message, time.monotonic() - started))
 
-    plan_job.run(spark, request, progress)
+    if with_spark:
+        _capped(spark, lambda: plan_job.run(spark, request, progress))
     load = f"{load} -> {load_average()}"
     say(
-        f"{partitions} partitions, medians: Spark {statistics.median(spark_s):.2f} s, in "
-        f"process {statistics.median(here_s):.2f} s, reference {statistics.median(ref_s):.2f} s "
-        f"(runs {spark_s}, {here_s}, {ref_s}); in process by call {timed.spent}; Spark {phases}"
+        f"{partitions} partitions: Spark {spark_s}, in process {here_s}, reference {ref_s}; "
+        f"in process by call {timed.spent}; Spark {phases}"
     )
     return Measured(partitions, spark_s, here_s, ref_s, dict(timed.spent), phases, load)
 
@@ -306,6 +344,7 @@ def bench_planning(stack: Stack, admin: AdminClient) -> list[Row]:
     done: list[Measured] = []
     refused: list[str] = []
     todo = list(SIZES)
+    with_spark = True
     while todo:
         size = todo.pop(0)
         prefix = f"benchplan{size // 1000}k-{RUN}"
@@ -315,7 +354,8 @@ def bench_planning(stack: Stack, admin: AdminClient) -> list[Row]:
         try:
             names = make_partitions(admin, bootstrap, prefix, size)
             say(f"{size} partitions made in {time.monotonic() - started:.0f} s")
-            done.append(measure(stack, prefix, size))
+            done.append(measure(stack, prefix, size, with_spark))
+            with_spark = bool(done[-1].spark)
         except TooBig as exc:
             say(f"{size} partitions: {exc}")
             refused.append(f"{size:,} partitions could not be made here ({exc})")
@@ -335,41 +375,48 @@ def rows(done: list[Measured], refused: list[str]) -> list[Row]:
     out = []
     for m in done:
         spark_s, here_s, ref_s = m.medians()
-        best = min(spark_s, here_s)
         calls = ", ".join(
             f"{name} {s:.1f} s" for name, s in sorted(m.here_calls.items(), key=lambda kv: -kv[1])
         )
+        spark_text = (
+            f"Spark over {SPARK_CAP_S:.0f} s (cancelled)"
+            if math.isnan(spark_s)
+            else f"Spark {spark_s:.1f} s ({spark_s / ref_s:.2f}x)"
+        )
+        points = [
+            Point("planning", SERIES[1], m.partitions, here_s),
+            Point("planning", SERIES[2], m.partitions, ref_s),
+        ]
+        if not math.isnan(spark_s):
+            points.insert(0, Point("planning", SERIES[0], m.partitions, spark_s))
         out.append(
             Row(
                 f"plan {m.partitions:,} partitions, 2 groups",
-                f"Spark {spark_s:.1f} s ({spark_s / ref_s:.2f}x); in process {here_s:.1f} s "
-                f"({here_s / ref_s:.2f}x)",
+                f"{spark_text}; in process {here_s:.1f} s ({here_s / ref_s:.2f}x)",
                 f"{ref_s:.1f} s",
-                f"medians of {len(m.spark)} runs, taking turns (load average {m.load}); "
+                f"medians of {len(m.here)} runs, taking turns (load average {m.load}); "
                 "ours: offsets, commits, cuts and size sampling (the first records of each "
-                "partition read to estimate bytes), by "
-                "the Spark job (warm local session) and by the operator's in-process planner "
-                "(the same core); reference: kafka-consumer-groups.sh --describe for each "
-                f"group (facts only, no plan; a JVM start each). In process, by adapter call: "
-                f"{calls}. Spark, between its progress lines: {spark_breakdown(m.spark_phases)}",
-                points=(
-                    Point("planning", SERIES[0], m.partitions, spark_s),
-                    Point("planning", SERIES[1], m.partitions, here_s),
-                    Point("planning", SERIES[2], m.partitions, ref_s),
-                ),
-                why=_why(m, best, ref_s),
+                "partition read to estimate bytes), by the Spark job (warm local session) and "
+                "by the operator's in-process planner (the same core); reference: "
+                "kafka-consumer-groups.sh --describe for each group (facts only, no plan; a "
+                f"JVM start each). In process, by adapter call: {calls}. Spark, between its "
+                f"progress lines: {spark_breakdown(m.spark_phases) or '-'}",
+                points=tuple(points),
+                why=_why(m),
             )
         )
     if len(done) >= 2:
-        xs = [float(m.partitions) for m in done]
-        fits = [
-            (name, fit_growth(xs, [m.medians()[i] for m in done])) for i, name in enumerate(SERIES)
-        ]
+        fits = []
+        for i, name in enumerate(SERIES):
+            pairs = [(float(m.partitions), m.medians()[i]) for m in done]
+            pairs = [(x, y) for x, y in pairs if not math.isnan(y)]
+            fit = fit_growth([x for x, _ in pairs], [y for _, y in pairs])
+            fits.append(f"{name}: {fit.text()}" if fit else f"{name}: too few sizes")
         out.append(
             Row(
                 "planning time's growth with partitions",
-                "; ".join(f"{name}: {fit.text()}" for name, fit in fits[:2] if fit),
-                "; ".join(f"{name}: {fit.text()}" for name, fit in fits[2:] if fit),
+                "; ".join(fits[:2]),
+                fits[2],
                 f"least-squares line and log-log power law over the medians at "
                 f"{', '.join(f'{m.partitions:,}' for m in done)} partitions"
                 + ("; " + "; ".join(refused) if refused else ""),
@@ -380,21 +427,22 @@ def rows(done: list[Measured], refused: list[str]) -> list[Row]:
     return out
 
 
-def _why(m: Measured, best: float, reference: float) -> str:
-    spark_s, here_s, _ = m.medians()
-    if spark_s <= reference and here_s <= reference:
-        return ""
-    heavy = max(m.here_calls.items(), key=lambda kv: kv[1], default=("-", 0.0))
+def _why(m: Measured) -> str:
+    spark_s, here_s, reference = m.medians()
     parts = []
     if here_s > reference:
+        heavy = max(m.here_calls.items(), key=lambda kv: kv[1], default=("-", 0.0))
         parts.append(
             f"In process ({here_s:.1f} s) spends most in {heavy[0]} ({heavy[1]:.1f} s of one run)."
         )
-    if spark_s > reference:
+    if math.isnan(spark_s):
+        parts.append(
+            f"The Spark job did not finish within {SPARK_CAP_S:.0f} s: its size sampling reads "
+            "each partition as its own task (one Kafka consumer each)."
+        )
+    elif spark_s > reference:
         parts.append(
             f"The Spark job ({spark_s:.1f} s) adds scheduling, Python workers and a DataFrame "
             f"round trip on top of the same reads ({spark_breakdown(m.spark_phases)})."
         )
-    if best > reference:
-        parts.append("Neither planner is within the reference's time at this size.")
     return " ".join(parts)

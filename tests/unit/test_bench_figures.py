@@ -95,3 +95,22 @@ def test_exchanges_counted_in_the_final_plan_only() -> None:
         "   Exchange hashpartitioning(topic#1, 8)\n"
     )
     assert count_exchanges(plan) == (1, 1)
+
+
+def test_planning_rows_without_a_spark_figure() -> None:
+    from bench.planning import Measured, rows
+
+    done = [
+        Measured(1000, [3.0, 3.2, 3.1], [0.5, 0.4, 0.6], [2.0, 2.1, 2.2], {"offsets": 0.2}, [], ""),
+        Measured(10_000, [], [4.0, 4.2, 4.1], [6.0, 6.3, 6.1], {"offsets": 2.0}, [], ""),
+    ]
+    out = rows(done, ["50,000 partitions could not be made here (test)"])
+    assert [p.series for p in out[1].points] == [
+        "in process",
+        "kafka-consumer-groups --describe x2",
+    ]
+    assert "cancelled" in out[1].ours
+    assert "did not finish" in out[1].why
+    assert "Spark plan job: too few sizes" in out[2].ours
+    assert "50,000" in out[2].note
+    assert out[0].why.startswith("The Spark job (3.1 s)")
