@@ -229,11 +229,43 @@ def _profile(operator: OperatorProcess, out: Path) -> subprocess.Popen[bytes] | 
     if not Path(spy).exists():
         say("py-spy not installed (pip install py-spy); no profile")
         return None
+    args = ["record", "--idle", "-p", str(operator.pid), "-r", "200", "-f", "speedscope"]
     return subprocess.Popen(
-        [spy, "record", "-p", str(operator.pid), "-r", "200", "-f", "speedscope", "-o", str(out)],
+        [spy, *args, "-o", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+# Where a purge's time goes, by the functions the handler's samples pass through.
+PROFILE_PARTS = {
+    "ListOffsets (plan, re-check, read back)": ("KafkaAdmin.offsets",),
+    "DeleteRecords": ("KafkaAdmin.delete_records",),
+    "topic metadata and configs": ("KafkaAdmin.topic_partitions", "KafkaAdmin.topic_configs"),
+    "status writes": ("StatusWriter.patch",),
+    "plan and results ConfigMaps": ("ConfigMapStore.save",),
+    "planning core (plan, re-check)": ("plan_purge", "recheck"),
+    "JSON lines": ("to_lines",),
+}
+
+
+def profile_summary(path: Path) -> str:
+    """Each part's share of the purge handler's samples (py-spy --idle: waiting counts)."""
+    doc = json.loads(path.read_text())
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    total, shares = 0, dict.fromkeys(PROFILE_PARTS, 0)
+    for profile in doc["profiles"]:
+        for sample in profile["samples"]:
+            frames = {names[i] for i in sample}
+            if "reconcile" not in frames:
+                continue
+            total += 1
+            for part, functions in PROFILE_PARTS.items():
+                shares[part] += any(f in frames for f in functions)
+    if not total:
+        return "no samples of the purge handler"
+    parts = ", ".join(f"{part} {100 * n / total:.0f}%" for part, n in shares.items())
+    return f"{total} samples of the handler: {parts}"
 
 
 def _median(xs: list[float]) -> float:
@@ -249,6 +281,7 @@ def bench_purges(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
     operator = OperatorProcess(stack, [ns], log).start()
     watch = PhaseWatch(stack, ns)
     rows: list[Row] = []
+    profiled = ""
     try:
         for size in SIZES:
             say(f"purges of {size} partitions, {RUNS} runs each")
@@ -278,12 +311,19 @@ def bench_purges(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
                     if spy is not None:
                         spy.send_signal(2)
                         spy.wait(timeout=60)
-                        say(f"  profiled purge {took:.2f} s: {out}")
+                        profiled = (
+                            f"; profile: py-spy record --idle at 200 Hz of the operator during "
+                            f"one more purge of {size} partitions ({took:.1f} s; "
+                            f"BENCH_PURGE_PROFILE=1, {out.name}): {profile_summary(out)}"
+                        )
+                        say(f"  profiled purge {took:.2f} s: {out}{profiled}")
             finally:
                 topics = sorted({t for t, _ in tps})
                 for f in admin.delete_topics(topics, request_timeout=300).values():
                     f.result(timeout=300)
             rows += _rows(size, times)
+        if profiled:
+            rows[-2].note += profiled
     finally:
         watch.stop()
         operator.stop()
