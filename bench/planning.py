@@ -323,7 +323,7 @@ def measure(stack: Stack, prefix: str, partitions: int, with_spark: bool = True)
 def spark_breakdown(phases: list[tuple[str, float]]) -> str:
     """The time between the plan job's progress lines, by what it did in between."""
     names = {
-        0: "topics and configs",
+        0: "building the job's DataFrames",
         1: "offsets, commits and cuts",
         2: "size sampling and collecting",
     }
@@ -332,7 +332,7 @@ def spark_breakdown(phases: list[tuple[str, float]]) -> str:
         out.append(f"{names.get(i, f'step {i}')} {at - last:.1f} s")
         last = at
     if phases:
-        out.insert(0, f"until the first line {phases[0][1]:.1f} s")
+        out.insert(0, f"topics and configs {phases[0][1]:.1f} s")
     return ", ".join(out)
 
 
