@@ -1,6 +1,6 @@
 """Record scans through Spark's own Kafka source (spark-sql-kafka-0-10), aggregated in
-Spark SQL: record sizes at the log start, what a cut removes that a group has not read,
-and the tombstone inventory of compacted topics.
+Spark SQL: what a cut removes that a group has not read, and the tombstone inventory of
+compacted topics (and record sizes, which the plan job samples in Python instead).
 
 Every range is read by one batch query (`assign` with per-partition starting and ending
 offsets), split by Spark into `minPartitions` tasks, with the records never leaving the
@@ -9,6 +9,9 @@ spark-jobs/pom.xml (`make setup`, the image) through KAFKA_RETENTION_SPARK_JARS.
 
 Where this source cannot serve, the scans in `scans.py` (confluent-kafka in Python
 tasks) still do:
+- short ranges (`long`): the source's cost is a task and a consumer per partition, so a
+  few records on each of thousands of partitions (the size sample at every log start,
+  most unconsumed ranges of a policy that keeps up) read far faster batched in Python;
 - a group's time lag wants the first record at or after an offset: one seek and one
   record per partition, which a batch query over ranges cannot do cheaply;
 - a connection whose librdkafka properties have no Java equivalent here (`java_options`
@@ -22,15 +25,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from kafka_retention.adapters.kafka import RECORD_OVERHEAD_BYTES, key_text
+from retention_jobs import schemas
 from retention_jobs.request import Connection
 
 log = logging.getLogger(__name__)
 
-SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 # librdkafka properties that reach the Java client unchanged (same name, same meaning).
 _SAME = ("security.protocol", "client.id", "ssl.key.password")
 
@@ -115,12 +118,14 @@ def java_options(conn: Connection) -> dict[str, str]:
 
 
 def has_source(spark: SparkSession) -> bool:
-    """The source's classes are on the driver's class path (spark.jars in local mode,
-    Spark's jars directory in the image)."""
+    """Spark finds a "kafka" data source (spark.jars in local mode, Spark's jars
+    directory in the image), looked up as a query would look it up."""
     jvm: Any = spark.sparkContext._jvm
     try:
-        jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(SOURCE_CLASS)
-    except Exception:  # py4j's error for ClassNotFoundException
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            "kafka", spark._jsparkSession.sessionState().conf()
+        )
+    except Exception:  # py4j's error for "Failed to find data source: kafka"
         return False
     return True
 
@@ -139,6 +144,18 @@ def usable(spark: SparkSession, conn: Connection) -> bool:
 
 
 Range = tuple[str, int, int, int]  # topic, partition, start, end (exclusive)
+
+# The source runs (at least) one task with its own consumer per partition: about 0.3 s
+# each on two loaded cores, measured planning 1,000 partitions that each had 20 records
+# to sample (328 s against 3.4 s for the Python reader, which batches hundreds of
+# partitions per task). It pays where ranges are long.
+LONG_RANGE = 10_000
+
+
+def long(ranges: Sequence[Range]) -> bool:
+    """Ranges long enough on average for the source: else the Python reader serves."""
+    span = sum(max(0, end - start) for _, _, start, end in ranges)
+    return bool(ranges) and span >= LONG_RANGE * len(ranges)
 
 
 def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) -> DataFrame:
@@ -159,6 +176,11 @@ def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) 
     assign = {t: [int(p) for p in parts] for t, parts in wanted.items()}
     starts = {t: {p: se[0] for p, se in parts.items()} for t, parts in wanted.items()}
     ends = {t: {p: se[1] for p, se in parts.items()} for t, parts in wanted.items()}
+    span = sum(end - start for parts in wanted.values() for start, end in parts.values())
+    partitions = sum(len(parts) for parts in wanted.values())
+    # Long ranges are split so every core reads (a few tasks each); short ones are not,
+    # since a task costs a consumer and its connection.
+    tasks = min(spark.sparkContext.defaultParallelism * 4, span // 250_000)
     reader = spark.read.format("kafka")
     for key, value in java_options(conn).items():
         reader = reader.option(key, value)
@@ -168,8 +190,7 @@ def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) 
         .option("endingOffsets", json.dumps(ends))
         .option("failOnDataLoss", "false")
         .option("includeHeaders", "true")
-        # A few tasks per core: a huge partition's range is split across them.
-        .option("minPartitions", str(spark.sparkContext.defaultParallelism * 4))
+        .option("minPartitions", str(max(tasks, partitions)))
         .load()
     )
     headers = F.aggregate(
@@ -219,15 +240,17 @@ def average_sizes(
     )
 
 
-def unconsumed(
+def _unconsumed_pass(
     spark: SparkSession,
     conn: Connection,
     items: Sequence[tuple[str, str, int, str, int, int]],
     key_sample: int,
-) -> DataFrame:
-    """`policy string, {schemas.UNCONSUMED}` for (policy, topic, partition, group, from,
-    to): records in [from, to) a group has not read, their bytes, and the first keys.
-    Each partition is read once, over the union of every range asked of it."""
+    dense: bool,
+) -> list[Row]:
+    """One read of every partition asked (over the union of its ranges), aggregated per
+    (policy, topic, partition, group): count, bytes, and sample candidates. `dense`: the
+    candidates are the records at offsets [from, from + key_sample), at most key_sample
+    each, so nothing is sorted; else the first key_sample by a window (sorts the range)."""
     asked = spark.createDataFrame(
         list(items), "policy string, topic string, partition int, group string, lo long, hi long"
     )
@@ -242,33 +265,55 @@ def unconsumed(
         (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi"))
     )
     keys = ["policy", "topic", "partition", "group"]
-    text = F.udf(_key_text, "string")  # on the few sampled keys only
-    totals = within.groupBy(*keys).agg(
-        F.count(F.lit(1)).alias("unconsumedRecords"),
-        F.sum("storedBytes").alias("unconsumedBytes"),
-    )
-    sample = (
-        within.where(_first(key_sample, keys, [F.col("offset")]))
-        .groupBy(*keys)
-        .agg(
-            F.array_sort(F.collect_list(F.struct("offset", text("key").alias("key")))).alias(
-                "sample"
-            )
-        )
-    )
+    if dense:
+        candidate = F.col("offset") < F.col("lo") + F.lit(key_sample)
+    else:
+        candidate = _first(key_sample, keys, [F.col("offset")])
+        within = within.withColumn("candidate", candidate)
+        candidate = F.col("candidate")
     return (
-        asked.select(*keys)
-        .join(totals, keys, "left")
-        .join(sample, keys, "left")
-        .select(
-            *keys,
-            F.coalesce("unconsumedRecords", F.lit(0)).cast("long").alias("unconsumedRecords"),
-            F.coalesce("unconsumedBytes", F.lit(0)).cast("long").alias("unconsumedBytes"),
-            F.coalesce("sample", F.array().cast("array<struct<offset:long,key:string>>")).alias(
-                "sample"
-            ),
+        within.groupBy(*keys)
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.sum("storedBytes").alias("bytes"),
+            F.collect_list(F.when(candidate, F.struct("offset", "key"))).alias("sample"),
         )
+        .collect()
     )
+
+
+def unconsumed(
+    spark: SparkSession,
+    conn: Connection,
+    items: Sequence[tuple[str, str, int, str, int, int]],
+    key_sample: int,
+) -> DataFrame:
+    """`policy string, {schemas.UNCONSUMED}` for (policy, topic, partition, group, from,
+    to): records in [from, to) a group has not read, their bytes, and the first keys.
+
+    Offsets are dense except where compaction or transaction markers left gaps, so the
+    first keys are almost always the records at [from, from + key_sample): one read,
+    nothing sorted, at most key_sample kept per range. Where a gap leaves fewer than
+    that (and the range holds more), those ranges alone are read again with a sort."""
+    found = {tuple(r[:4]): r for r in _unconsumed_pass(spark, conn, items, key_sample, dense=True)}
+    short = [
+        item
+        for item in items
+        if (r := found.get(item[:4])) is not None
+        and len(r["sample"]) < min(key_sample, r["records"])
+    ]
+    if short:
+        found.update(
+            (tuple(r[:4]), r) for r in _unconsumed_pass(spark, conn, short, key_sample, dense=False)
+        )
+    out = []
+    for item in items:
+        r = found.get(item[:4])
+        sample = sorted((s["offset"], _key_text(s["key"])) for s in (r["sample"] if r else []))
+        out.append(
+            (*item[:4], r["records"] if r else 0, r["bytes"] if r else 0, sample[:key_sample])
+        )
+    return spark.createDataFrame(out, f"policy string, {schemas.UNCONSUMED}")
 
 
 def tombstones(
@@ -286,7 +331,8 @@ def tombstones(
     )
     oldest = (
         records.where("isTombstone")
-        .where(_first(oldest_kept, tp, [F.col("timestampMs"), F.col("offset")]))
+        .withColumn("kept", _first(oldest_kept, tp, [F.col("timestampMs"), F.col("offset")]))
+        .where("kept")
         .groupBy(*tp)
         .agg(
             F.collect_list(F.struct("timestampMs", "offset")).alias("byTime"),

@@ -127,15 +127,13 @@ def run_batch(
         }
     )
     progress(f"sampling record sizes at the log start of {len(to_size)} partitions")
-    if kafka_source.usable(spark, conn):
-        sizes = kafka_source.average_sizes(spark, conn, to_size, request.scans.size_sample)
-    else:
-        sizes = _scan(
-            spark,
-            to_size,
-            partial(scans.average_sizes, conn=conn, sample=request.scans.size_sample),
-            schemas.SIZES,
-        )
+    # A few records at each log start: bounded reads, batched per task (kafka_source.long).
+    sizes = _scan(
+        spark,
+        to_size,
+        partial(scans.average_sizes, conn=conn, sample=request.scans.size_sample),
+        schemas.SIZES,
+    )
     plan = transforms.with_bytes_estimate(plan, sizes)
     if groups and (request.scans.time_lag or request.scans.unconsumed):
         plan = _group_scans(spark, request, plan, progress)
@@ -194,7 +192,8 @@ def _group_scans(
         partial(scans.time_lags, conn=conn, now_ms=request.now_ms),
         schemas.LAGS,
     )
-    if kafka_source.usable(spark, conn):
+    spans = [(t, p, lo, hi) for _, t, p, _, lo, hi in lost_items]
+    if kafka_source.long(spans) and kafka_source.usable(spark, conn):
         lost = kafka_source.unconsumed(spark, conn, lost_items, request.scans.key_sample)
     else:
         lost = _scan(
@@ -244,7 +243,7 @@ def _tombstones(
             items.append((tp.topic, tp.partition, start, end))
     progress(f"scanning {len(items)} compacted partitions for tombstones")
     conn, kept = request.connection, request.scans.tombstone_sample
-    if kafka_source.usable(spark, conn):
+    if kafka_source.long(items) and kafka_source.usable(spark, conn):
         scanned = kafka_source.tombstones(spark, conn, items, kept)
     else:
         scanned = _scan(

@@ -7,7 +7,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from retention_jobs.kafka_source import Unmappable, java_options
+from retention_jobs.kafka_source import Unmappable, java_options, long
 from retention_jobs.request import Connection
 
 
@@ -104,3 +104,10 @@ def test_pem_stores_are_inline_and_keys_are_given_as_pkcs8(key: object, header: 
 def test_a_property_without_a_java_equivalent_is_named(config: dict[str, str], named: str) -> None:
     with pytest.raises(Unmappable, match=named):
         java_options(Connection("a:1", config))
+
+
+def test_only_long_ranges_go_to_the_kafka_source() -> None:
+    # A task and a consumer per partition: worth it only where there is much to read.
+    assert long([("t", 0, 0, 50_000), ("t", 1, 0, 0)])
+    assert not long([("t", p, 100, 120) for p in range(1000)])
+    assert not long([])
