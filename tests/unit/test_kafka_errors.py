@@ -105,3 +105,33 @@ def test_a_socket_timeout_the_user_set_is_kept() -> None:
     assert KafkaAdmin("127.0.0.1:1")._config["socket.timeout.ms"] == 15000
     mine = KafkaAdmin("127.0.0.1:1", {"socket.timeout.ms": "45000"})
     assert mine._config["socket.timeout.ms"] == "45000"
+
+
+def test_a_partition_the_reply_leaves_out_is_a_retriable_failure_not_a_gap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The adapter reads the client's one reply for all partitions; a partition missing
+    from it must still be answered, or a caller could take "no answer" for "no cut"."""
+    from concurrent.futures import Future
+
+    from confluent_kafka import TopicPartition as KTP
+
+    from kafka_retention.adapters import kafka as adapter
+    from kafka_retention.core.facts import TopicPartition
+
+    class LowWatermark:
+        low_watermark = 7
+
+    def reply(request: object, items: list[KTP]) -> Future[object]:
+        done: Future[object] = Future()
+        done.set_result({items[0]: LowWatermark()})  # the second partition is left out
+        return done
+
+    monkeypatch.setattr(adapter, "_submit", reply)
+    admin = KafkaAdmin("127.0.0.1:1", timeout=1)
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    out = admin.delete_records({a: 7, b: 9})
+    assert out[a] == 7
+    missing = out[b]
+    assert isinstance(missing, KafkaFailure)
+    assert (missing.code, missing.retriable) == ("NO_ANSWER", True)

@@ -136,6 +136,17 @@ def _submit(request: Callable[[list[KTP], Future[Any]], None], items: list[KTP])
     return future
 
 
+def _unanswered(
+    asked: Iterable[TopicPartition], out: dict[TopicPartition, int | KafkaFailure]
+) -> dict[TopicPartition, int | KafkaFailure]:
+    """Every partition asked gets an answer: one the reply left out is a retriable
+    failure, never a silent gap a caller could read as "nothing to do"."""
+    for tp in asked:
+        if tp not in out:
+            out[tp] = KafkaFailure("NO_ANSWER", "the reply did not cover this partition", True)
+    return out
+
+
 def _stored_size(msg: Message) -> int:
     size = len(msg.key() or b"") + len(msg.value() or b"") + RECORD_OVERHEAD_BYTES
     headers = msg.headers() or []
@@ -381,7 +392,7 @@ class KafkaAdmin:
                 out[tp] = _failure(KafkaException(info))
             else:
                 out[tp] = offset_answer(int(info.offset), int(getattr(info, field)), empty)
-        return out
+        return _unanswered(specs, out)
 
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
@@ -438,7 +449,7 @@ class KafkaAdmin:
                 out[tp] = _failure(KafkaException(result))
             else:
                 out[tp] = int(result.low_watermark)
-        return out
+        return _unanswered(cuts, out)
 
     # --- records ----------------------------------------------------------------------
 
