@@ -40,8 +40,6 @@ RUN ln -s "$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file
 # local session and of driver and executor pods alike, with nothing to configure.
 COPY --from=jars /jars /tmp/kafka-source-jars
 RUN mv /tmp/kafka-source-jars/*.jar /opt/spark-home/jars/ && rmdir /tmp/kafka-source-jars
-COPY image/log4j2.properties /tmp/log4j2.properties
-RUN mkdir -p /opt/spark-home/conf && mv /tmp/log4j2.properties /opt/spark-home/conf/
 # A named user for uid 10001: Kopf and Hadoop's login both ask the passwd database for
 # the user's name and fail on a bare uid. Home is /tmp, the one writable place when the
 # root filesystem is read-only (Spark and Ivy write under $HOME).

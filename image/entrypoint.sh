@@ -26,7 +26,7 @@ executor)
     exec "$JAVA_HOME/bin/java" \
         "${java_opts[@]}" \
         -Xms"${SPARK_EXECUTOR_MEMORY}" -Xmx"${SPARK_EXECUTOR_MEMORY}" \
-        -cp "${SPARK_CLASSPATH:+$SPARK_CLASSPATH:}$SPARK_HOME/conf:$SPARK_HOME/jars/*" \
+        -cp "${SPARK_CLASSPATH:+$SPARK_CLASSPATH:}$SPARK_HOME/jars/*" \
         org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend \
         --driver-url "$SPARK_DRIVER_URL" \
         --executor-id "$SPARK_EXECUTOR_ID" \

@@ -130,10 +130,31 @@ def has_source(spark: SparkSession) -> bool:
     return True
 
 
+# The connector spark-jobs/pom.xml collects: 4.0.0 is the newest the reachable Maven
+# repository serves whole. It must match Spark's major.minor: built for 4.0, on Spark 4.3
+# every line it logs throws NoClassDefFoundError (Spark 4.1 changed its log keys), and it
+# logs, eagerly, at every offset gap (compaction, transaction markers, a log start moved
+# by retention): tasks fail exactly on the topics a retention tool reads.
+CONNECTOR_VERSION = "4.0.0"
+
+
+def matches(spark_version: str, connector: str = CONNECTOR_VERSION) -> bool:
+    """A connector works on the Spark of the same major.minor only."""
+    return spark_version.split(".")[:2] == connector.split(".")[:2]
+
+
 def usable(spark: SparkSession, conn: Connection) -> bool:
-    """The session has the source and the connection maps to Java properties."""
+    """The session has the source, built for its Spark, and the connection maps to Java
+    properties."""
     if not has_source(spark):
         log.warning("scans read records in Python: Spark's Kafka source is not installed")
+        return False
+    if not matches(spark.version):
+        log.warning(
+            "scans read records in Python: Spark's Kafka source %s does not match Spark %s",
+            CONNECTOR_VERSION,
+            spark.version,
+        )
         return False
     try:
         java_options(conn)

@@ -51,7 +51,7 @@ def test_the_image_runs_as_an_unprivileged_user_with_java_and_spark(operator_ima
         "--version",
     )
     assert spark.returncode == 0, spark.stderr
-    assert "version 4.0" in spark.stdout + spark.stderr  # matches the Kafka source jar
+    assert "version 4.3" in spark.stdout + spark.stderr
 
 
 @pytest.mark.image

@@ -7,7 +7,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from retention_jobs.kafka_source import Unmappable, java_options, long
+from retention_jobs.kafka_source import Unmappable, java_options, long, matches
 from retention_jobs.request import Connection
 
 
@@ -111,3 +111,9 @@ def test_only_long_ranges_go_to_the_kafka_source() -> None:
     assert long([("t", 0, 0, 50_000), ("t", 1, 0, 0)])
     assert not long([("t", p, 100, 120) for p in range(1000)])
     assert not long([])
+
+
+def test_the_connector_serves_only_the_spark_it_was_built_for() -> None:
+    assert matches("4.0.5", "4.0.0")
+    assert not matches("4.3.0", "4.0.0")  # its log lines throw NoClassDefFoundError there
+    assert not matches("3.5.1", "4.0.0")

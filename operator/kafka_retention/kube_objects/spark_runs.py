@@ -161,9 +161,7 @@ def spark_application(spec: RunSpec) -> dict[str, Any]:
             "image": spec.image,
             "mainApplicationFile": JOB_FILE,
             "arguments": _job_args(spec),
-            # The image's Spark: pyspark ~=4.0.5 (pyproject.toml), as the Kafka source
-            # jar (spark-jobs/pom.xml, 4.0.0) needs.
-            "sparkVersion": "4.0.5",
+            "sparkVersion": "4.3.0",
             "sparkConf": dict(spec.spark_conf),
             "restartPolicy": {"type": "Never"},
             "driver": {
