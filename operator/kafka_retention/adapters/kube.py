@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 __all__ = ["ApiException"]
 
+from kafka_retention.core.conditions import Reason
 from kafka_retention.core.resources import GROUP, VERSION
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import (
@@ -36,6 +37,9 @@ _api: kubernetes.client.ApiClient | None = None
 
 class SecretUnavailable(LookupError):
     """The clientConfigSecret is missing or unreadable."""
+
+    # The condition reason a run that met it reports (RecordPurge and RetentionPolicy).
+    reason = Reason.SECRET_UNAVAILABLE
 
 
 def _client() -> kubernetes.client.ApiClient:
@@ -382,6 +386,8 @@ STRIMZI_VERSIONS = ("v1", "v1beta2")
 
 class ClusterUnresolved(SecretUnavailable):
     """spec.cluster.strimzi names objects that are missing or not ready (yet)."""
+
+    reason = Reason.CLUSTER_UNRESOLVED
 
     def __init__(self, err: StrimziError) -> None:
         super().__init__(str(err))

@@ -11,13 +11,12 @@ import kopf
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import (
-    ClusterUnresolved,
     ConfigMapStore,
     SecretUnavailable,
     StatusWriter,
     resolve_cluster,
 )
-from kafka_retention.core.conditions import EventReason, Reason
+from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
@@ -35,10 +34,8 @@ def _connector(namespace: str) -> Any:
     def connect(request: PurgeRequest) -> KafkaAdmin:
         try:
             bootstrap, config = resolve_cluster(namespace, request.cluster)
-        except ClusterUnresolved as err:
-            raise service.Unresolved(Reason.CLUSTER_UNRESOLVED, str(err)) from err
-        except SecretUnavailable as err:
-            raise service.Unresolved(Reason.SECRET_UNAVAILABLE, str(err)) from err
+        except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
+            raise service.Unresolved(err.reason, str(err)) from err
         return KafkaAdmin(bootstrap, config)
 
     return connect

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from kafka_retention.adapters.kafka import KafkaUnavailable
-from kafka_retention.adapters.kube import ClusterUnresolved, SecretUnavailable
+from kafka_retention.adapters.kube import SecretUnavailable
 from kafka_retention.adapters.spark import Abandoned
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.overlap import PeerIndex
@@ -71,14 +71,6 @@ class Environment:
         if ids is None:
             return PeerIndex(others)
         return PeerIndex(others, lambda key, spec: ids.of(key.split("/", 1)[0], spec.cluster))
-
-
-def unavailable(err: SecretUnavailable) -> Reason:
-    return (
-        Reason.CLUSTER_UNRESOLVED
-        if isinstance(err, ClusterUnresolved)
-        else (Reason.SECRET_UNAVAILABLE)
-    )
 
 
 class PlanFailed(RuntimeError):
@@ -136,7 +128,7 @@ def run_batch(
             env.cluster_ids.remember(first.namespace, first.spec.cluster, kafka.cluster_id())
         selection = select(kafka, members)
     except SecretUnavailable as err:
-        fail_all(keys, unavailable(err), err)
+        fail_all(keys, err.reason, err)
         return outcomes
     except KafkaUnavailable as err:
         fail_all(keys, Reason.KAFKA_UNAVAILABLE, err)
@@ -187,7 +179,7 @@ def run_batch(
         except KafkaUnavailable as err:
             fail_all([m.key for m in large if m.key not in outcomes], Reason.KAFKA_UNAVAILABLE, err)
         except SecretUnavailable as err:
-            fail_all([m.key for m in large], unavailable(err), err)
+            fail_all([m.key for m in large], err.reason, err)
     return outcomes
 
 
