@@ -29,7 +29,8 @@ from typing import Any
 from bench.common import Point, Row, load_average, say, tree
 
 from kafka_retention.adapters.spark import local_session
-from kafka_retention.core.policy import RetentionRules
+from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.policy import RetentionRules, plan_partition
 from retention_jobs import schemas, transforms
 
 PARTITIONS = int(os.environ.get("BENCH_SYNTHETIC_PARTITIONS", "1000000"))
@@ -214,13 +215,17 @@ def bench_synthetic(partitions: int = PARTITIONS) -> list[Row]:
 
 
 def core_microseconds(calls: int = 20_000) -> float:
-    """What the planning core costs a row in plain Python (transforms._cut, 10 groups)."""
+    """What the planning core costs a row in plain Python (plan_partition, 10 groups)."""
     by_policy = rules()
-    policy = next(iter(by_policy))
-    committed = {g: 100 + 7 * i for i, g in enumerate(by_policy[policy].consumed_groups)}
+    policy = by_policy[next(iter(by_policy))]
+    committed = {g: 100 + 7 * i for i, g in enumerate(policy.consumed_groups)}
     started = time.perf_counter()
     for i in range(calls):
-        transforms._cut(policy, "syn-00001", i % PER_TOPIC, 0, 1500, {}, committed, by_policy, 0)
+        plan_partition(
+            PartitionFacts(TopicPartition("syn-00001", i % PER_TOPIC), 0, 1500, committed, {}),
+            policy,
+            0,
+        )
     return (time.perf_counter() - started) / calls * 1e6
 
 

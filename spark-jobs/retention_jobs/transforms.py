@@ -4,21 +4,17 @@ job can never disagree on a cut."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.policy import RetentionRules, plan_partition
 from retention_jobs import schemas
 
-_CUT = (
-    f"struct<targetOffset:long,rule:string,reason:string,notes:array<string>,"
-    f"recordsToDelete:long,groups:array<{schemas.GROUP_IMPACT}>>"
-)
 KEY = ["topic", "partition"]
 
 
@@ -30,38 +26,107 @@ def facts(offsets: DataFrame, commits: DataFrame) -> DataFrame:
     return offsets.join(committed, KEY, "left")
 
 
-def _cut(
-    policy: str,
-    topic: str,
-    partition: int,
-    log_start: int | None,
-    hw: int | None,
-    time_offsets: Mapping[int, int | None] | None,
-    committed: Mapping[str, int | None] | None,
+# What plan_policies reads from each facts row, and what it returns per row: the input
+# columns pass through as Arrow arrays untouched, the cut's columns are computed.
+_FACTS_IN = [
+    "policy",
+    "topic",
+    "partition",
+    "logStartOffset",
+    "highWatermark",
+    "timeOffsets",
+    "committed",
+    "error",
+]
+PLANNED = (
+    "policy string, topic string, partition int, logStartOffset long, highWatermark long, "
+    "targetOffset long, rule string, reason string, notes array<string>, "
+    f"recordsToDelete long, groups array<{schemas.GROUP_IMPACT}>, error string, "
+    # Kept so the operator can re-check a cut with fresh offsets through the same core.
+    "timeOffsets map<long,long>"
+)
+_PLANNED_NAMES = [
+    *_FACTS_IN[:5],
+    "targetOffset",
+    "rule",
+    "reason",
+    "notes",
+    "recordsToDelete",
+    "groups",
+    "error",
+    "timeOffsets",
+]
+
+
+def _cuts(
+    batches: Iterator[Any],
     rules_by_policy: Mapping[str, RetentionRules],
     now_ms: int,
-) -> tuple[Any, ...] | None:
-    if log_start is None or hw is None:
-        return None
-    cut = plan_partition(
-        PartitionFacts(
-            TopicPartition(topic, partition),
-            log_start,
-            hw,
-            dict(committed or {}),
-            dict(time_offsets or {}),
-        ),
-        rules_by_policy[policy],
-        now_ms,
+) -> Iterator[Any]:
+    """The planning core over Arrow record batches (mapInArrow): a column at a time into
+    Python, the core per row, the cut's columns back as Arrow arrays. Rows cross the
+    Python boundary in batches rather than one pickled row each, which is what a
+    row-at-a-time UDF spent most of its time on."""
+    import pyarrow as pa
+
+    group_type = pa.list_(
+        pa.struct(
+            [
+                ("group", pa.string()),
+                ("committedOffset", pa.int64()),
+                ("unconsumedToDelete", pa.int64()),
+            ]
+        )
     )
-    return (
-        cut.target,
-        cut.rule,
-        cut.reason,
-        list(cut.notes),
-        cut.records_to_delete,
-        [(g.group, g.committed_offset, g.unconsumed_to_delete) for g in cut.groups],
-    )
+    for batch in batches:
+        policies, topics, partitions, starts, hws, times, committed = (
+            batch.column(name).to_pylist() for name in _FACTS_IN[:7]
+        )
+        target: list[int | None] = []
+        rule: list[str | None] = []
+        reason: list[str | None] = []
+        notes: list[list[str] | None] = []
+        records: list[int | None] = []
+        groups: list[list[tuple[str, int | None, int]] | None] = []
+        for i, policy in enumerate(policies):
+            log_start, hw = starts[i], hws[i]
+            if log_start is None or hw is None:
+                for column in (target, rule, reason, notes, records, groups):
+                    column.append(None)
+                continue
+            cut = plan_partition(
+                PartitionFacts(
+                    TopicPartition(topics[i], partitions[i]),
+                    log_start,
+                    hw,
+                    dict(committed[i] or ()),
+                    dict(times[i] or ()),
+                ),
+                rules_by_policy[policy],
+                now_ms,
+            )
+            target.append(cut.target)
+            rule.append(cut.rule)
+            reason.append(cut.reason)
+            notes.append(list(cut.notes))
+            records.append(cut.records_to_delete)
+            groups.append(
+                [(g.group, g.committed_offset, g.unconsumed_to_delete) for g in cut.groups]
+            )
+        yield pa.RecordBatch.from_arrays(
+            [
+                *(batch.column(name) for name in _FACTS_IN[:5]),
+                pa.array(target, pa.int64()),
+                pa.array(rule, pa.string()),
+                pa.array(reason, pa.string()),
+                pa.array(notes, pa.list_(pa.string())),
+                pa.array(records, pa.int64()),
+                pa.array(groups, group_type),
+                batch.column("error"),
+                batch.column("timeOffsets"),
+            ],
+            names=_PLANNED_NAMES,
+        )
 
 
 def plan(facts_df: DataFrame, rules: RetentionRules, now_ms: int) -> DataFrame:
@@ -75,32 +140,8 @@ def plan_policies(
 ) -> DataFrame:
     """The cut of every (policy, partition) row, each by its own policy's rules: many
     policies planned in one job over the union of their partitions."""
-    cut_udf = F.udf(
-        partial(_cut, rules_by_policy=dict(rules_by_policy), now_ms=now_ms), _CUT, useArrow=False
-    )
-    cut: Column = cut_udf(
-        "policy",
-        "topic",
-        "partition",
-        "logStartOffset",
-        "highWatermark",
-        "timeOffsets",
-        "committed",
-    )
-    return facts_df.withColumn("cut", cut).select(
-        "policy",
-        *KEY,
-        "logStartOffset",
-        "highWatermark",
-        F.col("cut.targetOffset").alias("targetOffset"),
-        F.col("cut.rule").alias("rule"),
-        F.col("cut.reason").alias("reason"),
-        F.col("cut.notes").alias("notes"),
-        F.col("cut.recordsToDelete").alias("recordsToDelete"),
-        F.col("cut.groups").alias("groups"),
-        "error",
-        # Kept so the operator can re-check a cut with fresh offsets through the same core.
-        "timeOffsets",
+    return facts_df.select(*_FACTS_IN).mapInArrow(
+        partial(_cuts, rules_by_policy=dict(rules_by_policy), now_ms=now_ms), PLANNED
     )
 
 
