@@ -118,6 +118,10 @@ def offset_answer(offset: int, value: int, empty: int | None) -> int | KafkaFail
     return value
 
 
+# Partitions per ListConsumerGroupOffsets request (KafkaAdmin.committed).
+COMMITTED_PER_REQUEST = 5_000
+
+
 def _wait(future: Future[Any], timeout: float) -> Any:
     return future.result(timeout=timeout)
 
@@ -367,6 +371,21 @@ class KafkaAdmin:
         infos = self._list_offsets(dict.fromkeys(tps, spec), field="timestamp", empty=-1)
         return {tp: (None if v == -1 else v) for tp, v in infos.items()}
 
+    def log_bounds(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[dict[TopicPartition, int | KafkaFailure], dict[TopicPartition, int | KafkaFailure]]:
+        """(log starts, high watermarks): what `offsets` reads for "earliest" and "latest",
+        with both requests in flight at once. A request carries one spec per partition, so
+        the pair takes two requests, but one round trip rather than two."""
+        earliest: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+        latest: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        wanted = list(tps)
+        starts, ends = dict.fromkeys(wanted, earliest), dict.fromkeys(wanted, latest)
+        if not wanted:
+            return {}, {}
+        sent = [self._send_list_offsets(starts), self._send_list_offsets(ends)]
+        return self._offset_answers(starts, sent[0]), self._offset_answers(ends, sent[1])
+
     def _list_offsets(
         self,
         specs: Mapping[TopicPartition, OffsetSpec],
@@ -375,12 +394,23 @@ class KafkaAdmin:
     ) -> dict[TopicPartition, int | KafkaFailure]:
         if not specs:
             return {}
+        return self._offset_answers(specs, self._send_list_offsets(specs), field, empty)
+
+    def _send_list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec]) -> Future[Any]:
         items = [KTP(tp.topic, tp.partition, int(spec._value)) for tp, spec in specs.items()]
         request = partial(_AdminClientImpl.list_offsets, self._admin, request_timeout=self._timeout)
         try:
-            future = _submit(request, items)
+            return _submit(request, items)
         except KafkaException as exc:
             raise self._unavailable(str(_failure(exc))) from exc
+
+    def _offset_answers(
+        self,
+        specs: Mapping[TopicPartition, OffsetSpec],
+        future: Future[Any],
+        field: str = "offset",
+        empty: int | None = None,
+    ) -> dict[TopicPartition, int | KafkaFailure]:
         try:
             answers: dict[KTP, Any] = _wait(future, self._timeout)
         except Exception as exc:  # the whole request failed: so did each partition
@@ -397,25 +427,30 @@ class KafkaAdmin:
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int | None]:
-        """The group's committed offset per partition; None where it has committed none."""
+        """The group's committed offset per partition; None where it has committed none.
+
+        Asked COMMITTED_PER_REQUEST partitions at a time: the coordinator answers one
+        request for tens of thousands of partitions slower than the request timeout on a
+        busy cluster (50,000 in one request timed out at 15 s on the local stack)."""
         wanted = [KTP(tp.topic, tp.partition) for tp in tps]
-        if not wanted:
-            return {}
-        request = [ConsumerGroupTopicPartitions(group, wanted)]
-        try:
-            fut = self._admin.list_consumer_group_offsets(request, request_timeout=self._timeout)[
-                group
-            ]
-            result = _wait(fut, self._timeout)
-        except Exception as exc:
-            raise self._unavailable(f"committed offsets of group {group}: {_failure(exc)}") from exc
         out: dict[TopicPartition, int | None] = {}
-        for ktp in result.topic_partitions:
-            if ktp.error is not None:
-                raise self._unavailable(f"committed offsets of group {group}: {ktp.error}")
-            out[TopicPartition(ktp.topic, ktp.partition)] = (
-                int(ktp.offset) if ktp.offset >= 0 else None
-            )
+        for i in range(0, len(wanted), COMMITTED_PER_REQUEST):
+            request = [ConsumerGroupTopicPartitions(group, wanted[i : i + COMMITTED_PER_REQUEST])]
+            try:
+                fut = self._admin.list_consumer_group_offsets(
+                    request, request_timeout=self._timeout
+                )[group]
+                result = _wait(fut, self._timeout)
+            except Exception as exc:
+                raise self._unavailable(
+                    f"committed offsets of group {group}: {_failure(exc)}"
+                ) from exc
+            for ktp in result.topic_partitions:
+                if ktp.error is not None:
+                    raise self._unavailable(f"committed offsets of group {group}: {ktp.error}")
+                out[TopicPartition(ktp.topic, ktp.partition)] = (
+                    int(ktp.offset) if ktp.offset >= 0 else None
+                )
         return out
 
     # --- deleting ---------------------------------------------------------------------
