@@ -33,8 +33,7 @@ def read_offsets(
     if not tps:
         return
     admin = KafkaAdmin(conn.bootstrap_servers, conn.client_config)
-    earliest = admin.offsets(tps, "earliest")
-    latest = admin.offsets(tps, "latest")
+    earliest, latest = admin.log_bounds(tps)
     at_time = {t: admin.offsets_for_timestamp(tps, t) for t in times}
     for tp in tps:
         start, err1 = _value(earliest.get(tp), f"log start of {tp}")

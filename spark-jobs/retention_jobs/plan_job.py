@@ -235,7 +235,7 @@ def _tombstones(
     from kafka_retention.core.facts import TopicPartition
 
     tps = [TopicPartition(t, p) for t in topics.compacted for p in topics.partitions.get(t, [])]
-    starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
+    starts, ends = admin.log_bounds(tps)
     items: list[tuple[str, int, int, int]] = []
     for tp in tps:
         start, end = starts.get(tp), ends.get(tp)

@@ -68,6 +68,12 @@ class FakeKafka:
         self._call(f"offsets:{kind}")
         return {tp: self.logs[tp][0 if kind == "earliest" else 1] for tp in tps}
 
+    def log_bounds(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+        wanted = list(tps)
+        return self.offsets(wanted, "earliest"), self.offsets(wanted, "latest")
+
     def offsets_for_timestamp(
         self, tps: Iterable[TopicPartition], timestamp_ms: int
     ) -> dict[TopicPartition, int | KafkaFailure]:

@@ -666,6 +666,13 @@ class RefusingKafka:
     ) -> Mapping[TopicPartition, int | KafkaFailure]:
         raise AssertionError("a dry run read offsets")
 
+    def log_bounds(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[
+        Mapping[TopicPartition, int | KafkaFailure], Mapping[TopicPartition, int | KafkaFailure]
+    ]:
+        raise AssertionError("a dry run read offsets")
+
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
     ) -> Mapping[TopicPartition, int | None]:

@@ -24,8 +24,7 @@ def read_facts(
     Retriable trouble raises KafkaUnavailable, so nothing is decided on a partial picture;
     a partition that fails for good is returned among the errors instead.
     """
-    earliest = kafka.offsets(tps, "earliest")
-    latest = kafka.offsets(tps, "latest")
+    earliest, latest = kafka.log_bounds(tps)
     wanted: dict[str, list[TopicPartition]] = {}
     for tp in tps:
         for group in groups_of(tp):

@@ -114,7 +114,7 @@ def plan_in_process(
 ) -> dict[str, PolicyPlan]:
     """Every member's plan from one read of offsets, times and committed offsets."""
     tps = [TopicPartition(t, p) for t, parts in sorted(selection.partitions.items()) for p in parts]
-    earliest, latest = kafka.offsets(tps, "earliest"), kafka.offsets(tps, "latest")
+    earliest, latest = kafka.log_bounds(tps)
     times = sorted({t for m in members for t in m.spec.rules.lookup_times(now_ms)})
     at_time = {t: kafka.offsets_for_timestamp(tps, t) for t in times}
     commits = _commits(kafka, members, selection)

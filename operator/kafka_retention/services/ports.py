@@ -29,6 +29,11 @@ class KafkaCutter(Protocol):
     def offsets(
         self, tps: Iterable[TopicPartition], kind: OffsetKind
     ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
+    def log_bounds(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[
+        Mapping[TopicPartition, int | KafkaFailure], Mapping[TopicPartition, int | KafkaFailure]
+    ]: ...
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
     ) -> Mapping[TopicPartition, int | None]: ...
