@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from bench.common import RUN, Point, Row, java_tool, load_average, say, wait_for_leaders
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.stack import Stack
@@ -116,15 +116,34 @@ def make_partitions(admin: AdminClient, bootstrap: str, prefix: str, count: int)
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
         try:
             for i in range(0, len(tps), 10_000):
-                consumer.commit(
-                    offsets=[TopicPartition(t, p, offset) for t, p in tps[i : i + 10_000]],
-                    asynchronous=False,
-                )
+                _commit(consumer, [TopicPartition(t, p, offset) for t, p in tps[i : i + 10_000]])
         except KafkaException as exc:
             raise TooBig(f"committing {group}: {exc}") from exc
         finally:
             consumer.close()
     return names
+
+
+_COORDINATOR_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+}
+
+
+def _commit(consumer: Consumer, offsets: list[TopicPartition], tries: int = 20) -> None:
+    """A commit, retried while the group's coordinator moves or loads (NOT_COORDINATOR
+    right after the stack starts, while the offsets topic's leaders settle)."""
+    for attempt in range(tries):
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            moving = error.code() in _COORDINATOR_MOVING or error.retriable()
+            if attempt == tries - 1 or not moving:
+                raise
+            time.sleep(0.5)
 
 
 def _fill(bootstrap: str, tps: list[tuple[str, int]], deadline: float) -> None:
