@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from bench.common import RUN, Point, Row, java_tool, say
-from confluent_kafka import Producer
+from bench.common import RUN, Point, Row, java_tool, say, wait_for_leaders
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import paths
@@ -37,6 +37,7 @@ def _produce(bootstrap: str, topic: str) -> list[int]:
         }
     )
     value = b"v" * RECORD_BYTES
+    patience = time.monotonic() + 60
     for i in range(SCAN_RECORDS):
         while True:
             try:
@@ -44,6 +45,11 @@ def _produce(bootstrap: str, topic: str) -> list[int]:
                 break
             except BufferError:
                 producer.poll(0.05)
+            except KafkaException as exc:
+                # The producer's own metadata may not have the new topic yet.
+                if exc.args[0].code() != KafkaError._UNKNOWN_TOPIC or time.monotonic() > patience:
+                    raise
+                producer.poll(0.2)
     producer.flush(300)
     return [
         SCAN_RECORDS // PARTITIONS + (1 if p < SCAN_RECORDS % PARTITIONS else 0)
@@ -62,6 +68,8 @@ def bench_scan(stack: Stack, admin: AdminClient) -> list[Row]:
     topic = f"bench-scan-{RUN}"
     say(f"producing {SCAN_RECORDS} records of {RECORD_BYTES} bytes to {topic}")
     admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(timeout=60)
+    # Brokers still deleting the planning benchmark's topics are slow to serve a new one.
+    wait_for_leaders(admin, [topic], PARTITIONS)
     per_partition = _produce(bootstrap, topic)
     conn = Connection(bootstrap)
     # The operator's own local session, with the Kafka source's jars as `make setup` put them.
