@@ -15,14 +15,16 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
     && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /requirements.txt
 
 # Spark's Kafka source for the record scans (spark-jobs/pom.xml), collected by Maven in a
-# stage of its own, so Maven stays out of the image.
+# stage of its own, so Maven and the JDK stay out of the image; and the log keys bridge
+# that lets the Spark 4.0 connector log on this Spark (spark-jobs/log_keys_bridge.py).
 FROM ${BASE} AS jars
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends maven \
+    && apt-get install -y --no-install-recommends maven openjdk-17-jdk-headless \
     && rm -rf /var/lib/apt/lists/*
-COPY spark-jobs/pom.xml /src/pom.xml
+COPY spark-jobs/pom.xml spark-jobs/log_keys_bridge.py /src/
 RUN mvn -q -B -f /src/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-        -DoutputDirectory=/jars
+        -DoutputDirectory=/jars \
+    && python /src/log_keys_bridge.py /jars
 
 FROM ${BASE}
 RUN apt-get update \

@@ -13,6 +13,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from devstack import paths
@@ -45,12 +46,16 @@ def spark_kafka_jars() -> Path:
     if jars.is_dir() and any(jars.glob("spark-sql-kafka-*.jar")):
         return jars
     _say("collecting Spark's Kafka source jars with Maven (first run only)")
-    return _maven_jars(paths.SPARK_KAFKA_POM, jars)
+    return _maven_jars(paths.SPARK_KAFKA_POM, jars, then=_log_keys_bridge)
 
 
-def _maven_jars(pom: Path, out: Path) -> Path:
+def _log_keys_bridge(jars: Path) -> None:
+    run([sys.executable, str(paths.LOG_KEYS_BRIDGE), str(jars)], what="log keys bridge")
+
+
+def _maven_jars(pom: Path, out: Path, then: Callable[[Path], None] | None = None) -> Path:
     """`pom`'s runtime dependencies copied into `out` (whose parent is made whole or not
-    at all)."""
+    at all), and `then` run on them before it is."""
     started = time.monotonic()
     scratch = _atomic_dir(out.parent) / out.name
     run(
@@ -66,6 +71,8 @@ def _maven_jars(pom: Path, out: Path) -> Path:
         ],
         what="mvn",
     )
+    if then is not None:
+        then(scratch)
     scratch.parent.rename(out.parent)
     _say(f"jars ready in {time.monotonic() - started:.0f}s: {out}")
     return out

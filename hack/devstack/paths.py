@@ -17,6 +17,8 @@ HACK = REPO_ROOT / "hack"
 POM = HACK / "kafka" / "pom.xml"
 # Spark's Kafka source and its jars beyond pyspark's (the image collects them the same way).
 SPARK_KAFKA_POM = REPO_ROOT / "spark-jobs" / "pom.xml"
+# Builds the jar that lets that (Spark 4.0) connector log on this Spark (built beside it).
+LOG_KEYS_BRIDGE = REPO_ROOT / "spark-jobs" / "log_keys_bridge.py"
 KUBE_MODULE = HACK / "go" / "kube"
 ETCD_MODULE = HACK / "go" / "etcd"
 NODE_MODULE = HACK / "go" / "node"
@@ -71,7 +73,7 @@ def kafka_libs() -> Path:
 
 
 def spark_kafka_jars() -> Path:
-    return cache_dir() / f"spark-kafka-{_fingerprint(SPARK_KAFKA_POM)}" / "jars"
+    return cache_dir() / f"spark-kafka-{_fingerprint(SPARK_KAFKA_POM, LOG_KEYS_BRIDGE)}" / "jars"
 
 
 def kube_bin() -> Path:

@@ -131,27 +131,43 @@ def has_source(spark: SparkSession) -> bool:
 
 
 # The connector spark-jobs/pom.xml collects: 4.0.0 is the newest the reachable Maven
-# repository serves whole. It must match Spark's major.minor: built for 4.0, on Spark 4.3
-# every line it logs throws NoClassDefFoundError (Spark 4.1 changed its log keys), and it
-# logs, eagerly, at every offset gap (compaction, transaction markers, a log start moved
-# by retention): tasks fail exactly on the topics a retention tool reads.
+# repository serves whole. Built for Spark 4.0, it names Spark's log keys as 4.0's Scala
+# objects; Spark 4.1 made them a Java enum, so on a later Spark every line it logs throws
+# NoClassDefFoundError, and it logs, eagerly, at every offset gap (compaction, transaction
+# markers, a log start moved by retention): tasks would fail exactly on the topics a
+# retention tool reads. The log keys bridge (spark-jobs/log_keys_bridge.py, built beside
+# the jars) gives it those classes back.
 CONNECTOR_VERSION = "4.0.0"
+# One of the classes the bridge provides: loadable means the bridge is on the class path.
+BRIDGE_PROBE = "org.apache.spark.internal.LogKeys$OFFSET$"
 
 
 def matches(spark_version: str, connector: str = CONNECTOR_VERSION) -> bool:
-    """A connector works on the Spark of the same major.minor only."""
+    """A connector is built for the Spark of the same major.minor."""
     return spark_version.split(".")[:2] == connector.split(".")[:2]
 
 
+def bridged(spark: SparkSession) -> bool:
+    """The log keys bridge is on the session's class path (where the source's jars are)."""
+    jvm: Any = spark.sparkContext._jvm
+    try:
+        loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        jvm.java.lang.Class.forName(BRIDGE_PROBE, False, loader)
+    except Exception:  # py4j's ClassNotFoundException
+        return False
+    return True
+
+
 def usable(spark: SparkSession, conn: Connection) -> bool:
-    """The session has the source, built for its Spark, and the connection maps to Java
-    properties."""
+    """The session has the source, built for its Spark or bridged to it, and the
+    connection maps to Java properties."""
     if not has_source(spark):
         log.warning("scans read records in Python: Spark's Kafka source is not installed")
         return False
-    if not matches(spark.version):
+    if not matches(spark.version) and not bridged(spark):
         log.warning(
-            "scans read records in Python: Spark's Kafka source %s does not match Spark %s",
+            "scans read records in Python: Spark's Kafka source %s does not match Spark %s "
+            "and the log keys bridge is not installed",
             CONNECTOR_VERSION,
             spark.version,
         )

@@ -57,7 +57,8 @@ def test_the_image_runs_as_an_unprivileged_user_with_java_and_spark(operator_ima
 @pytest.mark.image
 def test_the_image_carries_sparks_kafka_source_on_its_class_path(operator_image: str) -> None:
     """The scans read through spark-sql-kafka-0-10 (Dockerfile's jars stage), found with
-    no spark.jars setting, as driver and executor pods start Spark."""
+    no spark.jars setting, as driver and executor pods start Spark; with the log keys
+    bridge beside it, which it cannot log without on this Spark."""
     done = in_image(
         operator_image,
         "env",
@@ -65,11 +66,12 @@ def test_the_image_carries_sparks_kafka_source_on_its_class_path(operator_image:
         "python",
         "-c",
         "from kafka_retention.adapters.spark import local_session;"
-        "from retention_jobs.kafka_source import has_source;"
-        "print(has_source(local_session('1')))",
+        "from retention_jobs.kafka_source import bridged, has_source;"
+        "spark = local_session('1');"
+        "print(has_source(spark), bridged(spark))",
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split()[-1:] == ["True"]
+    assert done.stdout.split()[-2:] == ["True", "True"]
 
 
 @pytest.mark.image
