@@ -25,6 +25,4 @@ def test_committed_offsets_asked_in_pieces_come_back_whole(
 
     got = KafkaAdmin(bootstrap).committed(group, [TopicPartition(topic, p) for p in range(7)])
 
-    assert got == {
-        TopicPartition(topic, p): (None if p == 4 else 10 + p) for p in range(7)
-    }
+    assert got == {TopicPartition(topic, p): (None if p == 4 else 10 + p) for p in range(7)}
