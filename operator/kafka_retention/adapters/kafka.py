@@ -120,6 +120,12 @@ def offset_answer(offset: int, value: int, empty: int | None) -> int | KafkaFail
 
 # Partitions per ListConsumerGroupOffsets request (KafkaAdmin.committed).
 COMMITTED_PER_REQUEST = 5_000
+# Partitions per ListOffsets and DeleteRecords request; a call sends all its requests at
+# once and waits for them together. The client merges each broker's answer into the
+# request's results at a cost that grows with the square of the partitions in the
+# request: on the local stack, 20,000 partitions took 1.8 s as one ListOffsets request
+# and 0.45 s as twenty of 1,000; DeleteRecords 1.5 s against 0.14 s.
+PARTITIONS_PER_REQUEST = 1_000
 
 
 def _wait(future: Future[Any], timeout: float) -> Any:
@@ -137,6 +143,19 @@ def _submit(request: Callable[[list[KTP], Future[Any]], None], items: list[KTP])
     future: Future[Any] = Future()
     future.set_running_or_notify_cancel()
     request(items, future)
+    return future
+
+
+def _requests(tps: list[TopicPartition]) -> list[list[TopicPartition]]:
+    """The partitions of one call split into requests of PARTITIONS_PER_REQUEST."""
+    step = PARTITIONS_PER_REQUEST
+    return [tps[i : i + step] for i in range(0, len(tps), step)]
+
+
+def _failed(exc: BaseException) -> Future[Any]:
+    """A future that has already failed with exc: a request that could not be sent."""
+    future: Future[Any] = Future()
+    future.set_exception(exc)
     return future
 
 
@@ -384,7 +403,7 @@ class KafkaAdmin:
         if not wanted:
             return {}, {}
         sent = [self._send_list_offsets(starts), self._send_list_offsets(ends)]
-        return self._offset_answers(starts, sent[0]), self._offset_answers(ends, sent[1])
+        return self._offset_answers(sent[0]), self._offset_answers(sent[1])
 
     def _list_offsets(
         self,
@@ -394,35 +413,43 @@ class KafkaAdmin:
     ) -> dict[TopicPartition, int | KafkaFailure]:
         if not specs:
             return {}
-        return self._offset_answers(specs, self._send_list_offsets(specs), field, empty)
+        return self._offset_answers(self._send_list_offsets(specs), field, empty)
 
-    def _send_list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec]) -> Future[Any]:
-        items = [KTP(tp.topic, tp.partition, int(spec._value)) for tp, spec in specs.items()]
+    def _send_list_offsets(
+        self, specs: Mapping[TopicPartition, OffsetSpec]
+    ) -> list[tuple[list[TopicPartition], Future[Any]]]:
+        """Every request of the call in flight: (the partitions it asks, its future)."""
         request = partial(_AdminClientImpl.list_offsets, self._admin, request_timeout=self._timeout)
-        try:
-            return _submit(request, items)
-        except KafkaException as exc:
-            raise self._unavailable(str(_failure(exc))) from exc
+        sent = []
+        for part in _requests(list(specs)):
+            items = [KTP(tp.topic, tp.partition, int(specs[tp]._value)) for tp in part]
+            try:
+                sent.append((part, _submit(request, items)))
+            except KafkaException as exc:
+                raise self._unavailable(str(_failure(exc))) from exc
+        return sent
 
     def _offset_answers(
         self,
-        specs: Mapping[TopicPartition, OffsetSpec],
-        future: Future[Any],
+        sent: list[tuple[list[TopicPartition], Future[Any]]],
         field: str = "offset",
         empty: int | None = None,
     ) -> dict[TopicPartition, int | KafkaFailure]:
-        try:
-            answers: dict[KTP, Any] = _wait(future, self._timeout)
-        except Exception as exc:  # the whole request failed: so did each partition
-            return dict.fromkeys(specs, _failure(exc))
         out: dict[TopicPartition, int | KafkaFailure] = {}
-        for ktp, info in answers.items():
-            tp = TopicPartition(ktp.topic, ktp.partition)
-            if isinstance(info, KafkaError):
-                out[tp] = _failure(KafkaException(info))
-            else:
-                out[tp] = offset_answer(int(info.offset), int(getattr(info, field)), empty)
-        return _unanswered(specs, out)
+        for asked, future in sent:
+            try:
+                answers: dict[KTP, Any] = _wait(future, self._timeout)
+            except Exception as exc:  # the whole request failed: so did each partition
+                out.update(dict.fromkeys(asked, _failure(exc)))
+                continue
+            for ktp, info in answers.items():
+                tp = TopicPartition(ktp.topic, ktp.partition)
+                if isinstance(info, KafkaError):
+                    out[tp] = _failure(KafkaException(info))
+                else:
+                    out[tp] = offset_answer(int(info.offset), int(getattr(info, field)), empty)
+            _unanswered(asked, out)
+        return out
 
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
@@ -458,33 +485,45 @@ class KafkaAdmin:
     def delete_records(
         self, cuts: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, int | KafkaFailure]:
-        """DeleteRecords for all partitions in one call (the client groups them by leader);
-        returns each partition's new low watermark or its failure."""
+        """DeleteRecords for all partitions (the client groups each request's partitions
+        by leader; the requests go out together); returns each partition's new low
+        watermark or its failure."""
         if not cuts:
             return {}
-        items = [KTP(tp.topic, tp.partition, offset) for tp, offset in cuts.items()]
         request = partial(
             _AdminClientImpl.delete_records,
             self._admin,
             request_timeout=self._timeout,
             operation_timeout=self._timeout,
         )
-        try:
-            future = _submit(request, items)
-        except KafkaException as exc:
-            raise self._unavailable(str(_failure(exc))) from exc
-        try:
-            answers: dict[KTP, Any] = _wait(future, self._timeout * 2)
-        except Exception as exc:  # the whole request failed: so did each partition
-            return dict.fromkeys(cuts, _failure(exc))
+        sent = []
+        parts = _requests(list(cuts))
+        for i, part in enumerate(parts):
+            items = [KTP(tp.topic, tp.partition, cuts[tp]) for tp in part]
+            try:
+                sent.append((part, _submit(request, items)))
+            except KafkaException as exc:
+                if not sent:
+                    raise self._unavailable(str(_failure(exc))) from exc
+                # Requests already sent may delete: their answers are still read below,
+                # and every partition not sent fails with the reason.
+                sent.append(([tp for rest in parts[i:] for tp in rest], _failed(exc)))
+                break
         out: dict[TopicPartition, int | KafkaFailure] = {}
-        for ktp, result in answers.items():
-            tp = TopicPartition(ktp.topic, ktp.partition)
-            if isinstance(result, KafkaError):
-                out[tp] = _failure(KafkaException(result))
-            else:
-                out[tp] = int(result.low_watermark)
-        return _unanswered(cuts, out)
+        for asked, future in sent:
+            try:
+                answers: dict[KTP, Any] = _wait(future, self._timeout * 2)
+            except Exception as exc:  # the whole request failed: so did each partition
+                out.update(dict.fromkeys(asked, _failure(exc)))
+                continue
+            for ktp, result in answers.items():
+                tp = TopicPartition(ktp.topic, ktp.partition)
+                if isinstance(result, KafkaError):
+                    out[tp] = _failure(KafkaException(result))
+                else:
+                    out[tp] = int(result.low_watermark)
+            _unanswered(asked, out)
+        return out
 
     # --- records ----------------------------------------------------------------------
 
