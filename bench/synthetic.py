@@ -2,10 +2,11 @@
 synthetic partitions and 10 consumer groups, with no Kafka.
 
 The facts are generated as DataFrames in the JVM (spark.range), in the shapes the job's
-extract steps produce (schemas.OFFSETS, schemas.COMMITS, the policy membership and the
-sampled record sizes). Then the same steps as plan_job.run_batch: transforms.facts,
-joined to the members; transforms.plan_policies (the planning core per row, as a Python
-UDF); transforms.with_bytes_estimate; ordered by topic and partition. The rows go to
+extract steps produce (schemas.FACTS: a row a partition with every group's commit, the
+policy membership and the sampled record sizes). Then the same steps as
+plan_job.run_batch: the facts joined to the members (broadcast);
+transforms.plan_policies (the planning core over Arrow batches);
+transforms.with_bytes_estimate; ordered by topic and partition. The rows go to
 Spark's noop sink: the work is the executors'. Collecting the rows into the driver's
 Python (what run_batch does next, to write them out) is not part of it.
 
@@ -41,51 +42,51 @@ PER_TOPIC = 200
 SHUFFLE_PARTITIONS = 8
 
 
-def _columns(spark: Any, partitions: int, slices: int) -> tuple[Any, Any, Any, Any]:
-    """(offsets, commits, members, sizes) DataFrames for `partitions` partitions."""
+def _columns(spark: Any, partitions: int, slices: int) -> tuple[Any, Any, Any]:
+    """(facts, members, sizes) DataFrames for `partitions` partitions."""
     from pyspark.sql import functions as F
 
     ids = spark.range(0, partitions, 1, slices)
     pid = F.col("id")
-    offsets = ids.select(
-        F.format_string("syn-%05d", F.floor(pid / PER_TOPIC)).alias("topic"),
-        (pid % PER_TOPIC).cast("int").alias("partition"),
-        ((pid % 7) * 100).cast("long").alias("logStartOffset"),
-        ((pid % 7) * 100 + 1000 + pid % 500).cast("long").alias("highWatermark"),
-        F.create_map().cast("map<long,long>").alias("timeOffsets"),
-        F.lit(None).cast("string").alias("error"),
-    )
-    groups = spark.range(0, GROUPS, 1, 1).select(
-        F.col("id").alias("g"), F.format_string("group-%02d", "id").alias("group")
-    )
-    seed = F.col("partition") * 31 + F.hash("topic") + F.col("g") * 17
-    span = F.col("highWatermark") - F.col("logStartOffset") + 1
-    commits = offsets.crossJoin(F.broadcast(groups)).select(
-        "group",
-        "topic",
-        "partition",
+    topic = F.format_string("syn-%05d", F.floor(pid / PER_TOPIC))
+    partition = (pid % PER_TOPIC).cast("int")
+    log_start = (pid % 7) * 100
+    high_watermark = log_start + 1000 + pid % 500
+    span = high_watermark - log_start + 1
+
+    def commit(g: int) -> Any:
         # Some groups have committed nothing on some partitions (null), the rest
         # anywhere between the log start and the high watermark.
-        F.when(F.pmod(seed, 13) == 0, F.lit(None))
-        .otherwise(F.col("logStartOffset") + F.pmod(seed, span))
-        .cast("long")
-        .alias("committedOffset"),
+        seed = partition * 31 + F.hash(topic) + g * 17
+        return (
+            F.when(F.pmod(seed, 13) == 0, F.lit(None))
+            .otherwise(log_start + F.pmod(seed, span))
+            .cast("long")
+        )
+
+    facts = ids.select(
+        topic.alias("topic"),
+        partition.alias("partition"),
+        log_start.cast("long").alias("logStartOffset"),
+        high_watermark.cast("long").alias("highWatermark"),
+        F.create_map().cast("map<long,long>").alias("timeOffsets"),
+        F.map_from_arrays(
+            F.array(*(F.lit(f"group-{g:02d}") for g in range(GROUPS))),
+            F.array(*(commit(g) for g in range(GROUPS))),
+        ).alias("committed"),
+        F.lit(None).cast("string").alias("error"),
     )
     topics = (partitions + PER_TOPIC - 1) // PER_TOPIC
     members = spark.range(0, topics, 1, 1).select(
         F.format_string("policy-%02d", F.col("id") % POLICIES).alias("policy"),
         F.format_string("syn-%05d", F.col("id")).alias("topic"),
     )
-    sizes = offsets.select(
+    sizes = facts.select(
         "topic", "partition", (100.0 + F.col("partition") % 50).alias("avgRecordBytes")
     )
-    for df, ddl in (
-        (offsets, schemas.OFFSETS),
-        (commits, schemas.COMMITS),
-        (sizes, schemas.SIZES),
-    ):
+    for df, ddl in ((facts, schemas.FACTS), (sizes, schemas.SIZES)):
         assert df.columns == [f.split()[0] for f in ddl.split(", ")], (df.columns, ddl)
-    return offsets, commits, members, sizes
+    return facts, members, sizes
 
 
 def rules() -> dict[str, RetentionRules]:
@@ -190,7 +191,7 @@ def bench_synthetic(partitions: int = PARTITIONS) -> list[Row]:
             f"Spark transforms of the plan job, {partitions:,} synthetic partitions, "
             f"{GROUPS} groups, {POLICIES} policies (no Kafka)",
             f"{took:.1f} s on {cores} cores ({partitions / took / 1e3:.0f}k partitions/s; "
-            f"the same joins, shuffles and sort without the planning core's UDF: "
+            f"the same joins, shuffles and sort without the planning core: "
             f"{without_core:.1f} s; making and caching the facts before: {generated:.1f} s); "
             "peak RSS: "
             f"driver JVM {peaks.jvm:.0f} MiB, driver Python {peaks.driver_python:.0f} MiB, "
@@ -200,12 +201,13 @@ def bench_synthetic(partitions: int = PARTITIONS) -> list[Row]:
             f"Physical plan: {shape.shuffles} shuffles "
             f"({shape.broadcasts} broadcast), {shape.stages} stages, {shape.tasks} tasks; "
             f"{shape.input_slices} input slices, {SHUFFLE_PARTITIONS} shuffle partitions. "
-            "On a cluster: the generated (there: read) facts are split by input slice "
-            "across executors; the commits are shuffled by (topic, partition) to group each "
-            "partition's commits into a map, the offsets and the members join them in the "
-            "same or the next shuffle, and the planning core runs as a Python UDF on each "
-            "shuffle partition, so it scales with executor cores once "
-            "spark.sql.shuffle.partitions is raised to match them. The driver only "
+            "On a cluster: the facts (there: read by extract.read_facts, offsets and every "
+            "group's commit of a slice of partitions in one task) are split by input slice "
+            "across executors; the policy membership is broadcast to them, the planning "
+            "core runs over Arrow batches in each slice's own task, with no shuffle before "
+            "it, so it scales with executor cores; the size estimate's join and the sort "
+            "shuffle by (topic, partition) into spark.sql.shuffle.partitions, raised to "
+            "match the executors' cores. The driver only "
             "schedules; but run_batch then collects every plan row into the driver's Python "
             "(to write ConfigMaps), which stays on one machine and is not measured here.",
             points=(Point("synthetic", "Spark transforms (local)", partitions, took),),
@@ -235,16 +237,14 @@ def _why(took: float, without_core: float, partitions: int, cores: int) -> str:
     udf = max(0.0, took - without_core)
     per_row = udf * cores / partitions * 1e6
     return (
-        f"Over the 60 s target: {udf:.0f} s of the {took:.0f} s is the planning core's "
-        f"Python UDF, about {per_row:.0f} µs a row (wall time x cores), where the core "
-        f"itself takes {core_microseconds():.0f} µs in plain Python: the rest is the "
-        "row-at-a-time UDF's serialization (a map of 10 commits in, an array of 10 group "
-        "structs out) and the machine's other load. The other "
-        f"{without_core:.0f} s are the joins' shuffles (10 commit rows a partition) and the "
-        "sort. What would close it: deleteConsumed evaluated in Spark SQL (the least "
-        "commit of the groups, bounded by log start and high watermark), the UDF kept for "
-        "the time rules; or an Arrow-batched UDF (pyarrow is not installed); or executors, "
-        "which divide both parts."
+        f"Over the 60 s target: {udf:.0f} s of the {took:.0f} s is the planning core "
+        f"over Arrow batches, about {per_row:.0f} µs a row (wall time x cores), where the "
+        f"core itself takes {core_microseconds():.0f} µs in plain Python: the rest is "
+        "moving each batch's columns into Python and the cut's columns back (a map of 10 "
+        "commits in, an array of 10 group structs out) and the machine's other load. The "
+        f"other {without_core:.0f} s are the size estimate's join and the sort. What would "
+        "close it: executors, which divide both parts; or deleteConsumed evaluated in "
+        "Spark SQL, which would write the rule a second time outside the shared core."
     )
 
 
@@ -272,10 +272,12 @@ def _run(
 def _transform(
     spark: Any, inputs: list[Any], partitions: int, now_ms: int, tag: str
 ) -> tuple[Shape, float, float]:
+    from pyspark.sql import functions as F
+
     sc = spark.sparkContext
-    offsets, commits, members, sizes = inputs
-    slices = offsets.rdd.getNumPartitions()
-    facts = transforms.facts(offsets, commits).join(members, "topic")
+    read_facts, members, sizes = inputs
+    slices = read_facts.rdd.getNumPartitions()
+    facts = read_facts.join(F.broadcast(members), "topic")
     plan = transforms.plan_policies(facts, rules(), now_ms)
     out = transforms.with_bytes_estimate(plan, sizes).orderBy("topic", "partition")
     group = f"bench-{tag}-{time.monotonic_ns()}"
@@ -287,7 +289,7 @@ def _transform(
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     took = time.monotonic() - started
-    # The same joins, shuffles and sort without the planning core's UDF: what the Python
+    # The same joins, shuffles and sort without the planning core: what the Python
     # side costs is the difference.
     started = time.monotonic()
     facts.join(sizes, transforms.KEY, "left").orderBy("topic", "partition").write.format(

@@ -7,14 +7,15 @@ fails the task and so the run: a plan is never built from a partial picture.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
 from kafka_retention.core.facts import TopicPartition
 from retention_jobs.request import Connection
 
-OffsetsRow = tuple[str, int, int | None, int | None, dict[int, int | None], str | None]
-CommitRow = tuple[str, str, int, int | None]
+FactsRow = tuple[
+    str, int, int | None, int | None, dict[int, int | None], dict[str, int | None], str | None
+]
 
 
 def _value(result: int | KafkaFailure | None, what: str) -> tuple[int | None, str | None]:
@@ -25,16 +26,35 @@ def _value(result: int | KafkaFailure | None, what: str) -> tuple[int | None, st
     return result, None
 
 
-def read_offsets(
-    items: Iterable[tuple[str, int]], conn: Connection, times: tuple[int, ...]
-) -> Iterator[OffsetsRow]:
-    """(topic, partition) -> log start, high watermark and the offset at each time."""
+def read_facts(
+    items: Iterable[tuple[str, int]],
+    conn: Connection,
+    times: tuple[int, ...],
+    groups_of_topic: Mapping[str, Sequence[str]],
+) -> Iterator[FactsRow]:
+    """(topic, partition) -> log start, high watermark, the offset at each time and the
+    committed offset of each group a policy on the topic names (None: nothing committed).
+
+    Offsets and commits are read in the same task for the same partitions, so a
+    partition's row leaves the task whole: joining a separate (group, partition) commit
+    table to the offsets cost a shuffle of groups x partitions rows, the largest part of
+    the plan at fleet size."""
     tps = [TopicPartition(t, p) for t, p in items]
     if not tps:
         return
     admin = KafkaAdmin(conn.bootstrap_servers, conn.client_config)
     earliest, latest = admin.log_bounds(tps)
     at_time = {t: admin.offsets_for_timestamp(tps, t) for t in times}
+    # The API takes one group at a time: each group is asked for this task's partitions
+    # of the topics whose policies name it.
+    asked: dict[str, list[TopicPartition]] = {}
+    for tp in tps:
+        for group in groups_of_topic.get(tp.topic, ()):
+            asked.setdefault(group, []).append(tp)
+    committed: dict[TopicPartition, dict[str, int | None]] = {tp: {} for tp in tps}
+    for group, wanted in sorted(asked.items()):
+        for tp, offset in admin.committed(group, wanted).items():
+            committed[tp][group] = offset
     for tp in tps:
         start, err1 = _value(earliest.get(tp), f"log start of {tp}")
         end, err2 = _value(latest.get(tp), f"high watermark of {tp}")
@@ -44,16 +64,4 @@ def read_offsets(
             off, err = _value(found.get(tp), f"offset for time {t} of {tp}")
             error = error or err
             offsets[t] = off if off is not None and off >= 0 else None
-        yield tp.topic, tp.partition, start, end, offsets, error
-
-
-def read_commits(
-    groups: Iterable[str], conn: Connection, partitions: Mapping[str, Mapping[str, list[int]]]
-) -> Iterator[CommitRow]:
-    """One admin call per group (the API takes one group at a time): committed offsets on
-    the partitions of the policies that name the group, None where it has none."""
-    admin = KafkaAdmin(conn.bootstrap_servers, conn.client_config)
-    for group in groups:
-        tps = [TopicPartition(t, p) for t, parts in partitions[group].items() for p in parts]
-        for tp, offset in admin.committed(group, tps).items():
-            yield group, tp.topic, tp.partition, offset
+        yield tp.topic, tp.partition, start, end, offsets, committed[tp], error

@@ -17,16 +17,26 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from kafka_retention.adapters import kube
-from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
+from kafka_retention.adapters.kafka import (
+    COMMITTED_PER_REQUEST,
+    KafkaAdmin,
+    KafkaFailure,
+    KafkaUnavailable,
+)
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
 from retention_jobs import extract, kafka_source, scans, schemas, sinks, transforms
 from retention_jobs.request import Connection, PlanRequest
 
-PARTITIONS_PER_TASK = 500
+# Partitions a fact-reading task asks about: at least enough that a task's requests
+# (ListOffsets, one ListConsumerGroupOffsets a group) are worth a client, at most what one
+# commit request carries (kafka.COMMITTED_PER_REQUEST), and otherwise two tasks a core.
+MIN_PARTITIONS_PER_TASK = 500
+MAX_PARTITIONS_PER_TASK = COMMITTED_PER_REQUEST
 Progress = Callable[[str], None]
 
 
@@ -36,6 +46,15 @@ class PlanResult:
     # Topics matched but not planned, with the reason (compact-only, unreadable config).
     skipped: dict[str, str] = field(default_factory=dict)
     tombstones: list[dict[str, Any]] = field(default_factory=list)
+
+
+def fact_tasks(partitions: int, cores: int) -> int:
+    """How many tasks read the facts of `partitions` partitions on `cores` cores."""
+    if partitions <= 0:
+        return 1
+    per_task = math.ceil(partitions / max(1, 2 * cores))
+    per_task = min(MAX_PARTITIONS_PER_TASK, max(MIN_PARTITIONS_PER_TASK, per_task))
+    return math.ceil(partitions / per_task)
 
 
 def _quiet(_: str) -> None:
@@ -97,26 +116,24 @@ def run_batch(
         f"{len(request.policies)} policies, {len(planned_topics)} topics, "
         f"{len(tps)} partitions to plan, {len(groups)} groups"
     )
-    offsets = (
-        sc.parallelize(tps, max(1, math.ceil(len(tps) / PARTITIONS_PER_TASK)))
-        .mapPartitions(partial(extract.read_offsets, conn=conn, times=request.lookup_times()))
-        .toDF(schemas.OFFSETS)
-    )
     # Each group's commits are read on the partitions of the policies that name it.
-    group_partitions: dict[str, dict[str, list[int]]] = {g: {} for g in groups}
+    groups_of_topic: dict[str, set[str]] = {}
     membership: list[tuple[str, str]] = []
     for policy in request.policies:
         mine = [t for t in topics.selected[policy.id] if t in planned_topics]
         membership += [(policy.id, t) for t in mine]
-        for g in policy.rules.groups():
-            group_partitions[g].update({t: topics.partitions[t] for t in mine})
-    commits = (
-        sc.parallelize(groups, max(1, len(groups)))
-        .mapPartitions(partial(extract.read_commits, conn=conn, partitions=group_partitions))
-        .toDF(schemas.COMMITS)
+        for t in mine:
+            groups_of_topic.setdefault(t, set()).update(policy.rules.groups())
+    read = partial(
+        extract.read_facts,
+        conn=conn,
+        times=request.lookup_times(),
+        groups_of_topic={t: sorted(g) for t, g in groups_of_topic.items()},
     )
+    slices = fact_tasks(len(tps), sc.defaultParallelism)
+    read_facts = sc.parallelize(tps, slices).mapPartitions(read).toDF(schemas.FACTS)
     members = spark.createDataFrame(membership, "policy string, topic string")
-    facts = transforms.facts(offsets, commits).join(members, "topic")
+    facts = read_facts.join(F.broadcast(members), "topic")
     rules = {p.id: p.rules for p in request.policies}
     plan = transforms.plan_policies(facts, rules, request.now_ms).cache()
     progress("reading offsets and committed offsets on executors; computing cuts")

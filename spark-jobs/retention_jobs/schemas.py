@@ -1,10 +1,11 @@
 """Spark schemas of the pipeline's DataFrames (DDL strings, kept together)."""
 
-OFFSETS = (
+# One row per partition, as extract.read_facts yields it: offsets, the offset at each
+# lookup time, and each asked group's committed offset (null: none committed).
+FACTS = (
     "topic string, partition int, logStartOffset long, highWatermark long, "
-    "timeOffsets map<long,long>, error string"
+    "timeOffsets map<long,long>, committed map<string,long>, error string"
 )
-COMMITS = "group string, topic string, partition int, committedOffset long"
 SIZES = "topic string, partition int, avgRecordBytes double"
 LAGS = "topic string, partition int, group string, timeLagMs long"
 UNCONSUMED = (

@@ -4,6 +4,7 @@ job can never disagree on a cut."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any
@@ -16,14 +17,6 @@ from kafka_retention.core.policy import RetentionRules, plan_partition
 from retention_jobs import schemas
 
 KEY = ["topic", "partition"]
-
-
-def facts(offsets: DataFrame, commits: DataFrame) -> DataFrame:
-    """One row per partition: offsets plus a map group -> committed offset (null: none)."""
-    committed = commits.groupBy(*KEY).agg(
-        F.map_from_entries(F.collect_list(F.struct("group", "committedOffset"))).alias("committed")
-    )
-    return offsets.join(committed, KEY, "left")
 
 
 # What plan_policies reads from each facts row, and what it returns per row: the input
@@ -58,6 +51,19 @@ _PLANNED_NAMES = [
 ]
 
 
+def _dicts(column: Any) -> list[dict[Any, Any]]:
+    """A map column as one dict a row (a null map as an empty one), built from the flat
+    keys and values: pyarrow's to_pylist makes a list of tuples a row first, which cost
+    twice as much at ten groups a row."""
+    if column.null_count:
+        column = column.fill_null([])
+    bounds = column.offsets.to_pylist()
+    keys, values = column.keys.to_pylist(), column.items.to_pylist()
+    return [
+        dict(zip(keys[lo:hi], values[lo:hi], strict=True)) for lo, hi in itertools.pairwise(bounds)
+    ]
+
+
 def _cuts(
     batches: Iterator[Any],
     rules_by_policy: Mapping[str, RetentionRules],
@@ -79,9 +85,10 @@ def _cuts(
         )
     )
     for batch in batches:
-        policies, topics, partitions, starts, hws, times, committed = (
-            batch.column(name).to_pylist() for name in _FACTS_IN[:7]
+        policies, topics, partitions, starts, hws = (
+            batch.column(name).to_pylist() for name in _FACTS_IN[:5]
         )
+        times, committed = (_dicts(batch.column(name)) for name in _FACTS_IN[5:7])
         target: list[int | None] = []
         rule: list[str | None] = []
         reason: list[str | None] = []
@@ -99,8 +106,8 @@ def _cuts(
                     TopicPartition(topics[i], partitions[i]),
                     log_start,
                     hw,
-                    dict(committed[i] or ()),
-                    dict(times[i] or ()),
+                    committed[i],
+                    times[i],
                 ),
                 rules_by_policy[policy],
                 now_ms,

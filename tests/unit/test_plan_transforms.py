@@ -12,21 +12,6 @@ from retention_jobs import schemas, transforms
 NOW = 1_800_000_000_000
 
 
-def test_facts_gather_each_partitions_commits_into_a_map(spark: Any) -> None:
-    offsets = spark.createDataFrame(
-        [("t", 0, 0, 100, {}, None), ("t", 1, 5, 50, {}, None)], schemas.OFFSETS
-    )
-    commits = spark.createDataFrame(
-        [("a", "t", 0, 40), ("b", "t", 0, None), ("a", "t", 1, 20)], schemas.COMMITS
-    )
-    got = transforms.facts(offsets, commits).select("topic", "partition", "committed")
-    expected = spark.createDataFrame(
-        [("t", 0, {"a": 40, "b": None}), ("t", 1, {"a": 20})],
-        "topic string, partition int, committed map<string,long>",
-    )
-    assertDataFrameEqual(got, expected)
-
-
 def test_plan_applies_the_planning_core_to_every_row(spark: Any) -> None:
     rules = RetentionRules(consumed_groups=("a", "b"), max_retention_ms=1000)
     facts = spark.createDataFrame(
@@ -97,3 +82,33 @@ def test_tombstone_ages_compare_with_delete_retention(spark: Any) -> None:
     (row,) = transforms.tombstone_ages(scanned, retention, NOW).collect()
     assert row.oldestTombstoneAgeMs == 5000
     assert row.oldestTombstoneRemainingMs == -2000
+
+
+def test_fact_tasks_give_each_core_two_tasks_within_the_per_task_bounds() -> None:
+    from retention_jobs.plan_job import (
+        MAX_PARTITIONS_PER_TASK,
+        MIN_PARTITIONS_PER_TASK,
+        fact_tasks,
+    )
+
+    assert fact_tasks(0, 2) == 1
+    # Few partitions: one task of at most the minimum, not a task per core.
+    assert fact_tasks(300, 2) == 1
+    assert fact_tasks(MIN_PARTITIONS_PER_TASK * 3, 2) == 3
+    # Between the bounds: two tasks a core.
+    assert fact_tasks(10_000, 2) == 4
+    assert fact_tasks(10_000, 8) == 16
+    assert fact_tasks(10_000, 64) == 10_000 // MIN_PARTITIONS_PER_TASK
+    # Past them: no task asks for more than one commit request carries.
+    assert fact_tasks(1_000_000, 2) == 1_000_000 // MAX_PARTITIONS_PER_TASK
+
+
+def test_map_columns_reach_the_core_as_each_rows_own_dict_in_sliced_batches() -> None:
+    import pyarrow as pa
+
+    column = pa.array(
+        [[("a", 1)], None, [], [("b", None), ("c", 3)]], pa.map_(pa.string(), pa.int64())
+    )
+    assert transforms._dicts(column) == [{"a": 1}, {}, {}, {"b": None, "c": 3}]
+    # Arrow hands mapInArrow slices whose offsets do not start at zero.
+    assert transforms._dicts(column.slice(2, 2)) == [{}, {"b": None, "c": 3}]
