@@ -25,7 +25,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_retention.adapters.kafka import RECORD_OVERHEAD_BYTES, key_text
@@ -252,10 +252,6 @@ def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) 
     )
 
 
-def _first(n: int, by: Sequence[str], order: Sequence[Column]) -> Column:
-    return F.row_number().over(Window.partitionBy(*by).orderBy(*order)) <= n
-
-
 def _key_text(key: bytes | None) -> str | None:
     """adapters.kafka.key_text, so both readers show a key the same way."""
     return key_text(None if key is None else bytes(key))
@@ -277,17 +273,28 @@ def average_sizes(
     )
 
 
-def _unconsumed_pass(
+def _smallest(value: Column, order: Column, k: int, empty: str) -> Column:
+    """The `value`s of the k smallest `order`s in the group (a null order is left out),
+    ascending: one bounded heap a group, in the same pass as the counts (Spark 4.2's
+    min_by with k), where a window would sort every record of the range."""
+    if k <= 0:
+        return F.array().cast(empty)
+    return F.coalesce(F.min_by(value, order, k), F.array().cast(empty))
+
+
+def unconsumed(
     spark: SparkSession,
     conn: Connection,
     items: Sequence[tuple[str, str, int, str, int, int]],
     key_sample: int,
-    dense: bool,
-) -> list[Row]:
-    """One read of every partition asked (over the union of its ranges), aggregated per
-    (policy, topic, partition, group): count, bytes, and sample candidates. `dense`: the
-    candidates are the records at offsets [from, from + key_sample), at most key_sample
-    each, so nothing is sorted; else the first key_sample by a window (sorts the range)."""
+) -> DataFrame:
+    """`policy string, {schemas.UNCONSUMED}` for (policy, topic, partition, group, from,
+    to): records in [from, to) a group has not read, their bytes, and the first keys.
+
+    One read of every partition asked (over the union of its ranges), aggregated per
+    (policy, topic, partition, group) in the same pass: count, bytes and the first
+    key_sample records by offset (gaps from compaction or transaction markers simply
+    leave the next records in)."""
     asked = spark.createDataFrame(
         list(items), "policy string, topic string, partition int, group string, lo long, hi long"
     )
@@ -302,54 +309,26 @@ def _unconsumed_pass(
         (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi"))
     )
     keys = ["policy", "topic", "partition", "group"]
-    if dense:
-        candidate = F.col("offset") < F.col("lo") + F.lit(key_sample)
-    else:
-        candidate = _first(key_sample, keys, [F.col("offset")])
-        within = within.withColumn("candidate", candidate)
-        candidate = F.col("candidate")
-    return (
-        within.groupBy(*keys)
+    found = {
+        tuple(r[:4]): r
+        for r in within.groupBy(*keys)
         .agg(
             F.count(F.lit(1)).alias("records"),
             F.sum("storedBytes").alias("bytes"),
-            F.collect_list(F.when(candidate, F.struct("offset", "key"))).alias("sample"),
+            _smallest(
+                F.struct("offset", "key"),
+                F.col("offset"),
+                key_sample,
+                "array<struct<offset:long,key:binary>>",
+            ).alias("sample"),
         )
         .collect()
-    )
-
-
-def unconsumed(
-    spark: SparkSession,
-    conn: Connection,
-    items: Sequence[tuple[str, str, int, str, int, int]],
-    key_sample: int,
-) -> DataFrame:
-    """`policy string, {schemas.UNCONSUMED}` for (policy, topic, partition, group, from,
-    to): records in [from, to) a group has not read, their bytes, and the first keys.
-
-    Offsets are dense except where compaction or transaction markers left gaps, so the
-    first keys are almost always the records at [from, from + key_sample): one read,
-    nothing sorted, at most key_sample kept per range. Where a gap leaves fewer than
-    that (and the range holds more), those ranges alone are read again with a sort."""
-    found = {tuple(r[:4]): r for r in _unconsumed_pass(spark, conn, items, key_sample, dense=True)}
-    short = [
-        item
-        for item in items
-        if (r := found.get(item[:4])) is not None
-        and len(r["sample"]) < min(key_sample, r["records"])
-    ]
-    if short:
-        found.update(
-            (tuple(r[:4]), r) for r in _unconsumed_pass(spark, conn, short, key_sample, dense=False)
-        )
+    }
     out = []
     for item in items:
         r = found.get(item[:4])
-        sample = sorted((s["offset"], _key_text(s["key"])) for s in (r["sample"] if r else []))
-        out.append(
-            (*item[:4], r["records"] if r else 0, r["bytes"] if r else 0, sample[:key_sample])
-        )
+        sample = [(s["offset"], _key_text(s["key"])) for s in (r["sample"] if r else [])]
+        out.append((*item[:4], r["records"] if r else 0, r["bytes"] if r else 0, sample))
     return spark.createDataFrame(out, f"policy string, {schemas.UNCONSUMED}")
 
 
@@ -360,43 +339,29 @@ def tombstones(
     tombstones, their oldest and newest timestamps, and the oldest few, oldest first."""
     records = read_ranges(spark, conn, items)
     tp = ["topic", "partition"]
-    counts = records.groupBy(*tp).agg(
+    tombstone = F.col("isTombstone")
+    # One pass: the counts and the oldest few (by time, then offset) together.
+    scanned = records.groupBy(*tp).agg(
         F.count(F.lit(1)).alias("recordsRead"),
-        F.count(F.when(F.col("isTombstone"), True)).alias("tombstones"),
-        F.min(F.when(F.col("isTombstone"), F.col("timestampMs"))).alias("oldestTombstoneMs"),
-        F.max(F.when(F.col("isTombstone"), F.col("timestampMs"))).alias("newestTombstoneMs"),
-    )
-    oldest = (
-        records.where("isTombstone")
-        .withColumn("kept", _first(oldest_kept, tp, [F.col("timestampMs"), F.col("offset")]))
-        .where("kept")
-        .groupBy(*tp)
-        .agg(
-            F.collect_list(F.struct("timestampMs", "offset")).alias("byTime"),
-        )
-        .select(
-            *tp,
-            F.transform(
-                F.array_sort("byTime"),
-                lambda s: F.struct(
-                    s["offset"].alias("offset"), s["timestampMs"].alias("timestampMs")
-                ),
-            ).alias("oldestTombstones"),
-        )
+        F.count(F.when(tombstone, True)).alias("tombstones"),
+        F.min(F.when(tombstone, F.col("timestampMs"))).alias("oldestTombstoneMs"),
+        F.max(F.when(tombstone, F.col("timestampMs"))).alias("newestTombstoneMs"),
+        _smallest(
+            F.struct("offset", "timestampMs"),
+            F.when(tombstone, F.struct("timestampMs", "offset")),
+            oldest_kept,
+            "array<struct<offset:long,timestampMs:long>>",
+        ).alias("oldestTombstones"),
     )
     asked = spark.createDataFrame([(t, p) for t, p, _, _ in items], "topic string, partition int")
-    return (
-        asked.join(counts, tp, "left")
-        .join(oldest, tp, "left")
-        .select(
-            *tp,
-            F.coalesce("recordsRead", F.lit(0)).cast("long").alias("recordsRead"),
-            F.coalesce("tombstones", F.lit(0)).cast("long").alias("tombstones"),
-            "oldestTombstoneMs",
-            "newestTombstoneMs",
-            F.coalesce(
-                "oldestTombstones",
-                F.array().cast("array<struct<offset:long,timestampMs:long>>"),
-            ).alias("oldestTombstones"),
-        )
+    return asked.join(scanned, tp, "left").select(
+        *tp,
+        F.coalesce("recordsRead", F.lit(0)).cast("long").alias("recordsRead"),
+        F.coalesce("tombstones", F.lit(0)).cast("long").alias("tombstones"),
+        "oldestTombstoneMs",
+        "newestTombstoneMs",
+        F.coalesce(
+            "oldestTombstones",
+            F.array().cast("array<struct<offset:long,timestampMs:long>>"),
+        ).alias("oldestTombstones"),
     )
