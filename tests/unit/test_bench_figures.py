@@ -114,3 +114,22 @@ def test_planning_rows_without_a_spark_figure() -> None:
     assert "Spark plan job: too few sizes" in out[2].ours
     assert "50,000" in out[2].note
     assert out[0].why.startswith("The Spark job (3.1 s)")
+
+
+def test_a_purge_over_half_the_reference_says_why_and_one_within_it_does_not() -> None:
+    from bench.purge_scale import purge_why
+
+    assert purge_why(0.5) == ""
+    assert purge_why(0.32) == ""
+    assert purge_why(1.72).startswith("1.72x of kafka-delete-records against a goal of 0.5x")
+
+
+def test_a_scan_slower_than_the_reference_names_its_read_floor() -> None:
+    from bench.scan import scan_why
+
+    source = "Spark Kafka source, tombstone inventory"
+    assert scan_why(source, 2.0, 2.3, 1.5) == ""
+    why = scan_why(source, 3.4, 2.3, 2.5)
+    assert "alone (count only) takes 2.5 s" in why
+    assert "0.9 s is the aggregation" in why
+    assert "count only" not in scan_why(source, 3.4, 2.3, None)
