@@ -197,9 +197,10 @@ def scan_why(name: str, ours: float, reference: float, read_only: float | None) 
     )
     return (
         f"{ours:.1f} s against {reference:.1f} s (the reference's time includes its JVM "
-        f"start). {floor}The source turns every record into a Spark row (key, value, "
-        "headers, timestamp) before the aggregate sees it, where the reference only counts "
-        "bytes; on 2 cores that per-record cost is the gap. What would close it: more "
-        "cores or executors (the read splits by offset range across tasks), and leaving "
-        "out the value and headers where the scan needs no sizes."
+        f"start). {floor}The read itself copies every record's key, value, headers and "
+        "timestamp into a Spark row before any aggregate sees it, where the reference "
+        "only counts bytes. What would close it: more cores or executors (the read splits "
+        "by offset range across tasks), and leaving out the value and headers where a "
+        "scan needs no sizes (the tombstone inventory needs only whether a value is null, "
+        "which the source cannot tell without reading it)."
     )

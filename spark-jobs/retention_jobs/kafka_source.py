@@ -292,26 +292,38 @@ def unconsumed(
     to): records in [from, to) a group has not read, their bytes, and the first keys.
 
     One read of every partition asked (over the union of its ranges), aggregated per
-    (policy, topic, partition, group) in the same pass: count, bytes and the first
-    key_sample records by offset (gaps from compaction or transaction markers simply
-    leave the next records in)."""
-    asked = spark.createDataFrame(
-        list(items), "policy string, topic string, partition int, group string, lo long, hi long"
-    )
-    union: dict[tuple[str, int], tuple[int, int]] = {}
-    for _, topic, partition, _, lo, hi in items:
-        have = union.get((topic, partition))
-        union[(topic, partition)] = (
+    distinct range in the same pass: count, bytes and the first key_sample records by
+    offset (gaps from compaction or transaction markers simply leave the next records
+    in)."""
+    # Policies and groups often ask for the same range of a partition: each distinct
+    # range is counted once, and a partition asked for one range only is read exactly
+    # that far, with no join to find which range a record falls in.
+    ranges = sorted({(t, p, lo, hi) for _, t, p, _, lo, hi in items})
+    by_partition: dict[tuple[str, int], tuple[int, int]] = {}
+    for topic, partition, lo, hi in ranges:
+        have = by_partition.get((topic, partition))
+        by_partition[(topic, partition)] = (
             (lo, hi) if have is None else (min(have[0], lo), max(have[1], hi))
         )
-    records = read_ranges(spark, conn, [(t, p, lo, hi) for (t, p), (lo, hi) in union.items()])
-    within = asked.join(records, ["topic", "partition"]).where(
-        (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi"))
+    records = read_ranges(
+        spark, conn, [(t, p, lo, hi) for (t, p), (lo, hi) in by_partition.items()]
     )
-    keys = ["policy", "topic", "partition", "group"]
+    tp = ["topic", "partition"]
+    if len(by_partition) == len(ranges):
+        within, key = records, tp
+    else:
+        asked = spark.createDataFrame(ranges, "topic string, partition int, lo long, hi long")
+        within = records.join(F.broadcast(asked), tp).where(
+            (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi"))
+        )
+        key = [*tp, "lo", "hi"]
     found = {
-        tuple(r[:4]): r
-        for r in within.groupBy(*keys)
+        (
+            r.topic,
+            r.partition,
+            *(by_partition[(r.topic, r.partition)] if len(key) == 2 else (r.lo, r.hi)),
+        ): r
+        for r in within.groupBy(*key)
         .agg(
             F.count(F.lit(1)).alias("records"),
             F.sum("storedBytes").alias("bytes"),
@@ -326,7 +338,7 @@ def unconsumed(
     }
     out = []
     for item in items:
-        r = found.get(item[:4])
+        r = found.get((*item[1:3], *item[4:6]))
         sample = [(s["offset"], _key_text(s["key"])) for s in (r["sample"] if r else [])]
         out.append((*item[:4], r["records"] if r else 0, r["bytes"] if r else 0, sample))
     return spark.createDataFrame(out, f"policy string, {schemas.UNCONSUMED}")
