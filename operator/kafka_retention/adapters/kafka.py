@@ -152,6 +152,32 @@ def _requests(tps: list[TopicPartition]) -> list[list[TopicPartition]]:
     return [tps[i : i + step] for i in range(0, len(tps), step)]
 
 
+# The requests of one call: the partitions each asks, and its future.
+Sent = list[tuple[list[TopicPartition], Future[Any]]]
+
+
+def _answers(
+    sent: Sent, timeout: float, value: Callable[[Any], int | KafkaFailure]
+) -> dict[TopicPartition, int | KafkaFailure]:
+    """Every partition's answer from the requests of one call: value(its result), its
+    own error, its request's failure as a whole, or NO_ANSWER where a reply left it out."""
+    out: dict[TopicPartition, int | KafkaFailure] = {}
+    for asked, future in sent:
+        try:
+            answers: dict[KTP, Any] = _wait(future, timeout)
+        except Exception as exc:  # the whole request failed: so did each of its partitions
+            out.update(dict.fromkeys(asked, _failure(exc)))
+            continue
+        for ktp, result in answers.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            if isinstance(result, KafkaError):
+                out[tp] = _failure(KafkaException(result))
+            else:
+                out[tp] = value(result)
+        _unanswered(asked, out)
+    return out
+
+
 def _failed(exc: BaseException) -> Future[Any]:
     """A future that has already failed with exc: a request that could not be sent."""
     future: Future[Any] = Future()
@@ -415,12 +441,10 @@ class KafkaAdmin:
             return {}
         return self._offset_answers(self._send_list_offsets(specs), field, empty)
 
-    def _send_list_offsets(
-        self, specs: Mapping[TopicPartition, OffsetSpec]
-    ) -> list[tuple[list[TopicPartition], Future[Any]]]:
+    def _send_list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec]) -> Sent:
         """Every request of the call in flight: (the partitions it asks, its future)."""
         request = partial(_AdminClientImpl.list_offsets, self._admin, request_timeout=self._timeout)
-        sent = []
+        sent: Sent = []
         for part in _requests(list(specs)):
             items = [KTP(tp.topic, tp.partition, int(specs[tp]._value)) for tp in part]
             try:
@@ -431,25 +455,15 @@ class KafkaAdmin:
 
     def _offset_answers(
         self,
-        sent: list[tuple[list[TopicPartition], Future[Any]]],
+        sent: Sent,
         field: str = "offset",
         empty: int | None = None,
     ) -> dict[TopicPartition, int | KafkaFailure]:
-        out: dict[TopicPartition, int | KafkaFailure] = {}
-        for asked, future in sent:
-            try:
-                answers: dict[KTP, Any] = _wait(future, self._timeout)
-            except Exception as exc:  # the whole request failed: so did each partition
-                out.update(dict.fromkeys(asked, _failure(exc)))
-                continue
-            for ktp, info in answers.items():
-                tp = TopicPartition(ktp.topic, ktp.partition)
-                if isinstance(info, KafkaError):
-                    out[tp] = _failure(KafkaException(info))
-                else:
-                    out[tp] = offset_answer(int(info.offset), int(getattr(info, field)), empty)
-            _unanswered(asked, out)
-        return out
+        return _answers(
+            sent,
+            self._timeout,
+            lambda info: offset_answer(int(info.offset), int(getattr(info, field)), empty),
+        )
 
     def committed(
         self, group: str, tps: Iterable[TopicPartition]
@@ -496,7 +510,7 @@ class KafkaAdmin:
             request_timeout=self._timeout,
             operation_timeout=self._timeout,
         )
-        sent = []
+        sent: Sent = []
         parts = _requests(list(cuts))
         for i, part in enumerate(parts):
             items = [KTP(tp.topic, tp.partition, cuts[tp]) for tp in part]
@@ -509,21 +523,7 @@ class KafkaAdmin:
                 # and every partition not sent fails with the reason.
                 sent.append(([tp for rest in parts[i:] for tp in rest], _failed(exc)))
                 break
-        out: dict[TopicPartition, int | KafkaFailure] = {}
-        for asked, future in sent:
-            try:
-                answers: dict[KTP, Any] = _wait(future, self._timeout * 2)
-            except Exception as exc:  # the whole request failed: so did each partition
-                out.update(dict.fromkeys(asked, _failure(exc)))
-                continue
-            for ktp, result in answers.items():
-                tp = TopicPartition(ktp.topic, ktp.partition)
-                if isinstance(result, KafkaError):
-                    out[tp] = _failure(KafkaException(result))
-                else:
-                    out[tp] = int(result.low_watermark)
-            _unanswered(asked, out)
-        return out
+        return _answers(sent, self._timeout * 2, lambda result: int(result.low_watermark))
 
     # --- records ----------------------------------------------------------------------
 
