@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from devstack import paths
-from devstack.procs import Process, StackError, run, wait_for
+from devstack.procs import Process, StackError, run, tail, wait_for
 
 NODE_NAME = "kafka-retention-dev"
 KUBELET_PORT = 36250
@@ -194,6 +194,7 @@ class Node:
         self.scheduler = Process("kube-scheduler", self.root)
         self.controller_manager = Process("kube-controller-manager", self.root)
         self._started_at = 0.0
+        self._reserved: list[int] = []
 
     @property
     def processes(self) -> list[Process]:
@@ -215,17 +216,13 @@ class Node:
 
     # --- start ---------------------------------------------------------------------------
 
-    def start(
-        self,
-        images: list[tuple[Path, str]],
-        pause_image: str,
-        keep_images: bool = False,
-        reserve_ports: Sequence[int] = (),
-    ) -> None:
-        """Start the node and load `images` (OCI archive, image name) into containerd.
-        With keep_images, containerd's store of a stopped node is kept, and an image
-        already imported from the same archive is not imported again (a 1.2 GB archive
-        takes about 25 s to import)."""
+    def claim_host(self, reserve_ports: Sequence[int] = (), keep_images: bool = False) -> None:
+        """Record the host as it is, then reserve the stack's ports, before anything of
+        the stack starts. The reservation must come first: a port is in the ephemeral
+        range, and the brokers' and the API server's own outgoing connections may take it
+        as their source port before the node's daemons bind it (containerd exits when its
+        stream port is taken). With keep_images, containerd's store of a stopped node is
+        kept."""
         recover_abandoned_node()
         store = self.root / "containerd" / "root"
         kept = self.root.parent / "node-containerd-root"
@@ -242,17 +239,26 @@ class Node:
         before.save(self.host_state_file)
         HOST_RECORD.parent.mkdir(parents=True, exist_ok=True)
         HOST_RECORD.write_text(json.dumps({"root": str(self.root), "before": before.__dict__}))
+        _reserve_ports(reserve_ports)
+        self._reserved = list(reserve_ports)
+
+    def start(self, images: list[tuple[Path, str]], pause_image: str) -> None:
+        """Start the node, on a host claimed with `claim_host`, and load `images` (OCI
+        archive, image name) into containerd. An image already imported from the same
+        archive into a kept store is not imported again (a 1.2 GB archive takes about
+        25 s to import)."""
+        if not self.host_state_file.exists():
+            raise StackError("the node starts on a claimed host: call claim_host first")
         self._started_at = time.time()
         self._images_file.write_text(
             json.dumps(
                 {
                     "images": [[str(a), n] for a, n in images],
                     "pause": pause_image,
-                    "reserve_ports": list(reserve_ports),
+                    "reserve_ports": self._reserved,
                 }
             )
         )
-        _reserve_ports(reserve_ports)
         if not any(NODE_IP in a for a in _addresses()):
             run(["ip", "addr", "add", f"{NODE_IP}/32", "dev", "lo"], what="ip addr add")
         self._start_control_plane()
@@ -268,12 +274,8 @@ class Node:
     def start_again(self) -> None:
         """Start a stopped node with the images of its last start."""
         last = json.loads(self._images_file.read_text())
-        self.start(
-            [(Path(a), n) for a, n in last["images"]],
-            last["pause"],
-            keep_images=True,
-            reserve_ports=last.get("reserve_ports", []),
-        )
+        self.claim_host(last.get("reserve_ports", []), keep_images=True)
+        self.start([(Path(a), n) for a, n in last["images"]], last["pause"])
 
     def _start_control_plane(self) -> None:
         bin_dir = paths.node_bin()
@@ -385,10 +387,20 @@ class Node:
         wait_for("containerd", up, 30, log=self.containerd.log)
 
     def ctr(self, *args: str) -> str:
-        return run(
-            ["ctr", "--address", str(self.socket), "--namespace", NAMESPACE, *args],
-            what=f"ctr {args[0]}",
-        )
+        try:
+            return run(
+                ["ctr", "--address", str(self.socket), "--namespace", NAMESPACE, *args],
+                what=f"ctr {args[0]}",
+            )
+        except StackError as e:
+            # containerd answers before its CRI plugin has started, and exits when that
+            # fails: "connection refused" alone would hide why.
+            if self.containerd.exited_early():
+                raise StackError(
+                    f"{e}\ncontainerd has exited; the end of {self.containerd.log}:\n"
+                    f"{tail(self.containerd.log, 5)}"
+                ) from e
+            raise
 
     def load_image(self, archive: Path, name: str) -> None:
         """Import an image archive and make sure it answers to `name`, the way the CRI

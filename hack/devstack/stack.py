@@ -78,16 +78,13 @@ class Stack:
             shutil.rmtree(state, ignore_errors=True)
         self.dev.mkdir(parents=True, exist_ok=True)
         try:
+            self.node.claim_host(reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS])
             self.kube.prepare()
             self.kafka.prepare()
             for n in NODE_IDS:
                 self.kafka.start_node(n)  # JVMs warm up while etcd and the API server start
             self.kube.start()
-            self.node.start(
-                [(i.archive, i.name) for i in images.load],
-                images.pause.name,
-                reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS],
-            )
+            self.node.start([(i.archive, i.name) for i in images.load], images.pause.name)
             self.kafka.wait_ready()
             self.node.wait_ready(self.kube.kubectl)
         except BaseException:
@@ -109,12 +106,12 @@ class Stack:
 
     def _check_ports_free(self) -> None:
         for port in self._ports():
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    raise StackError(
-                        f"127.0.0.1:{port} is already in use; is a stack from another "
-                        "checkout running? Run `make dev-down` there first."
-                    )
+            holder = port_holder(port)
+            if holder is not None:
+                raise StackError(
+                    f"port {port} is already in use ({holder}); is a stack from another "
+                    "checkout running? Run `make dev-down` there first."
+                )
 
     def down(self) -> None:
         # The node first: its kubelet and controllers talk to the API server until they stop.
@@ -162,3 +159,27 @@ class Stack:
             text=True,
             check=check,
         )
+
+
+def port_holder(port: int) -> str | None:
+    """What holds `port`, or None when the stack can bind it. A bind, not a connect: the
+    port may be the source port of some outgoing connection, which a connect does not
+    see and which still keeps a server from binding it. SO_REUSEADDR, as the servers
+    set it, so a closed connection's TIME_WAIT does not count."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))  # noqa: S104 - never listens; sees every address
+        except OSError as e:
+            try:
+                sockets = subprocess.run(
+                    ["ss", "-Htanp", f"( sport = :{port} )"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout.splitlines()
+            except FileNotFoundError:
+                sockets = []
+            found = "; ".join(" ".join(line.split()) for line in sockets if line.strip())
+            return found or e.strerror or str(e)
+    return None
