@@ -1,5 +1,6 @@
 """The benchmark's pure parts: the growth fit, the plots' grouping of points, the
-"where we are slower" section and the physical plan's exchange count."""
+"where we are slower" section, the physical plan's exchange count and the policy fleet's
+runs a minute."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from bench import policies
 from bench.common import Point, Row
 from bench.planning import fit_growth
 from bench.plots import by_figure, draw, is_line
@@ -133,3 +135,48 @@ def test_a_scan_slower_than_the_reference_names_its_read_floor() -> None:
     assert "alone (count only) takes 2.5 s" in why
     assert "0.9 s is the aggregation" in why
     assert "count only" not in scan_why(source, 3.4, 2.3, None)
+
+
+class _Clock:
+    """A fake clock for the fleet's tick counter: sleeping moves it on."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _fleet_rate(monkeypatch: pytest.MonkeyPatch, phase: float, period: float) -> float:
+    """The fleet's runs per minute when every policy runs in one burst each `period` s,
+    the first `phase` s after the window opens."""
+    clock = _Clock()
+    count = "kafka_retention_policy_start_lateness_seconds_count"
+
+    def scrape(port: int) -> dict[str, float]:
+        bursts = 0 if clock.now < phase else 1 + int((clock.now - phase) // period)
+        return {count: 5000.0 + policies.FLEET * bursts}
+
+    monkeypatch.setattr(policies, "time", clock)
+    monkeypatch.setattr(policies, "scrape", scrape)
+    ticks = policies.fleet_ticks(0, {count: 5000.0}, 3)
+    assert len(ticks) == 4
+    return policies.runs_a_minute(ticks)
+
+
+@pytest.mark.parametrize("phase", [1.0, 30.0, 59.0])
+def test_a_fleet_that_keeps_its_interval_runs_once_a_minute_wherever_the_window_falls(
+    monkeypatch: pytest.MonkeyPatch, phase: float
+) -> None:
+    """Runs over a 3-interval window gave 2 or 3 bursts depending on the phase: a fleet
+    keeping up showed 662 runs a minute where it ran 1,000."""
+    rate = _fleet_rate(monkeypatch, phase, policies.INTERVAL_S)
+    assert rate == pytest.approx(policies.FLEET * 60 / policies.INTERVAL_S, rel=0.01)
+
+
+def test_a_fleet_whose_ticks_stretch_shows_the_lower_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    rate = _fleet_rate(monkeypatch, 10.0, policies.INTERVAL_S * 1.5)
+    assert rate == pytest.approx(policies.FLEET * 60 / (policies.INTERVAL_S * 1.5), rel=0.01)
