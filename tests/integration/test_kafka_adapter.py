@@ -1,9 +1,19 @@
-"""The Kafka adapter against the real cluster, where its requests are split in pieces."""
+"""The Kafka adapter against the real cluster: requests split in pieces, and a group
+coordinator that moves while its offsets are read."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import pytest
+from confluent_kafka import ElectionType
+from confluent_kafka.admin import AdminClient
+
+from devstack.stack import Stack
 from kafka_retention.adapters import kafka
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
@@ -50,3 +60,98 @@ def test_offsets_and_deletes_sent_in_pieces_land_on_their_own_partitions(
     assert admin.log_bounds(tps)[0] == {tp: tp.partition for tp in tps}
     # A timestamp before every record: each partition's first offset, its new log start.
     assert admin.offsets_for_timestamp(tps, 0) == {tp: tp.partition for tp in tps}
+
+
+# Reads a group's commits in a loop until told to stop, in a process of its own: what it
+# guards against is a crash of the whole process, which would end pytest with it.
+_READER = """
+import json, sys
+from pathlib import Path
+from kafka_retention.adapters.kafka import KafkaAdmin, KafkaUnavailable
+from kafka_retention.core.facts import TopicPartition
+
+bootstrap, group, topic, stop = sys.argv[1:5]
+admin = KafkaAdmin(bootstrap, timeout=5)
+tps = [TopicPartition(topic, p) for p in range(3)]
+seen = {"ok": 0, "unavailable": 0, "wrong": []}
+while not Path(stop).exists():
+    try:
+        got = admin.committed(group, tps)
+    except KafkaUnavailable:
+        seen["unavailable"] += 1
+        continue
+    if got == {tp: 10 + tp.partition for tp in tps}:
+        seen["ok"] += 1
+    else:
+        seen["wrong"].append(str(got))
+print(json.dumps(seen))
+"""
+
+
+def _coordinator(bootstrap: str, group: str) -> int | None:
+    """The broker coordinating the group; None while no broker answers for it. A new
+    client each time: a client keeps asking the coordinator it knows."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        described = admin.describe_consumer_groups([group], request_timeout=5)[group].result(
+            timeout=10
+        )
+    except Exception:  # a coordinator that went away: asked again until one answers
+        return None
+    return int(described.coordinator.id)
+
+
+@pytest.mark.stack
+def test_committed_offsets_are_read_while_the_group_coordinator_moves(
+    stack: Stack,
+    bootstrap: str,
+    admin: AdminClient,
+    make_topic: TopicFactory,
+    tmp_path: Path,
+) -> None:
+    """The coordinator leaves its broker (stopped) and comes back (preferred leader
+    election), the way a rolling restart moves it, while offsets are read. librdkafka's
+    AdminClient met the NOT_COORDINATOR answer of a moved coordinator with a NULL
+    dereference and the operator died mid-run (found in a CI run: a broker killed by one
+    test, leadership moved back minutes later under another)."""
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, dict.fromkeys(range(3), 20))
+    group = f"{topic}-g"
+    commit(bootstrap, group, topic, {p: 10 + p for p in range(3)})
+    home = _coordinator(bootstrap, group)
+    assert home is not None, "no broker coordinates the group"
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _READER, bootstrap, group, topic, str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stopped = False
+    try:
+        time.sleep(3)
+        stack.kafka.stop_node(home)
+        stopped = True
+        deadline = time.monotonic() + 60
+        while _coordinator(bootstrap, group) in (home, None):
+            assert time.monotonic() < deadline, "the coordinator did not leave its broker"
+            time.sleep(1)
+        time.sleep(3)  # reads go to the new coordinator
+        stack.kafka.start_node(home)
+        stack.kafka.wait_node_ready(home, timeout=120)
+        stopped = False
+        deadline = time.monotonic() + 90
+        while _coordinator(bootstrap, group) != home:
+            assert time.monotonic() < deadline, "the coordinator did not come back"
+            admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=30)
+            time.sleep(1)
+        time.sleep(5)  # reads find the coordinator moved back
+    finally:
+        if stopped:
+            stack.kafka.start_node(home)
+            stack.kafka.wait_node_ready(home, timeout=120)
+        stop.touch()
+        out, _ = reader.communicate(timeout=60)
+    assert reader.returncode == 0, f"the reading process died with {reader.returncode}"
+    seen = json.loads(out)
+    assert seen["wrong"] == []
+    assert seen["ok"] > 0

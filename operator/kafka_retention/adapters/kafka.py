@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from confluent_kafka import (
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Message,
@@ -470,28 +469,55 @@ class KafkaAdmin:
     ) -> dict[TopicPartition, int | None]:
         """The group's committed offset per partition; None where it has committed none.
 
+        Read through a consumer handle of the group, not the AdminClient: when the group's
+        coordinator moves (a broker restarts, or the controller moves leadership back to
+        the preferred replica), it answers NOT_COORDINATOR, and librdkafka (2.16 and
+        earlier; its issue 5040) handles that in an AdminClient by handing a
+        coordinator query to the consumer-group handle an AdminClient does not have: a
+        NULL dereference that kills the whole process. A consumer's group handle looks
+        the coordinator up again and retries. The handle never subscribes, so it never
+        joins the group or commits for it.
+
         Asked COMMITTED_PER_REQUEST partitions at a time: the coordinator answers one
         request for tens of thousands of partitions slower than the request timeout on a
         busy cluster (50,000 in one request timed out at 15 s on the local stack)."""
         wanted = [KTP(tp.topic, tp.partition) for tp in tps]
         out: dict[TopicPartition, int | None] = {}
-        for i in range(0, len(wanted), COMMITTED_PER_REQUEST):
-            request = [ConsumerGroupTopicPartitions(group, wanted[i : i + COMMITTED_PER_REQUEST])]
-            try:
-                fut = self._admin.list_consumer_group_offsets(
-                    request, request_timeout=self._timeout
-                )[group]
-                result = _wait(fut, self._timeout)
-            except Exception as exc:
-                raise self._unavailable(
-                    f"committed offsets of group {group}: {_failure(exc)}"
-                ) from exc
-            for ktp in result.topic_partitions:
-                if ktp.error is not None:
-                    raise self._unavailable(f"committed offsets of group {group}: {ktp.error}")
-                out[TopicPartition(ktp.topic, ktp.partition)] = (
-                    int(ktp.offset) if ktp.offset >= 0 else None
-                )
+        if not wanted:
+            return out
+        try:
+            reader = Consumer(
+                {
+                    **self._config,
+                    "group.id": group,
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    # Offsets a transaction has not committed yet are not commits: the
+                    # coordinator leaves them out without waiting, as the AdminClient's
+                    # default asked (read_committed would wait for the transaction).
+                    "isolation.level": "read_uncommitted",
+                }
+            )
+        except KafkaException as exc:
+            raise self._unavailable(f"committed offsets of group {group}: {exc}") from exc
+        try:
+            for i in range(0, len(wanted), COMMITTED_PER_REQUEST):
+                try:
+                    answers = reader.committed(
+                        wanted[i : i + COMMITTED_PER_REQUEST], timeout=self._timeout
+                    )
+                except Exception as exc:
+                    raise self._unavailable(
+                        f"committed offsets of group {group}: {_failure(exc)}"
+                    ) from exc
+                for ktp in answers:
+                    if ktp.error is not None:
+                        raise self._unavailable(f"committed offsets of group {group}: {ktp.error}")
+                    out[TopicPartition(ktp.topic, ktp.partition)] = (
+                        int(ktp.offset) if ktp.offset >= 0 else None
+                    )
+        finally:
+            reader.close()
         return out
 
     # --- deleting ---------------------------------------------------------------------
