@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from devstack.stack import Stack
+from kafka_retention.adapters.kafka import KafkaAdmin, KafkaUnavailable
+from kafka_retention.core.facts import TopicPartition as Partition
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from tests.conftest import create_namespace
 from tests.e2e.test_policy_fleet import policy
@@ -61,14 +63,14 @@ def log_starts(admin: AdminClient, topics: list[str]) -> dict[str, int]:
     return {tp.topic: f.result(timeout=20).offset for tp, f in futures.items()}
 
 
-def commits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
-    futures = {
-        t: admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(f"{t}-g", [TopicPartition(t, 0)])]
-        )[f"{t}-g"]
-        for t in topics
-    }
-    return {t: f.result(timeout=20).topic_partitions[0].offset for t, f in futures.items()}
+def commits(reader: KafkaAdmin, topics: list[str]) -> dict[str, int]:
+    """Each topic's group commit (-1 for none), read as the operator reads it: not with
+    the AdminClient, which a moving coordinator crashes (adapters.kafka.committed)."""
+    out: dict[str, int] = {}
+    for t in topics:
+        got = reader.committed(f"{t}-g", [Partition(t, 0)])[Partition(t, 0)]
+        out[t] = -1 if got is None else got
+    return out
 
 
 def usage(pid: int) -> tuple[float, float]:
@@ -85,14 +87,20 @@ def usage(pid: int) -> tuple[float, float]:
 
 
 def sampler(
-    admin: AdminClient, topics: list[str], pid: int, stop: threading.Event, out: Samples
+    admin: AdminClient,
+    bootstrap: str,
+    topics: list[str],
+    pid: int,
+    stop: threading.Event,
+    out: Samples,
 ) -> None:
+    reader = KafkaAdmin(bootstrap)
     started = time.monotonic()
     while not stop.wait(SAMPLE_S):
         try:
             starts = log_starts(admin, topics)
-            committed = commits(admin, topics)
-        except (KafkaException, TimeoutError):
+            committed = commits(reader, topics)
+        except (KafkaException, KafkaUnavailable, TimeoutError):
             out.failed_rounds += 1
             continue
         out.rounds += 1
@@ -180,7 +188,7 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
         return threading.Thread(target=run)
 
     threads = [
-        guarded(sampler, admin, topics, operator.pid, stop, samples),
+        guarded(sampler, admin, bootstrap, topics, operator.pid, stop, samples),
         guarded(mover, bootstrap, admin, topics, stop),
     ]
     rng = random.Random(11)  # noqa: S311 - a repeatable workload, not a secret
