@@ -117,17 +117,38 @@ def java_options(conn: Connection) -> dict[str, str]:
     return out
 
 
-def has_source(spark: SparkSession) -> bool:
-    """Spark finds a "kafka" data source (spark.jars in local mode, Spark's jars
-    directory in the image), looked up as a query would look it up."""
+def source_missing(spark: SparkSession) -> str | None:
+    """Why Spark finds no "kafka" data source (spark.jars in local mode, Spark's jars
+    directory in the image), looked up as a query would look it up; None when it finds
+    one. "not installed" only when Spark says so: a jar that fails to load names its own
+    error, which a user would otherwise chase as a missing jar."""
     jvm: Any = spark.sparkContext._jvm
     try:
         jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
             "kafka", spark._jsparkSession.sessionState().conf()
         )
-    except Exception:  # py4j's error for "Failed to find data source: kafka"
-        return False
-    return True
+    except Exception as err:  # py4j's Py4JJavaError, with the Java exception's text
+        text = str(err)
+        if any(mark in text for mark in _NOT_FOUND):
+            return "Spark's Kafka source is not installed"
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        # py4j's text: "An error occurred while calling ...", then ": " and the Java
+        # exception, then its stack.
+        java = next((line[2:] for line in lines if line.startswith(": ")), None)
+        return f"looking up Spark's Kafka source failed: {java or (lines or [repr(err)])[0]}"
+    return None
+
+
+# How Spark says it has no such data source (its error class, and the message's words).
+_NOT_FOUND = (
+    "DATA_SOURCE_NOT_FOUND",
+    "Failed to find data source",
+    "Failed to find the data source",
+)
+
+
+def has_source(spark: SparkSession) -> bool:
+    return source_missing(spark) is None
 
 
 # The connector spark-jobs/pom.xml collects: 4.0.0 is the newest the reachable Maven
@@ -161,8 +182,9 @@ def bridged(spark: SparkSession) -> bool:
 def usable(spark: SparkSession, conn: Connection) -> bool:
     """The session has the source, built for its Spark or bridged to it, and the
     connection maps to Java properties."""
-    if not has_source(spark):
-        log.warning("scans read records in Python: Spark's Kafka source is not installed")
+    missing = source_missing(spark)
+    if missing is not None:
+        log.warning("scans read records in Python: %s", missing)
         return False
     if not matches(spark.version) and not bridged(spark):
         log.warning(

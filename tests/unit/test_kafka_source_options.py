@@ -3,11 +3,14 @@ options of Spark's Kafka source."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from retention_jobs.kafka_source import Unmappable, java_options, long, matches
+from retention_jobs.kafka_source import Unmappable, java_options, long, matches, source_missing
 from retention_jobs.request import Connection
 
 
@@ -117,3 +120,61 @@ def test_the_connector_serves_only_the_spark_it_was_built_for() -> None:
     assert matches("4.0.5", "4.0.0")
     assert not matches("4.3.0", "4.0.0")  # its log lines throw NoClassDefFoundError there
     assert not matches("3.5.1", "4.0.0")
+
+
+class _Lookup:
+    """A session whose data source lookup raises what the JVM said (py4j carries the
+    Java exception's text in the Python error)."""
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+
+    def lookupDataSource(self, name: str, conf: object) -> object:
+        if self.error is not None:
+            raise self.error
+        return object()
+
+
+def _session(error: Exception | None) -> Any:
+    jvm = SimpleNamespace(
+        org=SimpleNamespace(
+            apache=SimpleNamespace(
+                spark=SimpleNamespace(
+                    sql=SimpleNamespace(
+                        execution=SimpleNamespace(
+                            datasources=SimpleNamespace(DataSource=_Lookup(error))
+                        )
+                    )
+                )
+            )
+        )
+    )
+    state = SimpleNamespace(conf=lambda: None)
+    return SimpleNamespace(
+        sparkContext=SimpleNamespace(_jvm=jvm),
+        _jsparkSession=SimpleNamespace(sessionState=lambda: state),
+    )
+
+
+def test_a_source_spark_cannot_find_is_not_installed() -> None:
+    error = RuntimeError(
+        "An error occurred while calling z:...lookupDataSource.\n"
+        ": org.apache.spark.sql.AnalysisException: [DATA_SOURCE_NOT_FOUND] Failed to find "
+        "the data source: kafka."
+    )
+    assert source_missing(_session(error)) == "Spark's Kafka source is not installed"
+
+
+def test_a_source_that_fails_to_load_says_why_rather_than_not_installed() -> None:
+    error = RuntimeError(
+        "\nAn error occurred while calling z:...lookupDataSource.\n"
+        ": java.lang.NoClassDefFoundError: org/apache/kafka/common/serialization/Deserializer\n"
+        "\tat org.apache.spark.sql.execution.datasources.DataSource$.lookupDataSource"
+    )
+    missing = source_missing(_session(error))
+    assert missing is not None
+    assert "not installed" not in missing
+    assert missing.endswith(
+        "java.lang.NoClassDefFoundError: org/apache/kafka/common/serialization/Deserializer"
+    )
+    assert source_missing(_session(None)) is None
