@@ -146,6 +146,9 @@ def _commit(consumer: Consumer, offsets: list[TopicPartition], tries: int = 20) 
             time.sleep(0.5)
 
 
+_NOT_SEEN_YET = {KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+
+
 def _fill(bootstrap: str, tps: list[tuple[str, int]], deadline: float) -> None:
     """At least three records in every partition (a failed delivery is sent again; a
     duplicate does not change the plan, whose cut is the slow group's offset 1)."""
@@ -177,7 +180,14 @@ def _fill(bootstrap: str, tps: list[tuple[str, int]], deadline: float) -> None:
                         break
                     except BufferError:
                         producer.poll(0.05)
-                    except KafkaException as exc:  # e.g. a topic the producer lost
+                    except KafkaException as exc:
+                        # At 50,000 partitions a broker still catching up on the new
+                        # topics may answer metadata without one: the producer drops it
+                        # ("partition count changed from 200 to 0") until its next
+                        # refresh. Sent again until the deadline, as a failed delivery is.
+                        if exc.args[0].code() in _NOT_SEEN_YET and time.monotonic() < deadline:
+                            producer.poll(0.5)
+                            continue
                         raise TooBig(f"producing to {t}: {exc}") from exc
         producer.flush(max(1.0, deadline - time.monotonic()))
         pending = {tp: n - delivered.get(tp, 0) for tp, n in pending.items()}
