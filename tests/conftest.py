@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import paths
 from devstack.stack import Stack
+from tests.broker_metadata import PartitionView, topic_partitions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,32 +76,35 @@ def create_namespace(stack: Stack, name: str) -> None:
         time.sleep(0.2)
 
 
+def _in_sync(served: dict[int, PartitionView], partitions: int) -> bool:
+    return len(served) == partitions and all(
+        p.error == 0 and p.leader >= 0 and len(p.isr) == 3 for p in served.values()
+    )
+
+
 class TopicFactory(Protocol):
     def __call__(self, partitions: int = 3, config: dict[str, str] | None = None) -> str: ...
 
 
 @pytest.fixture
-def make_topic(admin: AdminClient, request: pytest.FixtureRequest) -> TopicFactory:
+def make_topic(admin: AdminClient, bootstrap: str, request: pytest.FixtureRequest) -> TopicFactory:
     """Create RF-3 topics named after the test; each call makes a new one."""
 
     def create(partitions: int = 3, config: dict[str, str] | None = None) -> str:
         name = f"t-{_slug(request)}"
         new = NewTopic(name, num_partitions=partitions, replication_factor=3, config=config or {})
         admin.create_topics([new])[name].result(timeout=30)
-        # The controller has the topic; wait until brokers serve its metadata too, or a
-        # test's first read may hit a broker that has not heard of it yet.
+        # The controller has the topic; wait until every broker serves it too, or a
+        # test's first read may hit a broker that has not heard of it yet (a plan listing
+        # topics by pattern once found none on a busy CI machine). Clients pick a broker
+        # for metadata as they like, so each broker is asked on a socket of its own.
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            meta = admin.list_topics(name, timeout=10).topics.get(name)
-            if (
-                meta is not None
-                and meta.error is None
-                and len(meta.partitions) == partitions
-                and all(p.leader >= 0 and len(p.isrs) == 3 for p in meta.partitions.values())
-            ):
-                return name
-            time.sleep(0.1)
-        raise AssertionError(f"topic {name} not fully in sync 30s after creation")
+        for address in bootstrap.split(","):
+            while not _in_sync(topic_partitions(address, name), partitions):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{address} does not serve {name} 30s after creation")
+                time.sleep(0.05)
+        return name
 
     return create
 
