@@ -65,20 +65,19 @@ def log_starts(admin: AdminClient, topics: list[str]) -> dict[str, int]:
     return {tp.topic: f.result(timeout=20).offset for tp, f in futures.items()}
 
 
-def commits(reader: KafkaAdmin, topics: list[str]) -> dict[str, int]:
+def commits(reader: KafkaAdmin, pool: ThreadPoolExecutor, topics: list[str]) -> dict[str, int]:
     """Each topic's group commit (-1 for none), read as the operator reads it: not with
     the AdminClient, which a moving coordinator crashes (adapters.kafka.committed).
 
-    Read COMMIT_READERS groups at a time: one at a time, each through a consumer handle
-    of its own, 100 groups took about 3.5 s on a busy 2-core machine, and a CI run got 9
-    sampler rounds where the test asks for 10."""
+    Read COMMIT_READERS groups at a time (the sampler's pool): one at a time, each
+    through a consumer handle of its own, 100 groups took about 3.5 s on a busy 2-core
+    machine, and a CI run got 9 sampler rounds where the test asks for 10."""
 
     def one(t: str) -> tuple[str, int]:
         got = reader.committed(f"{t}-g", [Partition(t, 0)])[Partition(t, 0)]
         return t, -1 if got is None else got
 
-    with ThreadPoolExecutor(COMMIT_READERS) as pool:
-        return dict(pool.map(one, topics))
+    return dict(pool.map(one, topics))
 
 
 def usage(pid: int) -> tuple[float, float]:
@@ -104,19 +103,20 @@ def sampler(
 ) -> None:
     reader = KafkaAdmin(bootstrap)
     started = time.monotonic()
-    while not stop.wait(SAMPLE_S):
-        try:
-            starts = log_starts(admin, topics)
-            committed = commits(reader, topics)
-        except (KafkaException, KafkaUnavailable, TimeoutError):
-            out.failed_rounds += 1
-            continue
-        out.rounds += 1
-        for t in topics:
-            if starts[t] > max(committed[t], 0):
-                out.violations.append(f"{t}: log start {starts[t]} past commit {committed[t]}")
-        cpu, rss = usage(pid)
-        out.usage.append((time.monotonic() - started, cpu, rss))
+    with ThreadPoolExecutor(COMMIT_READERS) as pool:
+        while not stop.wait(SAMPLE_S):
+            try:
+                starts = log_starts(admin, topics)
+                committed = commits(reader, pool, topics)
+            except (KafkaException, KafkaUnavailable, TimeoutError):
+                out.failed_rounds += 1
+                continue
+            out.rounds += 1
+            for t in topics:
+                if starts[t] > max(committed[t], 0):
+                    out.violations.append(f"{t}: log start {starts[t]} past commit {committed[t]}")
+            cpu, rss = usage(pid)
+            out.usage.append((time.monotonic() - started, cpu, rss))
 
 
 def mover(bootstrap: str, admin: AdminClient, topics: list[str], stop: threading.Event) -> None:
