@@ -29,10 +29,17 @@ from cryptography.x509.oid import NameOID
 from kafka_retention.adapters.keystores import Stores, read_file
 from kafka_retention.cli.common import UsageError, read_properties
 from kafka_retention.core.client_config import (
+    ALLOWED_PROPERTIES,
+    CONSUMED,
+    JAVA_DEFAULTS,
     LIBRDKAFKA_PROPERTIES,
+    LOCATIONS,
     PROPERTIES_KEY,
+    REACHES_LIBRDKAFKA,
+    RENAMED,
     ClientPropertyError,
     parse_jaas,
+    parse_properties,
     refuse_local_resources,
     secret_file,
     secret_properties,
@@ -111,8 +118,16 @@ def test_jaas_reads_comments_flags_and_escapes_as_java_does() -> None:
                 "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer."
                 "OAuthBearerLoginModule required;",
             },
+            "sasl.mechanism",
+            "is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+        ),
+        (
+            {
+                "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer."
+                "OAuthBearerLoginModule required;",
+            },
             "sasl.jaas.config",
-            "sasl.oauthbearer",
+            "OAUTHBEARER is not accepted",
         ),
         (
             {"sasl.jaas.config": f'{PLAIN} required username="a" password="b"; {PLAIN} required;'},
@@ -141,13 +156,13 @@ def test_what_cannot_be_mapped_is_refused_naming_the_property(
 
 def test_librdkafka_names_pass_unchanged_and_java_ones_are_renamed() -> None:
     own = {
-        "ssl.ca.location": "/etc/ssl/ca.pem",
+        "ssl.ca.pem": "-----BEGIN CERTIFICATE-----",
         "sasl.username": "u",
         "sasl.password": "p",
         "sasl.mechanisms": "PLAIN",
         "enable.ssl.certificate.verification": "false",
         "ssl.key.password": "kept",
-        "topic.metadata.refresh.interval.ms": "1000",
+        "metadata.max.age.ms": "1000",
     }
     assert mapped(own) == own
     assert mapped(
@@ -157,14 +172,12 @@ def test_librdkafka_names_pass_unchanged_and_java_ones_are_renamed() -> None:
             "receive.buffer.bytes": "65536",
             "ssl.endpoint.identification.algorithm": "",
             "ssl.keymanager.algorithm": "SunX509",
-            "bootstrap.servers": "ignored:9092",
         }
     ) == {
         "socket.timeout.ms": "20000",
         "socket.send.buffer.bytes": "0",
         "socket.receive.buffer.bytes": "65536",
         "ssl.endpoint.identification.algorithm": "none",
-        "bootstrap.servers": "ignored:9092",
     }
 
 
@@ -467,24 +480,322 @@ def test_a_jaas_config_that_cannot_be_read_is_refused_without_quoting_it(jaas: s
         assert secret not in str(err.value)
 
 
+# --- the allowlist ---------------------------------------------------------------------
+
+
+def samples(m: Material) -> dict[str, dict[str, str]]:
+    """For each accepted property, a working set of properties that holds it."""
+    jks = {
+        "ssl.truststore.location": str(m.dir / "trust.jks"),
+        "ssl.truststore.password": "trust-pass",
+    }
+    p12 = {
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": str(m.dir / "trust.pkcs12"),
+        "ssl.truststore.password": "trust-pass",
+    }
+    keystore = {
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(m.dir / "client.p12"),
+        "ssl.keystore.password": "store-pass",
+    }
+    pem_keystore = {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.certificate.chain": m.client_pem,
+        "ssl.keystore.key": m.client_key_pem,
+    }
+    tuning = dict.fromkeys(
+        (
+            "request.timeout.ms",
+            "socket.timeout.ms",
+            "socket.connection.setup.timeout.ms",
+            "metadata.max.age.ms",
+            "connections.max.idle.ms",
+            "reconnect.backoff.ms",
+            "reconnect.backoff.max.ms",
+            "retry.backoff.ms",
+            "retry.backoff.max.ms",
+        ),
+        "2000",
+    )
+    buffers = {
+        "send.buffer.bytes": "-1",
+        "receive.buffer.bytes": "131072",
+        "socket.send.buffer.bytes": "0",
+        "socket.receive.buffer.bytes": "131072",
+    }
+    return {
+        "security.protocol": {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "p",
+        },
+        "sasl.mechanism": {"sasl.mechanism": "SCRAM-SHA-256"},
+        "sasl.mechanisms": {"sasl.mechanisms": "SCRAM-SHA-512"},
+        "sasl.jaas.config": {
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": f'{SCRAM} required username="u" password="p";',
+        },
+        "sasl.username": {"sasl.mechanism": "PLAIN", "sasl.username": "u"},
+        "sasl.password": {"sasl.mechanism": "PLAIN", "sasl.password": "p"},
+        "ssl.truststore.location": jks,
+        "ssl.truststore.password": jks,
+        "ssl.truststore.type": p12,
+        "ssl.truststore.certificates": {
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.certificates": m.ca_pem,
+        },
+        "ssl.keystore.location": keystore,
+        "ssl.keystore.password": keystore,
+        "ssl.keystore.type": keystore,
+        "ssl.keystore.certificate.chain": pem_keystore,
+        "ssl.keystore.key": pem_keystore,
+        "ssl.ca.pem": {"ssl.ca.pem": m.ca_pem},
+        "ssl.certificate.pem": {
+            "ssl.certificate.pem": m.client_pem,
+            "ssl.key.pem": m.client_key_pem,
+        },
+        "ssl.key.pem": {"ssl.certificate.pem": m.client_pem, "ssl.key.pem": m.client_key_pem},
+        "ssl.key.password": {"ssl.key.password": "key-pass"},
+        "ssl.endpoint.identification.algorithm": {"ssl.endpoint.identification.algorithm": "https"},
+        "enable.ssl.certificate.verification": {"enable.ssl.certificate.verification": "true"},
+        "ssl.protocol": {"ssl.protocol": "TLSv1.3"},
+        "ssl.enabled.protocols": {"ssl.enabled.protocols": "TLSv1.2,TLSv1.3"},
+        "ssl.keymanager.algorithm": {"ssl.keymanager.algorithm": "SunX509"},
+        "ssl.trustmanager.algorithm": {"ssl.trustmanager.algorithm": "PKIX"},
+        "client.id": {"client.id": "ops-tool"},
+        **{name: {name: value} for name, value in tuning.items()},
+        **{name: {name: value} for name, value in buffers.items()},
+        "socket.keepalive.enable": {"socket.keepalive.enable": "true"},
+    }
+
+
+def as_secret(props: Mapping[str, str]) -> dict[str, bytes]:
+    """The Secret a user would make of `props`: one key per property, and each store a
+    location names as a key of its own, by base name."""
+    data = {name: value.encode() for name, value in props.items()}
+    for name in LOCATIONS:
+        if name in props:
+            data[Path(props[name]).name] = Path(props[name]).read_bytes()
+    return data
+
+
+def test_every_accepted_property_has_a_sample(material: Material) -> None:
+    assert set(samples(material)) == ALLOWED_PROPERTIES
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED_PROPERTIES))
+def test_every_accepted_property_is_taken_from_a_file_and_from_a_secret(
+    material: Material, name: str
+) -> None:
+    props = samples(material)[name]
+    for out in (mapped(props), from_secret(as_secret(props))):
+        assert set(out) <= REACHES_LIBRDKAFKA
+        refuse_local_resources(out)
+        # librdkafka takes them as they are (it builds a TLS context from PEM at once).
+        AdminClient({**out, "bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+
+
+def test_the_allowlist_hands_librdkafka_no_path_url_library_engine_or_command() -> None:
+    reaching = REACHES_LIBRDKAFKA
+    risky: tuple[str, ...] = (".location", ".url", ".path", ".paths", ".library", ".engine")
+    risky += (".providers", ".file", ".cmd", ".stores", ".keytab")
+    assert not {name for name in reaching if name.endswith(risky)}
+    words = ("oauthbearer", "kerberos", "engine", "plugin", "provider", "https.", "debug")
+    assert not {name for name in reaching if any(word in name for word in words)}
+    assert reaching <= LIBRDKAFKA_PROPERTIES
+    # The only accepted paths are Java's store locations, which this module reads itself.
+    assert {name for name in ALLOWED_PROPERTIES if name.endswith(risky)} == set(LOCATIONS)
+    assert set(LOCATIONS) <= CONSUMED
+    assert CONSUMED | RENAMED.keys() | JAVA_DEFAULTS.keys() <= ALLOWED_PROPERTIES
+    assert {target for target, _ in RENAMED.values()} <= ALLOWED_PROPERTIES
+
+
+HOSTILE = [
+    # Reach out of the cluster: token endpoints, cloud metadata services.
+    "sasl.oauthbearer.metadata.authentication.type",
+    "sasl.oauthbearer.token.endpoint.url",
+    "sasl.oauthbearer.method",
+    "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.config",
+    "enable.sasl.oauthbearer.unsecure.jwt",
+    "https.ca.location",
+    "https.ca.pem",
+    # Read files of the pod.
+    "sasl.oauthbearer.assertion.file",
+    "sasl.oauthbearer.assertion.private.key.file",
+    "sasl.oauthbearer.assertion.jwt.template.file",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.crl.location",
+    "ssl.ca.certificate.stores",
+    "sasl.kerberos.keytab",
+    "offset.store.path",
+    # Load code or run commands.
+    "plugin.library.paths",
+    "ssl.engine.location",
+    "ssl.engine.id",
+    "ssl.providers",
+    "sasl.kerberos.kinit.cmd",
+    # Not needed to connect, or the operator's own to set.
+    "bootstrap.servers",
+    "metadata.broker.list",
+    "debug",
+    "log_level",
+    "group.id",
+    "isolation.level",
+    "client.rack",
+    "ssl.cipher.suites",
+    "topic.metadata.refresh.interval.ms",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_properties_that_reach_beyond_kafka_are_refused_by_name(name: str) -> None:
+    value = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    with pytest.raises(ClientPropertyError, match="is not accepted") as err:
+        mapped({name: value, "security.protocol": "SSL"})
+    assert err.value.name == name
+    assert str(err.value).startswith(f"client property {name} is not accepted")
+    assert value not in str(err.value)
+    with pytest.raises(ClientPropertyError) as err:
+        from_secret({name: value.encode(), "client.id": b"c"})
+    assert err.value.name == name
+    with pytest.raises(ClientPropertyError) as err:
+        refuse_local_resources({"client.id": "c", name: value})
+    assert err.value.name == name
+
+
+@pytest.mark.parametrize("name", sorted(LIBRDKAFKA_PROPERTIES - ALLOWED_PROPERTIES))
+def test_every_other_librdkafka_property_is_refused(name: str) -> None:
+    with pytest.raises(ClientPropertyError, match="is not accepted") as err:
+        mapped({name: "x"})
+    assert err.value.name == name
+
+
+def test_a_file_property_says_what_to_use_instead() -> None:
+    with pytest.raises(ClientPropertyError, match=r"use ssl\.truststore\.location") as err:
+        mapped({"ssl.ca.location": "/etc/ssl/ca.pem"})
+    assert err.value.name == "ssl.ca.location"
+    with pytest.raises(ClientPropertyError, match=r"spec\.cluster\.bootstrapServers"):
+        mapped({"bootstrap.servers": "elsewhere:9092"})
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        "sasl.oauthbearer.assertion.file",
-        "sasl.kerberos.kinit.cmd",
-        "plugin.library.paths",
-        "ssl.ca.location",
-        "ssl.engine.location",
+        " SSL.Providers",
+        "ssl.providers ",
+        "SSL.PROVIDERS",
+        "Plugin.Library.Paths",
+        "ssl.ca.location\t",
+        "Ssl.Ca.Location",
+        "ssl.engine.location\n",
+        "SASL.OAUTHBEARER.TOKEN.ENDPOINT.URL",
+        # Accepted names, spelled otherwise: refused too, never normalised into them.
+        "client.id ",
+        " security.protocol",
+        "Security.Protocol",
+        "SSL.CA.PEM",
+        "ssl.ca.pem\x00",
+        "ssl.ca.pem\u200b",
+        "ssl.\u0441a.pem",  # Cyrillic es
+        "ssl..ca.pem",
+        "",
     ],
 )
-def test_a_secret_may_not_make_the_client_read_files_or_run_commands_in_the_pod(
-    name: str,
-) -> None:
-    """An OIDC assertion file is POSTed to a token endpoint the same Secret names: from a
-    Secret it would send the operator's service-account token anywhere."""
-    config = secret_properties({name: b"/var/run/secrets/kubernetes.io/serviceaccount/token"})
-    converted = to_librdkafka(config, Stores(read_file))
-    with pytest.raises(ClientPropertyError) as err:
-        refuse_local_resources(converted)
+def test_case_and_whitespace_tricks_are_refused_as_spelled(name: str) -> None:
+    with pytest.raises(ClientPropertyError, match="client property") as err:
+        mapped({name: "x"})
     assert err.value.name == name
-    refuse_local_resources(to_librdkafka({"ssl.ca.pem": "x", "client.id": "c"}, Stores(read_file)))
+    assert "accepted" in str(err.value) or "no librdkafka equivalent" in str(err.value)
+    if name.strip() != name:
+        assert repr(name) in str(err.value)  # the condition shows where the space is
+    with pytest.raises(ClientPropertyError) as err:
+        refuse_local_resources({name: "x"})
+    assert err.value.name == name
+
+
+def test_a_properties_file_key_with_an_escaped_space_is_refused() -> None:
+    """Java's properties syntax can end a key with a space (`key\\ =value`)."""
+    props = parse_properties(b"client.id\\ =ops\nssl.providers\\ = legacy\n", "client.properties")
+    assert set(props) == {"client.id ", "ssl.providers "}
+    with pytest.raises(ClientPropertyError) as err:
+        mapped(props)
+    assert err.value.name == "client.id "
+    data = {PROPERTIES_KEY: b"security.protocol=SSL\nssl.providers\\ = legacy\n"}
+    with pytest.raises(ClientPropertyError) as err:
+        from_secret(data)
+    assert err.value.name == "ssl.providers "
+
+
+@pytest.mark.parametrize(
+    ("props", "named"),
+    [
+        ({"security.protocol": "SASL_OAUTHBEARER"}, "security.protocol"),
+        ({"sasl.mechanism": "GSSAPI"}, "sasl.mechanism"),  # librdkafka would run kinit
+        ({"sasl.mechanisms": "OAUTHBEARER"}, "sasl.mechanisms"),
+        ({"sasl.mechanism": "plain"}, "sasl.mechanism"),
+        ({"request.timeout.ms": "1e9"}, "request.timeout.ms"),
+        ({"socket.timeout.ms": "-5"}, "socket.timeout.ms"),
+        ({"send.buffer.bytes": "lots"}, "send.buffer.bytes"),
+        ({"enable.ssl.certificate.verification": "hunter2"}, "enable.ssl.certificate.verification"),
+    ],
+)
+def test_an_accepted_property_with_a_value_it_does_not_take_is_refused_without_quoting_it(
+    props: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ClientPropertyError) as err:
+        mapped(props)
+    assert err.value.name == named
+    assert next(iter(props.values())) not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"security.protocol": "SASL_SSL"},
+        {"security.protocol": "sasl_plaintext", "sasl.username": "u", "sasl.password": "p"},
+    ],
+)
+def test_sasl_without_a_mechanism_is_refused_as_librdkafka_would_use_gssapi(
+    props: dict[str, str],
+) -> None:
+    """GSSAPI, librdkafka's (and Java's) default mechanism, runs kinit in the pod."""
+    with pytest.raises(ClientPropertyError, match=r"without sasl\.mechanism") as err:
+        mapped(props)
+    assert err.value.name == "security.protocol"
+
+
+def test_values_are_given_to_librdkafka_in_the_form_it_documents() -> None:
+    assert mapped(
+        {
+            "security.protocol": " sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512 ",
+            "enable.ssl.certificate.verification": "FALSE",
+            "socket.timeout.ms": " 9000",
+        }
+    ) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "enable.ssl.certificate.verification": "false",
+        "socket.timeout.ms": "9000",
+    }
+
+
+def test_a_store_location_in_a_secret_never_reads_the_pods_files(material: Material) -> None:
+    """Java's location names a key of the Secret, by base name: a real path of the pod
+    (here a readable CA file) is not opened."""
+    data = {
+        "ssl.truststore.type": b"PEM",
+        "ssl.truststore.location": str(material.dir / "ca.pem").encode(),
+    }
+    with pytest.raises(
+        ClientPropertyError, match=r"ca\.pem, which is not a key of the Secret"
+    ) as err:
+        from_secret(data)
+    assert err.value.name == "ssl.truststore.location"
+    out = from_secret({**data, "ca.pem": material.ca_pem.encode()})
+    assert out == {"ssl.ca.pem": material.ca_pem}

@@ -4,8 +4,7 @@ confluent-kafka (librdkafka) is the client here, while users of kafka-delete-rec
 already have Java client properties. Both kinds are accepted, in a `--command-config`
 file and in a `spec.cluster.clientConfigSecret`, and mixed freely:
 
-- librdkafka's own names pass unchanged (the list below is librdkafka's CONFIGURATION,
-  checked against the installed library by a unit test);
+- librdkafka's own names for those settings pass through;
 - Java names with the same meaning in librdkafka pass too (`client.id`,
   `security.protocol`, `sasl.mechanism`, `metadata.max.age.ms`, ...), and a few are
   renamed (`request.timeout.ms` is librdkafka's `socket.timeout.ms`, `send.buffer.bytes`
@@ -19,9 +18,17 @@ file and in a `spec.cluster.clientConfigSecret`, and mixed freely:
   (librdkafka's own reads PKCS12 only, which this covers);
 - an empty `ssl.endpoint.identification.algorithm` (Java's "off") is librdkafka's `none`.
 
-Anything else is refused naming the property ("client property
-sasl.login.callback.handler.class has no librdkafka equivalent"): a setting silently
-dropped would connect differently from what its author tested with the Java tools.
+Only the properties of ALLOWED_PROPERTIES are taken, whatever their source: those needed
+to connect with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, by PLAIN, SCRAM-SHA-256/512
+or a client certificate, and a few harmless timeouts and buffer sizes. librdkafka has
+many more, and some reach beyond the cluster: they read files (`ssl.ca.location`), load
+code (`plugin.library.paths`, `ssl.engine.location`, `ssl.providers`), run commands
+(`sasl.kerberos.kinit.cmd`) or send requests elsewhere (`sasl.oauthbearer.*`), all inside
+the operator's pod, with its service-account token at hand. Anything else is refused
+naming the property ("client property sasl.login.callback.handler.class has no
+librdkafka equivalent", "client property ssl.providers is not accepted ..."): a setting
+silently dropped would connect differently from what its author tested with the Java
+tools. Names are matched exactly, as librdkafka matches them.
 
 In a Secret, each key is one property, as before, and a key `client.properties` may hold
 a Java properties file besides. `ssl.truststore.location` and `ssl.keystore.location`, in
@@ -52,7 +59,9 @@ from jproperties import Properties  # type: ignore[import-untyped]
 PROPERTIES_KEY = "client.properties"
 
 # librdkafka's global and topic properties settable as strings (its CONFIGURATION list
-# less callbacks and pointers), from the library confluent-kafka ships.
+# less callbacks and pointers), from the library confluent-kafka ships; a unit test checks
+# it against the installed library. Only to tell, when a property is refused, whether it
+# is librdkafka's (and refused on purpose) or nobody's: most of these are not accepted.
 _LIBRDKAFKA_NAMES = """
     acks allow.auto.create.topics api.version.fallback.ms api.version.request
     api.version.request.timeout.ms auto.commit.enable auto.commit.interval.ms
@@ -109,6 +118,82 @@ _LIBRDKAFKA_NAMES = """
 """
 LIBRDKAFKA_PROPERTIES = frozenset(_LIBRDKAFKA_NAMES.split())
 
+# Every client property accepted, in Java's names or librdkafka's, from a Secret or a
+# --command-config file alike. Nothing here names a file, URL, library, engine, provider
+# or command that librdkafka would use: the Java `*.location` properties are read by this
+# module (a Secret's key, or the CLI user's own file) and reach librdkafka as inline PEM.
+ALLOWED_PROPERTIES = frozenset(
+    {
+        # How to connect: the protocol and the SASL mechanism (both Java's and
+        # librdkafka's names; `sasl.mechanisms` is librdkafka's alias). Their values are
+        # checked too: PLAINTEXT/SSL/SASL_*, and PLAIN or SCRAM only (GSSAPI runs kinit,
+        # OAUTHBEARER fetches tokens from URLs).
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.mechanisms",
+        # SASL PLAIN/SCRAM credentials: Java's JAAS line (read here, never passed on) or
+        # librdkafka's username and password.
+        "sasl.jaas.config",
+        "sasl.username",
+        "sasl.password",
+        # Java's trust and key stores, read here (from a key of the Secret that the
+        # location names by base name, or the CLI user's own file) and handed to
+        # librdkafka as ssl.ca.pem, ssl.certificate.pem and ssl.key.pem.
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+        "ssl.truststore.certificates",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        # librdkafka's inline PEM forms of the same (never its *.location file paths), and
+        # the password of an encrypted key, in both names' sense.
+        "ssl.ca.pem",
+        "ssl.certificate.pem",
+        "ssl.key.pem",
+        "ssl.key.password",
+        # Whether and how the brokers' certificates are verified: only the tenant's own
+        # connection is weakened by turning it off.
+        "ssl.endpoint.identification.algorithm",
+        "enable.ssl.certificate.verification",
+        # Java TLS settings that restate what librdkafka does anyway, accepted only at
+        # those values (JAVA_DEFAULTS) and not passed on: Java users' files carry them.
+        "ssl.protocol",
+        "ssl.enabled.protocols",
+        "ssl.keymanager.algorithm",
+        "ssl.trustmanager.algorithm",
+        # Harmless tuning of the connection to the cluster: a name the brokers log and
+        # quota by, timeouts, back-offs and socket buffers (integers; Java's
+        # request.timeout.ms and *.buffer.bytes are renamed, see RENAMED).
+        "client.id",
+        "request.timeout.ms",
+        "socket.timeout.ms",
+        "socket.connection.setup.timeout.ms",
+        "metadata.max.age.ms",
+        "connections.max.idle.ms",
+        "reconnect.backoff.ms",
+        "reconnect.backoff.max.ms",
+        "retry.backoff.ms",
+        "retry.backoff.max.ms",
+        "send.buffer.bytes",
+        "receive.buffer.bytes",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "socket.keepalive.enable",
+    }
+)
+
+# Refused properties that an accepted one replaces: the refusal names it.
+_INSTEAD: Mapping[str, str] = {
+    "ssl.ca.location": "ssl.truststore.location (with ssl.truststore.type=PEM) or ssl.ca.pem",
+    "ssl.certificate.location": "ssl.keystore.location or ssl.certificate.pem",
+    "ssl.key.location": "ssl.keystore.location or ssl.key.pem",
+    "bootstrap.servers": "spec.cluster.bootstrapServers or --bootstrap-server",
+    "metadata.broker.list": "spec.cluster.bootstrapServers or --bootstrap-server",
+}
+
 
 def _socket_buffer(value: str) -> str:
     # Java's -1 is "the OS default", librdkafka's 0.
@@ -151,6 +236,31 @@ STORE_TYPES = frozenset({"JKS", "PKCS12", "PEM"})
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 SCRAM_MECHANISMS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
+SASL_MECHANISMS = frozenset({"PLAIN", *SCRAM_MECHANISMS})
+SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+
+# What to_librdkafka can hand to librdkafka: the accepted properties less those read here
+# (stores, JAAS), renamed or dropped (Java's defaults), plus the renamed ones' targets.
+REACHES_LIBRDKAFKA = frozenset(
+    (ALLOWED_PROPERTIES - CONSUMED - RENAMED.keys() - JAVA_DEFAULTS.keys())
+    | {target for target, _ in RENAMED.values()}
+)
+_BOOLEANS = frozenset({"enable.ssl.certificate.verification", "socket.keepalive.enable"})
+_INTEGERS = frozenset(
+    {
+        "socket.timeout.ms",
+        "socket.connection.setup.timeout.ms",
+        "metadata.max.age.ms",
+        "connections.max.idle.ms",
+        "reconnect.backoff.ms",
+        "reconnect.backoff.max.ms",
+        "retry.backoff.ms",
+        "retry.backoff.max.ms",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+    }
+)
+_INTEGER = re.compile(r"[0-9]{1,10}")
 
 
 class ClientPropertyError(ValueError):
@@ -207,6 +317,9 @@ def parse_properties(data: bytes, where: str) -> dict[str, str]:
 def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, str]:
     """librdkafka properties meaning what `props` (Java's names, librdkafka's, or both)
     mean; raises ClientPropertyError naming the first property it cannot map."""
+    for name in sorted(props):
+        if name not in ALLOWED_PROPERTIES:
+            raise ClientPropertyError(name, _refusal(name))
     out = _Config()
     for name in sorted(props):
         value = props[name]
@@ -216,7 +329,7 @@ def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, st
             continue  # the keystore's key is decrypted with it
         if name in RENAMED:
             target, convert = RENAMED[name]
-            out.put(target, convert(value), name)
+            out.put(target, _checked(target, convert(value), name), name)
         elif name in JAVA_DEFAULTS:
             if value.strip() not in JAVA_DEFAULTS[name]:
                 allowed = ", ".join(sorted(JAVA_DEFAULTS[name]))
@@ -225,13 +338,20 @@ def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, st
                 )
         elif name == "ssl.endpoint.identification.algorithm":
             out.put(name, _endpoint_identification(value), name)
-        elif name in LIBRDKAFKA_PROPERTIES:
-            out.put(name, value, name)
         else:
-            raise ClientPropertyError(name, "has no librdkafka equivalent")
+            out.put(name, _checked(name, value, name), name)
     if "sasl.jaas.config" in props:
         for key, value in _sasl(props).items():
             out.put(key, value, "sasl.jaas.config")
+    protocol = out.values.get("security.protocol", "")
+    if protocol.startswith("SASL_") and not (
+        {"sasl.mechanism", "sasl.mechanisms"} & out.values.keys()
+    ):
+        # librdkafka's default (and Java's) is GSSAPI, which runs kinit in the pod.
+        raise ClientPropertyError(
+            "security.protocol",
+            f"is {protocol} without sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+        )
     trust = _truststore(props)
     if trust is not None:
         source = "ssl.truststore.location" if trust.location else "ssl.truststore.certificates"
@@ -245,25 +365,56 @@ def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, st
     return out.values
 
 
-# librdkafka properties that make the client read local files, run commands or load code.
-# From a Secret they would act inside the operator's (or a driver's) pod, with its
-# service-account token at hand: an OIDC assertion file is POSTed to a token endpoint the
-# same Secret names. The CLI, where paths are the user's own files, allows them.
-_LOCAL_RESOURCE = re.compile(
-    r"(\.location$|\.file$|\.path$|\.paths$|^sasl\.kerberos\.|^ssl\.engine\.|^ssl_engine_)"
-)
-
-
 def refuse_local_resources(config: Mapping[str, str]) -> None:
-    """Raise naming the first property of a Secret-born config that reaches into the pod."""
+    """Raise naming the first property of a converted, Secret-born config that
+    to_librdkafka cannot have produced: the last look before it reaches librdkafka in
+    the operator's (or a Spark driver's) pod, where a file path, library, engine or URL
+    would act with the pod's service-account token at hand."""
     for name in sorted(config):
-        if _LOCAL_RESOURCE.search(name):
-            raise ClientPropertyError(
-                name,
-                "reads files, runs commands or loads code in the operator's pod, so a "
-                "Secret may not set it (use the inline PEM forms, or Java's "
-                "ssl.truststore.location/ssl.keystore.location naming keys of the Secret)",
-            )
+        if name not in REACHES_LIBRDKAFKA:
+            raise ClientPropertyError(name, _refusal(name))
+
+
+def _refusal(name: str) -> str:
+    """Why a property outside ALLOWED_PROPERTIES is refused (its name only: never a value)."""
+    spelled = name.strip().lower()
+    odd = not name or name != name.strip() or not name.isprintable()
+    shown = f"(spelled {name!r}) " if odd else ""
+    if spelled != name and spelled in ALLOWED_PROPERTIES:
+        return f"{shown}is not accepted: names are matched exactly, as in {spelled}"
+    if spelled in _INSTEAD:
+        return f"{shown}is not accepted: use {_INSTEAD[spelled]}"
+    if spelled in LIBRDKAFKA_PROPERTIES:
+        return (
+            f"{shown}is not accepted: only properties needed to connect to Kafka are "
+            "(security.protocol, PLAIN or SCRAM credentials, trust and key stores or inline "
+            "PEM, a few timeouts), and none that names a file, URL, library or command; "
+            'see README, "Connecting to Kafka"'
+        )
+    return f"{shown}has no librdkafka equivalent"
+
+
+def _checked(name: str, value: str, source: str) -> str:
+    """The value librdkafka gets for accepted property `name`; raises naming `source`
+    unless it is one this module accepts (never quoting it: it may be a secret)."""
+    text = value.strip()
+    if name == "security.protocol":
+        if text.upper() not in SECURITY_PROTOCOLS:
+            raise ClientPropertyError(source, "is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+        return text.upper()
+    if name in ("sasl.mechanism", "sasl.mechanisms"):
+        if text not in SASL_MECHANISMS:
+            raise ClientPropertyError(source, "is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+        return text
+    if name in _BOOLEANS:
+        if text.lower() not in ("true", "false"):
+            raise ClientPropertyError(source, "is not true or false")
+        return text.lower()
+    if name in _INTEGERS:
+        if not _INTEGER.fullmatch(text):
+            raise ClientPropertyError(source, "is not a whole number")
+        return text
+    return value
 
 
 def secret_properties(data: Mapping[str, bytes]) -> dict[str, str]:
@@ -424,7 +575,8 @@ def _sasl(props: Mapping[str, str]) -> dict[str, str]:
             )
     else:
         hint = (
-            "; use librdkafka's sasl.oauthbearer.* properties"
+            "; OAUTHBEARER is not accepted: its token endpoints would be fetched from the "
+            "operator's pod"
             if module.endswith("OAuthBearerLoginModule")
             else ""
         )
