@@ -52,3 +52,8 @@ class OperatorConfig:
     local_broker_volumes: bool = False
     # --peering: this replica's place among its peers; None when it runs standalone.
     peering: Peering | None = None
+    # --tenancy: strict (the default) refuses any cluster not named by a
+    # KafkaClusterBinding; open keeps the inline forms for single-team installs.
+    tenancy: Literal["strict", "open"] = "strict"
+    # Where the Secrets that bindings name live (the operator's own namespace).
+    operator_namespace: str = "kafka-retention-system"

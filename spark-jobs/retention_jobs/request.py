@@ -106,7 +106,13 @@ def _policy_from(raw: Mapping[str, Any]) -> PolicyRequest:
     topics, rules = raw["topics"], raw["rules"]
     return PolicyRequest(
         raw["id"],
-        TopicSelector(tuple(topics["names"]), topics["pattern"], tuple(topics["exclude"])),
+        TopicSelector(
+            tuple(topics["names"]),
+            topics["pattern"],
+            tuple(topics["exclude"]),
+            tuple(topics.get("allow") or ()),
+            tuple(topics.get("protect") or ()),
+        ),
         RetentionRules(
             consumed_groups=tuple(rules["consumed_groups"]),
             min_retention_ms=rules["min_retention_ms"],

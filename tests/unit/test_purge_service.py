@@ -20,6 +20,7 @@ from kafka_retention.handlers import purge as purge_handler
 from kafka_retention.kube_objects.chunks import SinkError, assemble, sink_configmaps
 from kafka_retention.services import purge_report
 from kafka_retention.services import purge_run as service
+from kafka_retention.services.tenancy import Tenancy
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -340,6 +341,10 @@ def test_unreachable_kafka_deletes_nothing_and_retries() -> None:
     assert cond["Ready"]["reason"] == "KafkaUnavailable"
 
 
+# Open tenancy: the spec names its cluster inline, resolved in its own namespace.
+OPEN = Tenancy("open", lambda _: None, lambda _: None, lambda _: ("", {}))
+
+
 @pytest.mark.parametrize(
     ("raised", "reason"),
     [
@@ -373,7 +378,7 @@ def test_a_cluster_that_cannot_be_named_yet_deletes_nothing_and_retries(
                 generation=1,
                 store=store,
                 blobs=store,
-                connect=purge_handler._connector("ns"),
+                connect=purge_handler._connector(OPEN, "ns"),
                 now=lambda: NOW,
             )
         )

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,9 +20,10 @@ from kubernetes.client.exceptions import ApiException
 
 __all__ = ["ApiException"]
 
+from kafka_retention.core.bindings import Binding, BindingUnavailable
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.resources import GROUP, VERSION
-from kafka_retention.core.specs import ClusterRef
+from kafka_retention.core.resources import GROUP, KAFKA_CLUSTER_BINDINGS, VERSION
+from kafka_retention.core.specs import ClusterRef, labels
 from kafka_retention.core.strimzi import (
     StrimziError,
     StrimziObjects,
@@ -31,6 +34,7 @@ from kafka_retention.core.strimzi import (
 from kafka_retention.core.strimzi import connection as strimzi_connection
 from kafka_retention.kube_objects import chunks
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _api: kubernetes.client.ApiClient | None = None
 
@@ -270,12 +274,20 @@ def drop_finalizer(plural: str, namespace: str, name: str, finalizer: str) -> No
     )
 
 
+def label_selector(match_labels: Mapping[str, str]) -> str:
+    """An equality selector from labels, each key and value checked against Kubernetes'
+    label syntax first: joined unchecked, a key `foo!` would become `foo!=bar`."""
+    pairs = labels(dict(match_labels), "podSelector.matchLabels")
+    if not pairs:
+        raise ValueError("an empty selector would choose every pod")
+    return ",".join(f"{k}={v}" for k, v in pairs)
+
+
 def running_pods(namespace: str, match_labels: Mapping[str, str]) -> list[str]:
     """Names of the Running pods with all these labels (the broker pods an orphan check
     execs into), sorted."""
-    selector = ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
     api = kubernetes.client.CoreV1Api(_client())
-    found = api.list_namespaced_pod(namespace, label_selector=selector)
+    found = api.list_namespaced_pod(namespace, label_selector=label_selector(match_labels))
     return sorted(
         str(p.metadata.name)
         for p in found.items
@@ -284,7 +296,14 @@ def running_pods(namespace: str, match_labels: Mapping[str, str]) -> list[str]:
 
 
 class ExecFailed(RuntimeError):
-    """A command run in a pod exited non-zero (its stderr is the message)."""
+    """A command run in a pod exited non-zero, ran too long or said too much. The pod's
+    own stderr goes to the operator's log, not the message: the message reaches the
+    status of a tenant's resource."""
+
+
+# The most a command run in a broker pod may print: a listing of one log dir with 50,000
+# partition directories is about 5 MiB. Past this the command is cut off and fails.
+MAX_EXEC_OUTPUT = 32 * 1024 * 1024
 
 
 def exec_in_pod(
@@ -312,15 +331,36 @@ def exec_in_pod(
     )
     out: list[str] = []
     err: list[str] = []
+    size = 0
+    deadline = time.monotonic() + timeout
     try:
-        resp.run_forever(timeout=timeout)
+        while resp.is_open():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ExecFailed(f"{argv[0]} in {namespace}/{pod} ran past {timeout:.0f}s")
+            resp.update(timeout=min(left, 1.0))
+            if resp.peek_stdout():
+                chunk = resp.read_stdout()
+                size += len(chunk)
+                out.append(chunk)
+            if resp.peek_stderr():
+                chunk = resp.read_stderr()
+                size += len(chunk)
+                err.append(chunk)
+            if size > MAX_EXEC_OUTPUT:
+                raise ExecFailed(
+                    f"{argv[0]} in {namespace}/{pod} printed over {MAX_EXEC_OUTPUT} bytes; cut off"
+                )
         out.append(resp.read_stdout())
         err.append(resp.read_stderr())
         code = resp.returncode
     finally:
         resp.close()
     if code != 0:
-        raise ExecFailed(f"{argv[0]} in {namespace}/{pod} exited {code}: {''.join(err)[:500]}")
+        log.warning("%s in %s/%s exited %s: %s", argv[0], namespace, pod, code, "".join(err)[:2000])
+        raise ExecFailed(
+            f"{argv[0]} in {namespace}/{pod} exited {code} (its stderr is in the operator's log)"
+        )
     return "".join(out)
 
 
@@ -458,6 +498,56 @@ def read_strimzi(ref: StrimziRef, namespace: str) -> StrimziObjects:
             )
         user_secret = _secret_data(ns, user_secret_name(ref, user))
     return StrimziObjects(kafka, _secret_data(ns, ca_secret_name(ref)), user, user_secret)
+
+
+def read_binding(name: str) -> dict[str, Any] | None:
+    """A KafkaClusterBinding (cluster-scoped), or None if there is none."""
+    custom = kubernetes.client.CustomObjectsApi(_client())
+    try:
+        found: Any = custom.get_cluster_custom_object(GROUP, VERSION, KAFKA_CLUSTER_BINDINGS, name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise BindingUnavailable(f"cannot read KafkaClusterBinding {name}: {exc.reason}") from None
+    return dict(found)
+
+
+def namespace_labels(name: str) -> dict[str, str] | None:
+    """A namespace's labels, or None if there is no such namespace."""
+    core = kubernetes.client.CoreV1Api(_client())
+    try:
+        found = core.read_namespace(name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise BindingUnavailable(f"cannot read namespace {name}: {exc.reason}") from None
+    return dict((found.metadata.labels if found.metadata else None) or {})
+
+
+def binding_connection(operator_namespace: str) -> Callable[[Binding], tuple[str, dict[str, str]]]:
+    """Resolves a binding's connection: its clientConfigSecret in the operator's own
+    namespace, its Strimzi objects in the namespace the binding names (the administrator
+    who wrote the binding is the consent a tenant's cross-namespace reference needs)."""
+
+    def resolve(binding: Binding) -> tuple[str, dict[str, str]]:
+        ref = binding.connection
+        extra = (
+            read_client_config(operator_namespace, ref.client_config_secret)
+            if ref.client_config_secret
+            else {}
+        )
+        if ref.strimzi is None:
+            return ref.bootstrap_servers, extra
+        home = ref.strimzi.namespace_or(operator_namespace)
+        try:
+            bootstrap, config = strimzi_connection(
+                ref.strimzi, read_strimzi(ref.strimzi, home), home
+            )
+        except StrimziError as err:
+            raise ClusterUnresolved(err) from None
+        return bootstrap, {**config, **extra}
+
+    return resolve
 
 
 def resolve_cluster(namespace: str, cluster: ClusterRef) -> tuple[str, dict[str, str]]:

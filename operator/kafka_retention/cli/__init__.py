@@ -81,6 +81,8 @@ def _run(args: argparse.Namespace) -> int:
         ),
         local_broker_volumes=args.local_broker_volumes,
         peering=peering,
+        tenancy=args.tenancy,
+        operator_namespace=args.operator_namespace,
     )
     kopf.configure(verbose=args.verbose, debug=args.debug)
     # Spark's Python gateway logs every call at DEBUG: far too much even for --debug.
@@ -253,6 +255,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="plan batches of up to N partitions in the operator process, larger ones "
         f"with Spark (default {sched.in_process_max_partitions}; 0: always Spark)",
+    )
+    run.add_argument(
+        "--tenancy",
+        choices=("strict", "open"),
+        default="strict",
+        help="strict (default): a RecordPurge or RetentionPolicy may only name its cluster "
+        "by spec.cluster.clusterRef, a KafkaClusterBinding an administrator made for its "
+        "namespace. open: also typed-in bootstrap servers, Secrets of the resource's "
+        "namespace, Strimzi references and broker pods: only for an install where everyone "
+        "who may create these resources may also act on every cluster the operator reaches",
+    )
+    run.add_argument(
+        "--operator-namespace",
+        default=os.environ.get("POD_NAMESPACE") or "kafka-retention-system",
+        metavar="NS",
+        help="the namespace whose Secrets KafkaClusterBindings name (default: $POD_NAMESPACE, "
+        "else kafka-retention-system)",
     )
     run.add_argument(
         "--local-broker-volumes",

@@ -21,6 +21,13 @@ class Reason(StrEnum):
     # spec.cluster.strimzi names a Kafka, listener or KafkaUser that is missing or not
     # ready; the message names the field.
     CLUSTER_UNRESOLVED = "ClusterUnresolved"
+    # Tenancy (KafkaClusterBinding): the resource may not do this on that cluster, the
+    # binding it names is missing or broken, the cluster answered with another id than
+    # the binding's, or a quota of the binding is exceeded. Messages name the field.
+    NOT_PERMITTED = "NotPermitted"
+    BINDING_UNAVAILABLE = "BindingUnavailable"
+    CLUSTER_ID_MISMATCH = "ClusterIdMismatch"
+    QUOTA_EXCEEDED = "QuotaExceeded"
     # Succeeded
     IN_PROGRESS = "InProgress"
     PURGED = "Purged"
@@ -50,6 +57,14 @@ class Reason(StrEnum):
     # RetentionPolicy OrphansFound (spec.orphanPartitions)
     ORPHANS_FOUND = "OrphanDirectoriesFound"
     NO_ORPHANS = "NoOrphanDirectories"
+    # OrphansFound when removals were held (core.orphans.Block; ClusterIdMismatch too):
+    # a log dir's meta.properties names another broker, no cluster.id, or is missing; the
+    # metadata lists no topics; a broker would lose too large a share of its directories.
+    NODE_ID_MISMATCH = "NodeIdMismatch"
+    CLUSTER_ID_MISSING = "ClusterIdMissing"
+    META_PROPERTIES_MISSING = "MetaPropertiesMissing"
+    NO_TOPICS_IN_METADATA = "NoTopicsInMetadata"
+    REMOVAL_CAP_REACHED = "RemovalCapReached"
 
 
 def timestamp(moment: datetime) -> str:

@@ -19,7 +19,9 @@ from kafka_retention.core.specs import (
     integer,
     is_topic_name,
     known_fields,
+    labels,
     names,
+    namespace_name,
     obj,
     parse_cluster,
     parse_time,
@@ -37,14 +39,29 @@ class TopicSelector:
     names: tuple[str, ...] = ()
     pattern: str | None = None
     exclude: tuple[str, ...] = ()
+    # From the KafkaClusterBinding the policy runs under (services.tenancy): patterns a
+    # topic must match (none: any) and patterns it must not. They travel with the
+    # selector to Spark jobs, which select topics themselves.
+    allow: tuple[str, ...] = ()
+    protect: tuple[str, ...] = ()
 
     def select(self, topics: Iterable[str]) -> list[str]:
-        """Named or matching topics, minus excluded ones; internal ('__') topics never."""
+        """Named or matching topics, minus excluded ones and those the binding does not
+        allow; internal ('__') topics never."""
         regex = compile_pattern(self.pattern) if self.pattern else None
         chosen = set(self.names)
         if regex is not None:
             chosen |= {t for t in topics if regex.fullmatch(t)}
-        return sorted(t for t in chosen if not t.startswith("__") and t not in self.exclude)
+        return sorted(
+            t
+            for t in chosen
+            if not t.startswith("__") and t not in self.exclude and self.permits(t)
+        )
+
+    def permits(self, topic: str) -> bool:
+        if any(compile_pattern(p).fullmatch(topic) for p in self.protect):
+            return False
+        return not self.allow or any(compile_pattern(p).fullmatch(topic) for p in self.allow)
 
 
 @dataclass(frozen=True)
@@ -59,11 +76,16 @@ class TombstoneSpec:
     inventory: bool = False
 
 
+# BrokerAccess.access of a policy whose brokers its KafkaClusterBinding names, until
+# services.tenancy fills them in.
+UNBOUND = "binding"
+
+
 @dataclass(frozen=True)
 class BrokerAccess:
     """spec.cluster.brokers: how the operator reaches the brokers' log dirs."""
 
-    access: str  # "exec" or "local"
+    access: str  # "exec" or "local" (UNBOUND until a binding's brokers are filled in)
     namespace: str | None = None  # of the broker pods; None: the policy's
     match_labels: tuple[tuple[str, str], ...] = ()
     container: str = "kafka"
@@ -94,10 +116,16 @@ class PolicySpec:
     tombstones: TombstoneSpec | None = None
     orphans: OrphanSpec | None = None
     strimzi: StrimziRef | None = None  # spec.cluster.strimzi, resolved at run time
+    binding: str | None = None  # spec.cluster.clusterRef
+    # Set from the binding when a run is admitted (services.tenancy): the id every
+    # connection for this policy must answer with.
+    cluster_id: str | None = None
 
     @property
     def cluster(self) -> ClusterRef:
-        return ClusterRef(self.bootstrap_servers, self.client_config_secret, self.strimzi)
+        return ClusterRef(
+            self.bootstrap_servers, self.client_config_secret, self.strimzi, self.binding
+        )
 
 
 @dataclass(frozen=True)
@@ -129,6 +157,7 @@ def _duration(value: Any, path: str) -> int:
 # The fields of a RetentionPolicy spec, as the CRD defines them (test_crds compares).
 POLICY_FIELDS: Shape = {
     "cluster": {
+        "clusterRef": None,
         "bootstrapServers": None,
         "clientConfigSecret": None,
         "strimzi": STRIMZI_FIELDS,
@@ -256,6 +285,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         tombstones=tombstones,
         orphans=orphans,
         strimzi=cluster.strimzi,
+        binding=cluster.binding,
     )
 
 
@@ -267,7 +297,19 @@ def _orphans(spec: Mapping[str, Any], strimzi: StrimziRef | None) -> OrphanSpec 
     raw = obj(raw, "spec.orphanPartitions")
     if not flag(raw.get("enabled"), "spec.orphanPartitions.enabled", False):
         return None
-    brokers = obj(spec.get("cluster"), "spec.cluster").get("brokers")
+    min_age = raw.get("minAge")
+    timing = (
+        _duration(raw.get("removalDelay", "24h"), "spec.orphanPartitions.removalDelay"),
+        None if min_age is None else _duration(min_age, "spec.orphanPartitions.minAge"),
+        flag(raw.get("strayDirs"), "spec.orphanPartitions.strayDirs", True),
+        flag(raw.get("dryRun"), "spec.orphanPartitions.dryRun", False),
+    )
+    cluster = obj(spec.get("cluster"), "spec.cluster")
+    if cluster.get("clusterRef") is not None:
+        # The binding says where the brokers are; services.tenancy fills it in when the
+        # run is admitted, and a volume finder refuses this placeholder.
+        return OrphanSpec(BrokerAccess(UNBOUND), *timing)
+    brokers = cluster.get("brokers")
     if brokers is None:
         raise SpecError("spec.cluster.brokers", "is required by spec.orphanPartitions")
     brokers = obj(brokers, "spec.cluster.brokers")
@@ -275,19 +317,17 @@ def _orphans(spec: Mapping[str, Any], strimzi: StrimziRef | None) -> OrphanSpec 
     if access not in ("exec", "local"):
         raise SpecError("spec.cluster.brokers.access", f"{access!r} is not exec or local")
     selector = obj(brokers.get("podSelector"), "spec.cluster.brokers.podSelector")
-    labels = obj(selector.get("matchLabels"), "spec.cluster.brokers.podSelector.matchLabels")
+    pairs = labels(selector.get("matchLabels"), "spec.cluster.brokers.podSelector.matchLabels")
     namespace = (
         None
         if brokers.get("namespace") is None
-        else text(brokers["namespace"], "spec.cluster.brokers.namespace")
+        else namespace_name(brokers["namespace"], "spec.cluster.brokers.namespace")
     )
-    pairs = tuple(sorted((str(k), str(v)) for k, v in labels.items()))
-    if access == "exec" and not labels:
+    if access == "exec" and not pairs:
         if strimzi is None:
             raise SpecError("spec.cluster.brokers.podSelector", "is required with access exec")
         # A Strimzi cluster's broker pods carry its labels, in the Kafka's namespace.
         pairs, namespace = strimzi.broker_labels(), namespace or strimzi.namespace
-    min_age = raw.get("minAge")
     return OrphanSpec(
         BrokerAccess(
             access,
@@ -295,10 +335,7 @@ def _orphans(spec: Mapping[str, Any], strimzi: StrimziRef | None) -> OrphanSpec 
             pairs,
             text(brokers.get("container", BROKER_CONTAINER), "spec.cluster.brokers.container"),
         ),
-        _duration(raw.get("removalDelay", "24h"), "spec.orphanPartitions.removalDelay"),
-        None if min_age is None else _duration(min_age, "spec.orphanPartitions.minAge"),
-        flag(raw.get("strayDirs"), "spec.orphanPartitions.strayDirs", True),
-        flag(raw.get("dryRun"), "spec.orphanPartitions.dryRun", False),
+        *timing,
     )
 
 

@@ -68,10 +68,19 @@ class PurgeRequest:
     dry_run: bool
     allow_internal_topics: bool
     strimzi: StrimziRef | None = None  # spec.cluster.strimzi, resolved when connecting
+    binding: str | None = None  # spec.cluster.clusterRef
 
     @property
     def cluster(self) -> ClusterRef:
-        return ClusterRef(self.bootstrap_servers, self.client_config_secret, self.strimzi)
+        return ClusterRef(
+            self.bootstrap_servers, self.client_config_secret, self.strimzi, self.binding
+        )
+
+    def named_topics(self) -> list[tuple[str, str]]:
+        """(field, topic) of every topic the spec names, in spec order."""
+        return [
+            (f"spec.partitions[{i}].topic", c.tp.topic) for i, c in enumerate(self.partitions)
+        ] + [(f"spec.topics[{i}].name", t.topic) for i, t in enumerate(self.topics)]
 
     def topic_names(self) -> set[str]:
         return {c.tp.topic for c in self.partitions} | {t.topic for t in self.topics}
@@ -111,7 +120,12 @@ def _topic(value: Any, field_path: str, allow_internal: bool) -> str:
 
 # The fields of a RecordPurge spec, as the CRD defines them (test_crds compares).
 PURGE_FIELDS: Shape = {
-    "cluster": {"bootstrapServers": None, "clientConfigSecret": None, "strimzi": STRIMZI_FIELDS},
+    "cluster": {
+        "clusterRef": None,
+        "bootstrapServers": None,
+        "clientConfigSecret": None,
+        "strimzi": STRIMZI_FIELDS,
+    },
     "partitions": {"topic": None, "partition": None, "offset": None},
     "topics": {
         "name": None,
@@ -171,6 +185,7 @@ def parse_spec(spec: Mapping[str, Any]) -> PurgeRequest:
         bootstrap_servers=cluster.bootstrap_servers,
         client_config_secret=cluster.client_config_secret,
         strimzi=cluster.strimzi,
+        binding=cluster.binding,
         partitions=tuple(explicit),
         topics=tuple(topics),
         protect_groups=group_ids(spec.get("protectGroups"), "spec.protectGroups"),

@@ -118,16 +118,46 @@ def is_topic_name(value: Any) -> TypeGuard[str]:
     )
 
 
+# Kubernetes' own syntax for label keys (an optional DNS-subdomain prefix and a name) and
+# values: a selector is built from them, so `foo!` must never become `foo!=bar`.
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}")
+_LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def labels(value: Any, field_path: str) -> tuple[tuple[str, str], ...]:
+    """matchLabels as sorted pairs, each key and value valid as a Kubernetes label."""
+    raw = obj(value, field_path)
+    pairs = []
+    for key, val in raw.items():
+        if not isinstance(key, str) or len(key) > 316 or not _LABEL_KEY.fullmatch(key):
+            raise SpecError(f"{field_path}.{key}", "is not a valid label key")
+        if not isinstance(val, str) or len(val) > 63 or not _LABEL_VALUE.fullmatch(val):
+            raise SpecError(f"{field_path}.{key}", f"{val!r} is not a valid label value")
+        pairs.append((key, val))
+    return tuple(sorted(pairs))
+
+
+def namespace_name(value: Any, field_path: str) -> str:
+    name = text(value, field_path)
+    if not _DNS_LABEL.fullmatch(name):
+        raise SpecError(field_path, f"{name!r} is not a namespace name")
+    return name
+
+
 STRIMZI_FIELDS: Shape = {"kafka": None, "namespace": None, "listener": None, "kafkaUser": None}
 
 
 @dataclass(frozen=True)
 class ClusterRef:
-    """`spec.cluster`: bootstrap servers typed in, or a Strimzi cluster by reference."""
+    """`spec.cluster`: a KafkaClusterBinding by name, bootstrap servers typed in, or a
+    Strimzi cluster by reference."""
 
-    bootstrap_servers: str  # "" with strimzi: resolved from the Kafka resource at run time
+    bootstrap_servers: str  # "" with strimzi or binding: resolved at run time
     client_config_secret: str | None = None
     strimzi: StrimziRef | None = None
+    binding: str | None = None  # spec.cluster.clusterRef
 
     def identity(self, namespace: str) -> str:
         """What tells two clusters apart before anything is resolved (overlapping
@@ -140,11 +170,20 @@ class ClusterRef:
 
 
 def parse_cluster(spec: Mapping[str, Any]) -> ClusterRef:
-    """`spec.cluster`: the bootstrap servers or a Strimzi reference (exactly one), and the
-    optional client Secret."""
+    """`spec.cluster`: a binding, the bootstrap servers or a Strimzi reference (exactly
+    one), and the optional client Secret."""
     cluster = obj(spec.get("cluster"), "spec.cluster")
     bootstrap = cluster.get("bootstrapServers")
     strimzi = cluster.get("strimzi")
+    binding = cluster.get("clusterRef")
+    if binding is not None:
+        for key in ("bootstrapServers", "strimzi", "clientConfigSecret", "brokers"):
+            if key in cluster:
+                raise SpecError(
+                    f"spec.cluster.{key}",
+                    "cannot be combined with spec.cluster.clusterRef (the binding says it)",
+                )
+        return ClusterRef("", binding=text(binding, "spec.cluster.clusterRef"))
     if bootstrap is not None and strimzi is not None:
         raise SpecError("spec.cluster", "set bootstrapServers or strimzi, not both")
     secret = cluster.get("clientConfigSecret")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import kopf
 
+from kafka_retention.adapters.kube import binding_connection, namespace_labels, read_binding
+from kafka_retention.config import OperatorConfig
 from kafka_retention.core.purge_ledger import PurgeLedger
+from kafka_retention.services.tenancy import Tenancy
 
 
 def namespaced(namespace: str | None) -> str:
@@ -20,3 +23,15 @@ def purge_ledger(memo: kopf.Memo) -> PurgeLedger:
     policy runs to name a purge as a loss's cause."""
     ledger: PurgeLedger = memo.setdefault("purges", PurgeLedger())
     return ledger
+
+
+def config(memo: kopf.Memo) -> OperatorConfig:
+    cfg: OperatorConfig = memo.get("config") or OperatorConfig()
+    return cfg
+
+
+def tenancy(cfg: OperatorConfig) -> Tenancy:
+    """The operator's tenancy rule over the API server's KafkaClusterBindings."""
+    return Tenancy(
+        cfg.tenancy, read_binding, namespace_labels, binding_connection(cfg.operator_namespace)
+    )

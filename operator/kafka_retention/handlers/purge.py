@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,22 +22,43 @@ from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VERSION
-from kafka_retention.handlers.common import namespaced, purge_ledger
+from kafka_retention.handlers.common import config, namespaced, purge_ledger, tenancy
 from kafka_retention.kube_objects.chunks import set_base
 from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import purge_run as service
+from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
 
 KIND = "RecordPurge"
 MAX_FAILURE_EVENTS = 20
 
 
-def _connector(namespace: str) -> Any:
+def _admitter(rules: Tenancy, namespace: str) -> Any:
+    """Asked before anything is contacted: strict tenancy's refusal of an inline cluster,
+    then the binding's word on the namespace, the operation and every topic named."""
+
+    def admit(spec: Mapping[str, Any], request: PurgeRequest) -> int:
+        rules.check_spec(spec)
+        binding = rules.admit_purge(namespace, request)
+        return service.MAX_PLANNED_PARTITIONS if binding is None else binding.partitions_per_purge
+
+    return admit
+
+
+def _connector(rules: Tenancy, namespace: str) -> Any:
     def connect(request: PurgeRequest) -> KafkaAdmin:
         try:
-            bootstrap, config = resolve_cluster(namespace, request.cluster)
+            bound = rules.connection(namespace, request.cluster)
+            bootstrap, config = bound or resolve_cluster(namespace, request.cluster)
         except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
             raise service.Unresolved(err.reason, str(err)) from err
-        return KafkaAdmin(bootstrap, config)
+        admin = KafkaAdmin(bootstrap, config)
+        if bound is not None:
+            expected = rules.binding(str(request.binding)).cluster_id
+            try:
+                check_cluster_id(request.binding, expected, admin.cluster_id())
+            except ClusterIdMismatch as err:
+                raise service.Unresolved(err.reason, str(err)) from None
+        return admin
 
     return connect
 
@@ -50,9 +72,11 @@ def purge(
     namespace: str | None,
     name: str,
     retry: int,
+    memo: kopf.Memo,
     **_: Any,
 ) -> None:
     namespace = namespaced(namespace)
+    rules = tenancy(config(memo))
     if status.get("phase") in FINAL_PHASES:
         return
     if not status.get("startedAt"):
@@ -75,7 +99,8 @@ def purge(
                     set_base(KIND, name),
                     Owner(API_VERSION, KIND, name, str(meta.get("uid"))).reference(),
                 ),
-                connect=_connector(namespace),
+                connect=_connector(rules, namespace),
+                admit=_admitter(rules, namespace),
                 now=lambda: datetime.now(UTC),
                 retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
             )

@@ -77,6 +77,11 @@ def cluster_of(spec: Mapping[str, Any], namespace: str, per_namespace: bool) -> 
     bootstrap servers and client Secret (Secrets are namespaced), and in pod modes the
     same namespace (a run's ConfigMaps and pods live in one)."""
     cluster = spec.get("cluster") or {}
+    binding = cluster.get("clusterRef")
+    if binding is not None:
+        # One KafkaClusterBinding is one connection whatever namespace names it; each
+        # policy is still admitted on its own before the batch connects.
+        return ("binding", str(binding), namespace if per_namespace else "")
     secret = cluster.get("clientConfigSecret")
     strimzi = cluster.get("strimzi")
     # A Strimzi reference is resolved per namespace (its Secrets are namespaced), and

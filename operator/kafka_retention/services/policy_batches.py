@@ -34,6 +34,13 @@ from kafka_retention.services.policy_planning import (
 )
 from kafka_retention.services.ports import PolicyKafka
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome
+from kafka_retention.services.tenancy import (
+    BindingUnavailable,
+    ClusterIdMismatch,
+    Refused,
+    Tenancy,
+    check_cluster_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +72,26 @@ class Environment:
     # Which cluster each policy reaches by Kafka's own id, for the overlap rule; without
     # it, clusters are told apart by how specs name them (unit tests).
     cluster_ids: ClusterIds | None = None
+    # What a namespace may do on which cluster (KafkaClusterBindings); None: no check
+    # (unit tests of the planning around it).
+    tenancy: Tenancy | None = None
 
     def peers(self, others: Mapping[str, PolicySpec]) -> PeerIndex:
         ids = self.cluster_ids
         if ids is None:
             return PeerIndex(others)
         return PeerIndex(others, lambda key, spec: ids.of(key.split("/", 1)[0], spec.cluster))
+
+
+def _peers_before(key: str, spec: PolicySpec, others: Mapping[str, PolicySpec]) -> int:
+    """Policies of the same namespace on the same binding named before this one: the
+    binding's policiesPerNamespace admits the first ones by name."""
+    namespace = key.split("/", 1)[0]
+    return sum(
+        1
+        for other, theirs in others.items()
+        if other < key and other.split("/", 1)[0] == namespace and theirs.binding == spec.binding
+    )
 
 
 class PlanFailed(RuntimeError):
@@ -102,10 +123,27 @@ def run_batch(
     specs: dict[str, tuple[Due, PolicySpec]] = {}
     for item in due:
         try:
+            if env.tenancy is not None:
+                env.tenancy.check_spec(item.spec)
             spec = parse_policy_spec(item.spec)
+        except Refused as err:
+            outcomes[item.run.key] = retention_run.invalid(
+                item.run, err.as_spec_error(), err.reason
+            )
+            continue
         except SpecError as err:
             outcomes[item.run.key] = retention_run.invalid(item.run, err)
             continue
+        if env.tenancy is not None:
+            try:
+                spec = env.tenancy.admit_policy(
+                    item.run.key.split("/", 1)[0], spec, _peers_before(item.run.key, spec, others)
+                )
+            except (Refused, BindingUnavailable) as err:
+                outcomes[item.run.key] = retention_run.failed(
+                    item.run, spec, err.reason, err, started, env.retry_delay
+                )
+                continue
         specs[item.run.key] = (item, spec)
         members.append(Member(item.run.key, spec, item.uid, item.run.generation or 0))
     if not members:
@@ -124,10 +162,17 @@ def run_batch(
     try:
         bootstrap, config = env.connection(first.spec, first.namespace)
         kafka = env.connect(bootstrap, config)
-        if env.cluster_ids is not None:
-            env.cluster_ids.remember(first.namespace, first.spec.cluster, kafka.cluster_id())
+        if env.cluster_ids is not None or first.spec.cluster_id is not None:
+            cluster_id = kafka.cluster_id()
+            # Every member of a batch names the same binding (services.fleet.cluster_of).
+            check_cluster_id(first.spec.binding, first.spec.cluster_id, cluster_id)
+            if env.cluster_ids is not None:
+                env.cluster_ids.remember(first.namespace, first.spec.cluster, cluster_id)
         selection = select(kafka, members)
-    except SecretUnavailable as err:
+    except (SecretUnavailable, BindingUnavailable, ClusterIdMismatch) as err:
+        fail_all(keys, err.reason, err)
+        return outcomes
+    except Refused as err:
         fail_all(keys, err.reason, err)
         return outcomes
     except KafkaUnavailable as err:

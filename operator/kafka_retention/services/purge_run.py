@@ -42,6 +42,7 @@ from kafka_retention.services.purge_state import (
     stored_plan,
     write_status,
 )
+from kafka_retention.services.tenancy import BindingUnavailable, Refused
 
 __all__ = ["MAX_PLANNED_PARTITIONS", "Outcome", "Purge", "Retry", "Unresolved", "reconcile"]
 
@@ -67,14 +68,17 @@ def reconcile(purge: Purge) -> Outcome:
         "startedAt": purge.status.get("startedAt") or cond.timestamp(purge.now()),
     }
     try:
+        limit = MAX_PLANNED_PARTITIONS
+        if purge.admit is not None:
+            limit = min(limit, purge.admit(purge.spec, request))
         kafka = purge.connect(request)
         entries = stored_plan(purge)
         if entries is None:
             phase = Phase.PLANNING
             write_status(purge, "status", {**base, "phase": phase})
             entries = plan_entries(kafka, request)
-            if len(entries) > MAX_PLANNED_PARTITIONS and not request.dry_run:
-                return too_large(purge, len(entries))
+            if len(entries) > limit and not request.dry_run:
+                return too_large(purge, len(entries), limit)
             if request.dry_run:
                 return finish(purge, base, estimate(kafka, entries), dry_run=True)
             store_plan(purge, base, entries)
@@ -89,8 +93,12 @@ def reconcile(purge: Purge) -> Outcome:
             not_ready(purge, base, phase, Reason.STATE_NOT_PERSISTED, str(err))
             raise Retry(f"{Reason.STATE_NOT_PERSISTED}: {err}", purge.retry_delay) from err
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; nothing was deleted", 0)
-    except (KafkaUnavailable, Unresolved) as err:
-        reason = err.reason if isinstance(err, Unresolved) else Reason.KAFKA_UNAVAILABLE
+    except Refused as err:
+        outcome = refuse(purge, err.reason, f"{err}; nothing was contacted", partitions=0)
+        outcome.invalid_field = err.field
+        return outcome
+    except (KafkaUnavailable, Unresolved, BindingUnavailable) as err:
+        reason = Reason.KAFKA_UNAVAILABLE if isinstance(err, KafkaUnavailable) else err.reason
         not_ready(purge, base, phase, reason, str(err))
         raise Retry(f"{reason}: {err}", purge.retry_delay) from err
     if any(e["state"] == State.RETRYING for e in entries):
@@ -98,7 +106,14 @@ def reconcile(purge: Purge) -> Outcome:
     return finish(purge, base, entries, dry_run=False)
 
 
-def too_large(purge: Purge, planned: int) -> Outcome:
+def too_large(purge: Purge, planned: int, limit: int = MAX_PLANNED_PARTITIONS) -> Outcome:
+    if limit < MAX_PLANNED_PARTITIONS:
+        message = (
+            f"the purge covers {planned} partitions; its KafkaClusterBinding allows "
+            f"{limit} in one RecordPurge (spec.limits.partitionsPerPurge): split it into "
+            "several; nothing was deleted"
+        )
+        return refuse(purge, Reason.QUOTA_EXCEEDED, message, partitions=planned)
     message = (
         f"the purge covers {planned} partitions; at most {MAX_PLANNED_PARTITIONS} are "
         "supported in one RecordPurge: split it into several; nothing was deleted"

@@ -44,6 +44,10 @@ class Purge:
     connect: Callable[[PurgeRequest], KafkaPlanner]
     now: Callable[[], datetime]
     retry_delay: float = 10.0
+    # Tenancy (services.tenancy), asked before anything is contacted: raises Refused or
+    # BindingUnavailable for a purge its namespace may not run, else returns the most
+    # partitions it may cut. None: no tenancy (the CLI, service tests).
+    admit: Callable[[Mapping[str, Any], PurgeRequest], int] | None = None
 
 
 def refusals() -> tuple[type[ApiException], ...]:

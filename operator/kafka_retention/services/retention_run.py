@@ -75,12 +75,13 @@ class RunOutcome:
     failures: list[str] = field(default_factory=list)
 
 
-def invalid(run: PolicyRun, err: SpecError) -> RunOutcome:
-    """An invalid spec: say which field, plan and delete nothing, wait for a new spec."""
+def invalid(run: PolicyRun, err: SpecError, reason: Reason = Reason.INVALID_SPEC) -> RunOutcome:
+    """An invalid spec (or one strict tenancy refuses, `reason` NotPermitted): say which
+    field, plan and delete nothing, wait for a new spec."""
     run.store.patch(
         {
             "observedGeneration": run.generation,
-            "conditions": _conditions(run, "False", Reason.INVALID_SPEC, str(err)),
+            "conditions": _conditions(run, "False", reason, str(err)),
         }
     )
     return RunOutcome(
@@ -88,7 +89,7 @@ def invalid(run: PolicyRun, err: SpecError) -> RunOutcome:
         str(err),
         next_run_in=float("inf"),
         invalid_field=err.field,
-        reason=Reason.INVALID_SPEC,
+        reason=reason,
     )
 
 

@@ -1,0 +1,231 @@
+"""Which cluster, topics and broker pods a namespaced resource may act on.
+
+Every RecordPurge and RetentionPolicy passes here before anything is contacted: under
+strict tenancy (the default) its spec.cluster may only name a KafkaClusterBinding, the
+binding must admit the resource's namespace for the operation, and every topic the spec
+names must be one the binding allows. Only then is the binding's connection resolved
+(its Secret in the operator's own namespace), and every connection must answer with the
+binding's cluster id. What the binding says replaces what a tenant could otherwise type:
+the connection, the broker pods and their access, the topic filter.
+
+Refusals name the spec field and leave the objects untouched: no Kafka connection, no
+Secret read, no exec happens for a refused resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from kafka_retention.core.bindings import (
+    Binding,
+    BindingUnavailable,
+    Operation,
+    parse_binding,
+    strict_refusal,
+)
+from kafka_retention.core.conditions import Reason
+from kafka_retention.core.policy_spec import BrokerAccess, OrphanSpec, PolicySpec
+from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.specs import ClusterRef, SpecError
+
+__all__ = ["BindingUnavailable", "ClusterIdMismatch", "Refused", "Tenancy", "check_cluster_id"]
+
+Mode = Literal["strict", "open"]
+MODES: tuple[Mode, ...] = ("strict", "open")
+
+
+class Refused(Exception):
+    """The resource may not do what its spec asks; `field` names the spec field. Nothing
+    was contacted."""
+
+    def __init__(self, field: str, reason: Reason, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = reason
+        self.message = message
+
+    def as_spec_error(self) -> SpecError:
+        return SpecError(self.field, self.message)
+
+
+class ClusterIdMismatch(RuntimeError):
+    """The cluster the binding's connection reached gave another id than the binding's:
+    nothing is done on it."""
+
+    reason = Reason.CLUSTER_ID_MISMATCH
+
+
+def check_cluster_id(binding: str | None, expected: str | None, actual: str | None) -> None:
+    if expected is not None and actual != expected:
+        raise ClusterIdMismatch(
+            f"the cluster reached through KafkaClusterBinding {binding} says its id is "
+            f"{actual!r}, not the binding's clusterId {expected!r}; nothing is done on it"
+        )
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """The operator's tenancy rule and how it reads what an administrator bound.
+
+    `read_binding(name)`: the KafkaClusterBinding object, or None if there is none.
+    `namespace_labels(name)`: a namespace's labels (read only for bindings that admit
+    namespaces by selector), None if it does not exist.
+    `resolve(binding)`: its bootstrap servers and client properties (the Secret in the
+    operator's namespace, or the Strimzi objects the binding names)."""
+
+    mode: Mode
+    read_binding: Callable[[str], Mapping[str, Any] | None]
+    namespace_labels: Callable[[str], Mapping[str, str] | None]
+    resolve: Callable[[Binding], tuple[str, dict[str, str]]]
+
+    def check_spec(self, spec: Mapping[str, Any]) -> None:
+        """Refuse a cluster named inline under strict tenancy, from the raw spec."""
+        if self.mode == "strict":
+            refusal = strict_refusal(spec)
+            if refusal is not None:
+                raise Refused(refusal.field, Reason.NOT_PERMITTED, refusal.message)
+
+    def binding(self, name: str) -> Binding:
+        raw = self.read_binding(name)
+        if raw is None:
+            raise BindingUnavailable(
+                f"spec.cluster.clusterRef: no KafkaClusterBinding {name} (an administrator "
+                "makes it; tried again later)"
+            )
+        try:
+            return parse_binding(name, raw.get("spec"))
+        except SpecError as err:
+            raise BindingUnavailable(
+                f"spec.cluster.clusterRef: KafkaClusterBinding {name} is invalid at {err}"
+            ) from None
+
+    def admit(
+        self, namespace: str, ref: ClusterRef, needs: Mapping[Operation, str]
+    ) -> Binding | None:
+        """The binding the resource acts under, after checking it admits the namespace for
+        every operation in `needs` (operation -> the spec field that asks for it); None for
+        a cluster named inline under open tenancy."""
+        if ref.binding is None:
+            if self.mode == "strict":
+                raise Refused(
+                    "spec.cluster.clusterRef", Reason.NOT_PERMITTED, "is required (strict tenancy)"
+                )
+            return None
+        binding = self.binding(ref.binding)
+        labels = self.namespace_labels(namespace) if binding.needs_labels() else None
+        allowed = binding.operations(namespace, labels)
+        if allowed is None:
+            raise Refused(
+                "spec.cluster.clusterRef",
+                Reason.NOT_PERMITTED,
+                f"KafkaClusterBinding {binding.name} does not admit namespace {namespace}",
+            )
+        for operation, field in needs.items():
+            if operation not in allowed:
+                raise Refused(
+                    field,
+                    Reason.NOT_PERMITTED,
+                    f"KafkaClusterBinding {binding.name} does not allow {operation} in "
+                    f"namespace {namespace}",
+                )
+        return binding
+
+    def admit_purge(self, namespace: str, request: PurgeRequest) -> Binding | None:
+        binding = self.admit(namespace, request.cluster, {"purge": "spec.cluster.clusterRef"})
+        if binding is not None:
+            for field, topic in request.named_topics():
+                why = binding.topic_refusal(topic)
+                if why is not None:
+                    raise Refused(field, Reason.NOT_PERMITTED, why)
+        return binding
+
+    def admit_policy(self, namespace: str, spec: PolicySpec, peers_before: int = 0) -> PolicySpec:
+        """The policy as it runs under its binding: the binding's topic filter, brokers
+        and cluster id filled in. `peers_before`: policies of the same namespace on the
+        same binding that come before this one (by name), for the quota."""
+        needs: dict[Operation, str] = {}
+        if _acts_on_topics(spec):
+            needs["retention"] = "spec.cluster.clusterRef"
+        if spec.orphans is not None:
+            needs["orphanCleanup"] = "spec.orphanPartitions"
+        binding = self.admit(namespace, spec.cluster, needs)
+        if binding is None:
+            return spec
+        if peers_before >= binding.policies_per_namespace:
+            raise Refused(
+                "spec.cluster.clusterRef",
+                Reason.QUOTA_EXCEEDED,
+                f"KafkaClusterBinding {binding.name} allows {binding.policies_per_namespace} "
+                f"RetentionPolicies in namespace {namespace}; this one is past them (by name)",
+            )
+        for i, topic in enumerate(spec.topics.names):
+            why = binding.topic_refusal(topic)
+            if why is not None:
+                raise Refused(f"spec.topics.names[{i}]", Reason.NOT_PERMITTED, why)
+        topics = replace(spec.topics, allow=binding.allow, protect=binding.protect)
+        orphans = _bound_orphans(binding, spec.orphans)
+        return replace(spec, topics=topics, orphans=orphans, cluster_id=binding.cluster_id)
+
+    def connection(self, namespace: str, ref: ClusterRef) -> tuple[str, dict[str, str]] | None:
+        """The binding's connection for a resource that names one; None for one named
+        inline (the caller resolves that in the resource's namespace, open tenancy)."""
+        if ref.binding is None:
+            if self.mode == "strict":
+                raise Refused(
+                    "spec.cluster.clusterRef", Reason.NOT_PERMITTED, "is required (strict tenancy)"
+                )
+            return None
+        return self.resolve(self.binding(ref.binding))
+
+
+def _acts_on_topics(spec: PolicySpec) -> bool:
+    rules = spec.rules
+    return bool(
+        rules.consumed_groups
+        or rules.delete_before_ms is not None
+        or rules.max_retention_ms is not None
+        or rules.notify_groups
+        or spec.tombstones is not None
+    )
+
+
+def _bound_orphans(binding: Binding, orphans: OrphanSpec | None) -> OrphanSpec | None:
+    """The policy's orphan rules with the binding's brokers, refused below its floors."""
+    if orphans is None:
+        return None
+    brokers = binding.brokers
+    if brokers is None:
+        raise Refused(
+            "spec.orphanPartitions",
+            Reason.NOT_PERMITTED,
+            f"KafkaClusterBinding {binding.name} names no brokers (spec.brokers)",
+        )
+    if orphans.removal_delay_ms < binding.min_removal_delay_ms:
+        raise Refused(
+            "spec.orphanPartitions.removalDelay",
+            Reason.NOT_PERMITTED,
+            f"is below the {binding.min_removal_delay_ms} ms floor of KafkaClusterBinding "
+            f"{binding.name}",
+        )
+    if orphans.min_age_ms is not None and orphans.min_age_ms < binding.min_orphan_age_ms:
+        raise Refused(
+            "spec.orphanPartitions.minAge",
+            Reason.NOT_PERMITTED,
+            f"is below the {binding.min_orphan_age_ms} ms floor of KafkaClusterBinding "
+            f"{binding.name}",
+        )
+    namespace, labels = brokers.namespace, brokers.match_labels
+    strimzi = binding.connection.strimzi
+    if brokers.access == "exec" and not labels and strimzi is not None:
+        # A Strimzi cluster's broker pods carry its labels, in the Kafka's namespace.
+        labels, namespace = strimzi.broker_labels(), namespace or strimzi.namespace
+    if brokers.access == "exec" and (not labels or namespace is None):
+        raise Refused(
+            "spec.orphanPartitions",
+            Reason.NOT_PERMITTED,
+            f"KafkaClusterBinding {binding.name} spec.brokers needs a namespace and a podSelector",
+        )
+    access = BrokerAccess(brokers.access, namespace, labels, brokers.container)
+    return replace(orphans, brokers=access)
