@@ -35,9 +35,34 @@ def show(stack: Stack, *args: str) -> None:
 def start_operator(stack: Stack) -> OperatorProcess:
     log = stack.dev / "operator.log"
     log.write_bytes(b"")
-    operator = OperatorProcess(stack, [NAMESPACE], log).start()
+    # Strict tenancy, as the operator ships: the demo's resources name the cluster only
+    # through the KafkaClusterBinding an administrator made (bind()).
+    operator = OperatorProcess(stack, [NAMESPACE], log, tenancy="strict").start()
     print(f"operator started (pid {operator.pid}), logging to {log}")
     return operator
+
+
+BINDING = "demo-cluster"
+
+
+def bind(stack: Stack) -> None:
+    """What a platform administrator does once: bind the cluster (by its id) to the
+    demo's namespace for purges and retention."""
+    bootstrap = stack.kafka.bootstrap_servers
+    cluster_id = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).cluster_id
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "KafkaClusterBinding",
+        "metadata": {"name": BINDING},
+        "spec": {
+            "clusterId": cluster_id,
+            "connection": {"bootstrapServers": bootstrap},
+            "tenants": [{"namespaces": [NAMESPACE], "operations": ["purge", "retention"]}],
+        },
+    }
+    print(f"$ kubectl apply -f - <<< '{json.dumps(body['spec'])}'")
+    print(stack.kubectl("apply", "-f", "-", stdin=json.dumps(body)).stdout.rstrip())
+    show(stack, "get", "kafkaclusterbinding", BINDING)
 
 
 def _offsets(admin: AdminClient, topic: str, partitions: int, kind: str) -> list[int]:
@@ -109,7 +134,7 @@ def scene_record_purge(stack: Stack) -> None:
     print(f"produced 3000 records to {topic}; group billing-{topic} committed 900/400/1000")
     offsets_table(admin, topic, 3, "before")
 
-    cluster = {"bootstrapServers": bootstrap}
+    cluster = {"clusterRef": BINDING}
     apply(
         stack,
         f"{topic}-preview",
@@ -199,7 +224,7 @@ def scene_retention_policy(stack: Stack) -> None:
         "kind": "RetentionPolicy",
         "metadata": {"name": "repartition-topics", "namespace": NAMESPACE},
         "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
+            "cluster": {"clusterRef": BINDING},
             "topics": {"pattern": "^app-.*-repartition$"},
             "interval": "10s",
             "deleteConsumed": {"groups": list(groups)},
@@ -262,6 +287,8 @@ def main() -> int:
     if stack.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
         stack.kubectl("create", "namespace", NAMESPACE)
 
+    banner("binding: the administrator lets the demo namespace use the cluster")
+    bind(stack)
     banner("operator")
     operator = start_operator(stack)
     try:

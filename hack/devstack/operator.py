@@ -24,13 +24,22 @@ def free_port() -> int:
 
 
 class OperatorProcess:
-    """The operator watching `namespaces`, logging to `log`; extra flags as given."""
+    """The operator watching `namespaces`, logging to `log`; extra flags as given.
+
+    `tenancy`: open unless said otherwise, because most tests exercise what a spec can say
+    about its cluster inline (bootstrap servers, Secrets, Strimzi, broker pods), which
+    only --tenancy=open accepts; tests/e2e/test_tenancy.py runs the strict default."""
 
     def __init__(
-        self, stack: Stack, namespaces: list[str], log: Path, extra_args: tuple[str, ...] = ()
+        self,
+        stack: Stack,
+        namespaces: list[str],
+        log: Path,
+        extra_args: tuple[str, ...] = (),
+        tenancy: str = "open",
     ) -> None:
         self.stack, self.namespaces, self.log = stack, namespaces, log
-        self.extra_args = extra_args
+        self.extra_args = (f"--tenancy={tenancy}", *extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.health_port = free_port()
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from devstack.stack import Stack
+from kafka_retention.core.bindings import parse_binding
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 
@@ -25,10 +26,12 @@ GROUP = "kafka-retention.io"
 PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "RecordPurge": parse_spec,
     "RetentionPolicy": parse_policy_spec,
+    "KafkaClusterBinding": lambda spec: parse_binding("example", spec),
 }
 CRDS = {
     "RecordPurge": REPO / "crds" / "recordpurges.kafka-retention.io.yaml",
     "RetentionPolicy": REPO / "crds" / "retentionpolicies.kafka-retention.io.yaml",
+    "KafkaClusterBinding": REPO / "crds" / "kafkaclusterbindings.kafka-retention.io.yaml",
 }
 
 
@@ -101,7 +104,7 @@ def missing_features(kind: str, specs: list[dict[str, Any]]) -> list[str]:
     return missing
 
 
-def test_every_spec_field_and_sentinel_of_both_kinds_has_an_example() -> None:
+def test_every_spec_field_and_sentinel_of_every_kind_has_an_example() -> None:
     specs = example_specs()
     for kind in PARSERS:
         assert missing_features(kind, [spec for _, spec in specs[kind]]) == [], kind

@@ -1,0 +1,282 @@
+"""Strict tenancy on the real stack: the operator as shipped (--tenancy=strict, its
+default) against tenants who try to reach past their KafkaClusterBinding.
+
+Each attack is played by a namespace with `create` on RecordPurges and RetentionPolicies
+only; each test checks the refusal names the field and that no record was removed (the
+log start offsets, read from the brokers, do not move). The positive path shows a bound
+namespace purging and cutting on its own cluster, within the topics its binding allows.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from devstack.operator import OperatorProcess
+from devstack.stack import Stack
+from tests.conftest import TopicFactory, create_namespace
+from tests.support import get, log_starts, produce, purge_finished, wait_for
+
+PREFIX = "tenancy"
+
+
+@pytest.fixture(scope="module")
+def strict_operator(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    log = tmp_path_factory.mktemp("tenancy") / "operator.log"
+    proc = OperatorProcess(stack, [f"{PREFIX}-*"], log, tenancy="strict").start()
+    yield proc
+    assert proc.stop() == 0, f"operator log: {log}"
+
+
+@pytest.fixture
+def teams(stack: Stack, strict_operator: OperatorProcess) -> Iterator[tuple[str, str]]:
+    """Two tenant namespaces, team A and team B."""
+    suffix = uuid.uuid4().hex[:6]
+    spaces = (f"{PREFIX}-a-{suffix}", f"{PREFIX}-b-{suffix}")
+    for ns in spaces:
+        create_namespace(stack, ns)
+    yield spaces
+    for ns in spaces:
+        stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", ns, check=False)
+        stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+@pytest.fixture
+def bindings(stack: Stack) -> Iterator[list[str]]:
+    made: list[str] = []
+    yield made
+    for name in made:
+        stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
+
+
+def cluster_id(admin: AdminClient) -> str:
+    return str(admin.list_topics(timeout=10).cluster_id)
+
+
+def bind(stack: Stack, made: list[str], namespace: str, cluster: str, **spec: Any) -> str:
+    name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "KafkaClusterBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "clusterId": cluster,
+            "connection": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "tenants": [{"namespaces": [namespace], "operations": ["purge", "retention"]}],
+            **spec,
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    made.append(name)
+    return name
+
+
+def apply(stack: Stack, kind: str, ns: str, name: str, spec: dict[str, Any]) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def ready(obj: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+
+
+def policy_refused(stack: Stack, ns: str, name: str, reason: str) -> dict[str, Any]:
+    def refused(o: dict[str, Any]) -> bool:
+        conditions = o.get("status", {}).get("conditions") or []
+        return any(c["type"] == "Ready" and c["reason"] == reason for c in conditions)
+
+    obj = wait_for(stack, "retentionpolicy", ns, name, refused, timeout=90)
+    return ready(obj)
+
+
+@pytest.mark.stack
+def test_an_inline_cluster_is_refused_naming_the_field_and_nothing_is_deleted(
+    stack: Stack,
+    teams: tuple[str, str],
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+) -> None:
+    """Team A types in the brokers of a cluster nobody bound to it."""
+    team_a, _ = teams
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 30, 1: 30})
+    inline = {"bootstrapServers": bootstrap}
+    apply(
+        stack,
+        "RecordPurge",
+        team_a,
+        "wipe",
+        {"cluster": inline, "partitions": [{"topic": topic, "partition": 0, "offset": -1}]},
+    )
+    apply(
+        stack,
+        "RetentionPolicy",
+        team_a,
+        "wipe",
+        {
+            "cluster": inline,
+            "interval": "10s",
+            "topics": {"names": [topic]},
+            "deleteBefore": "2100-01-01T00:00:00Z",
+        },
+    )
+    purge = purge_finished(stack, team_a, "wipe")
+    assert purge["status"]["phase"] == "Failed"
+    assert ready(purge)["reason"] == "NotPermitted"
+    assert "spec.cluster.bootstrapServers" in ready(purge)["message"]
+    condition = policy_refused(stack, team_a, "wipe", "NotPermitted")
+    assert "spec.cluster.bootstrapServers" in condition["message"]
+    assert log_starts(admin, topic, 2) == [0, 0]
+
+
+@pytest.mark.stack
+def test_a_namespace_cannot_use_a_binding_made_for_another(
+    stack: Stack,
+    teams: tuple[str, str],
+    bindings: list[str],
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+) -> None:
+    """Team B names team A's binding; the binding admits only team A."""
+    team_a, team_b = teams
+    binding = bind(stack, bindings, team_a, cluster_id(admin))
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 30})
+    apply(
+        stack,
+        "RecordPurge",
+        team_b,
+        "steal",
+        {
+            "cluster": {"clusterRef": binding},
+            "partitions": [{"topic": topic, "partition": 0, "offset": -1}],
+        },
+    )
+    apply(
+        stack,
+        "RetentionPolicy",
+        team_b,
+        "steal",
+        {
+            "cluster": {"clusterRef": binding},
+            "interval": "10s",
+            "topics": {"names": [topic]},
+            "deleteBefore": "2100-01-01T00:00:00Z",
+        },
+    )
+    purge = purge_finished(stack, team_b, "steal")
+    assert (purge["status"]["phase"], ready(purge)["reason"]) == ("Failed", "NotPermitted")
+    assert f"does not admit namespace {team_b}" in ready(purge)["message"]
+    condition = policy_refused(stack, team_b, "steal", "NotPermitted")
+    assert "spec.cluster.clusterRef" in condition["message"]
+    assert log_starts(admin, topic, 1) == [0]
+
+
+@pytest.mark.stack
+def test_a_cluster_answering_with_another_id_than_the_bindings_is_never_acted_on(
+    stack: Stack,
+    teams: tuple[str, str],
+    bindings: list[str],
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+) -> None:
+    """The binding names the cluster by id; a listener that leads elsewhere (here: the
+    same brokers, but the binding expects another cluster) must stop everything."""
+    team_a, _ = teams
+    binding = bind(stack, bindings, team_a, "NotThisClusterAtAll0")
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 30})
+    apply(
+        stack,
+        "RecordPurge",
+        team_a,
+        "elsewhere",
+        {
+            "cluster": {"clusterRef": binding},
+            "partitions": [{"topic": topic, "partition": 0, "offset": -1}],
+        },
+    )
+
+    def mismatch(o: dict[str, Any]) -> bool:
+        conditions = o.get("status", {}).get("conditions") or []
+        return any(c["reason"] == "ClusterIdMismatch" for c in conditions)
+
+    purge = wait_for(stack, "recordpurge", team_a, "elsewhere", mismatch, timeout=60)
+    assert purge["status"]["phase"] not in ("Succeeded", "PartiallySucceeded")
+    assert "NotThisClusterAtAll0" in ready(purge)["message"]
+    assert log_starts(admin, topic, 1) == [0]
+
+
+@pytest.mark.stack
+def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
+    stack: Stack,
+    teams: tuple[str, str],
+    bindings: list[str],
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+) -> None:
+    team_a, _ = teams
+    mine, theirs = make_topic(partitions=2), make_topic(partitions=1)
+    binding = bind(
+        stack, bindings, team_a, cluster_id(admin), topics={"allow": [mine.replace(".", "\\.")]}
+    )
+    produce(bootstrap, mine, {0: 40, 1: 40})
+    produce(bootstrap, theirs, {0: 40})
+    ref = {"clusterRef": binding}
+    apply(
+        stack,
+        "RecordPurge",
+        team_a,
+        "trim",
+        {"cluster": ref, "partitions": [{"topic": mine, "partition": 0, "offset": 25}]},
+    )
+    apply(
+        stack,
+        "RecordPurge",
+        team_a,
+        "reach",
+        {"cluster": ref, "partitions": [{"topic": theirs, "partition": 0, "offset": 25}]},
+    )
+    # A pattern matching every topic cuts only what the binding allows.
+    apply(
+        stack,
+        "RetentionPolicy",
+        team_a,
+        "all",
+        {
+            "cluster": ref,
+            "interval": "10s",
+            "topics": {"pattern": ".*"},
+            "deleteBefore": "2100-01-01T00:00:00Z",
+        },
+    )
+    trim = purge_finished(stack, team_a, "trim")
+    assert trim["status"]["phase"] == "Succeeded", trim["status"]
+    reach = purge_finished(stack, team_a, "reach")
+    assert (reach["status"]["phase"], ready(reach)["reason"]) == ("Failed", "NotPermitted")
+    assert "spec.partitions[0].topic" in ready(reach)["message"]
+
+    def cut(o: dict[str, Any]) -> bool:
+        return bool(o.get("status", {}).get("lastRun", {}).get("completedAt"))
+
+    policy = wait_for(stack, "retentionpolicy", team_a, "all", cut, timeout=120)
+    assert ready(policy)["status"] == "True", policy["status"]
+    assert log_starts(admin, mine, 2) == [40, 40]
+    assert log_starts(admin, theirs, 1) == [0]
+    assert get(stack, "retentionpolicy", team_a, "all")["status"]["topicCount"] == 1
