@@ -15,13 +15,22 @@ from pathlib import Path
 
 import pytest
 
-from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
-from kafka_retention.core.orphans import REMOVE_SCRIPT, Entry, classify, decide
+from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes, VolumeError
+from kafka_retention.core.orphans import (
+    NO_META,
+    REMOVE_SCRIPT,
+    Entry,
+    LogDirIdentity,
+    classify,
+    decide,
+    identity_block,
+)
 
 Volumes = LocalVolumes | ExecVolumes
 HEX = "0123456789abcdef0123456789abcdef"
 OLD_S = 1_600_000_000  # segment mtime, seconds
 BUSYBOX_APPLETS = ("sh", "find", "stat", "od", "tr", "sed", "head", "rm", "cat")
+CLUSTER = "q1Sh-9_jT3ut0dbGsAS1Yw"
 
 
 def topic_id() -> str:
@@ -44,7 +53,9 @@ def partition_dir(log_dir: Path, name: str, tid: str | None, segment: bytes = b"
 def log_dir(tmp_path: Path) -> Path:
     d = tmp_path / "kafka-logs"
     d.mkdir()
-    (d / "meta.properties").write_text("version=1\ncluster.id=abc\nnode.id=1\n")
+    (d / "meta.properties").write_text(
+        f"version=1\ndirectory.id=ZGlyZWN0b3J5LWlkLXgtMQ\ncluster.id={CLUSTER}\nnode.id=1\n"
+    )
     (d / "replication-offset-checkpoint").write_text("0\n0\n")
     return d
 
@@ -96,11 +107,76 @@ def checksums(root: Path) -> dict[str, str]:
     }
 
 
-# --- node id and listing -------------------------------------------------------------
+# --- identity and listing ------------------------------------------------------------
 
 
-def test_node_id_is_read_from_meta_properties(volumes: Volumes, log_dir: Path) -> None:
-    assert volumes.node_id(str(log_dir)) == 1
+def test_node_and_cluster_id_are_read_from_meta_properties(volumes: Volumes, log_dir: Path) -> None:
+    assert volumes.identity(str(log_dir)) == LogDirIdentity(1, CLUSTER)
+
+
+def test_a_log_dir_that_is_not_there_is_none_not_an_error(volumes: Volumes, tmp_path: Path) -> None:
+    """A pod of another broker, a path of another machine: skipped, never a block."""
+    assert volumes.identity(str(tmp_path / "no-such-dir")) is None
+
+
+def test_a_log_dir_without_meta_properties_is_told_apart(volumes: Volumes, log_dir: Path) -> None:
+    (log_dir / "meta.properties").unlink()
+    assert volumes.identity(str(log_dir)) == NO_META
+
+
+def test_a_meta_properties_symlink_is_never_followed(
+    volumes: Volumes, log_dir: Path, outside: Path
+) -> None:
+    """A link to a file naming the right cluster still proves nothing about this dir."""
+    (outside / "meta.properties").write_text((log_dir / "meta.properties").read_text())
+    (log_dir / "meta.properties").unlink()
+    (log_dir / "meta.properties").symlink_to(outside / "meta.properties")
+    assert volumes.identity(str(log_dir)) == NO_META
+
+
+def test_a_directory_named_meta_properties_is_no_meta(volumes: Volumes, log_dir: Path) -> None:
+    (log_dir / "meta.properties").unlink()
+    (log_dir / "meta.properties").mkdir()
+    assert volumes.identity(str(log_dir)) == NO_META
+
+
+@pytest.mark.timeout(10)
+def test_a_fifo_planted_as_meta_properties_does_not_hang(volumes: Volumes, log_dir: Path) -> None:
+    (log_dir / "meta.properties").unlink()
+    os.mkfifo(log_dir / "meta.properties")
+    assert volumes.identity(str(log_dir)) == NO_META
+
+
+def test_a_giant_meta_properties_is_read_only_up_to_its_limit(
+    volumes: Volumes, log_dir: Path
+) -> None:
+    padding = "#" + "x" * 70_000 + "\n"
+    (log_dir / "meta.properties").write_text(f"{padding}cluster.id={CLUSTER}\nnode.id=1\n")
+    assert volumes.identity(str(log_dir)) == LogDirIdentity(None, None)
+
+
+def test_another_clusters_log_dir_reads_as_such_and_is_held(
+    volumes: Volumes, log_dir: Path
+) -> None:
+    (log_dir / "meta.properties").write_text(
+        "version=1\ncluster.id=b3RoZXItY2x1c3Rlci0xMg\nnode.id=1\n"
+    )
+    identity = volumes.identity(str(log_dir))
+    assert identity == LogDirIdentity(1, "b3RoZXItY2x1c3Rlci0xMg")
+    assert identity is not None
+    block = identity_block(str(log_dir), identity, CLUSTER, frozenset({1}))
+    assert block is not None
+    assert (block.reason, block.brokers) == ("ClusterIdMismatch", None)
+
+
+def test_a_mangled_exec_answer_is_an_error_not_a_missing_log_dir(log_dir: Path) -> None:
+    for answer in ("", "node.id=1\ncluster.id=x\n", "#nometa\n"):
+
+        def run(argv: list[str], said: str = answer) -> str:
+            return said
+
+        with pytest.raises(VolumeError, match=r"meta\.properties"):
+            ExecVolumes(run).identity(str(log_dir))
 
 
 def test_a_partition_dir_is_listed_with_size_newest_mtime_and_topic_id(
@@ -149,6 +225,14 @@ def test_a_fifo_planted_as_partition_metadata_does_not_hang_the_listing(
 ) -> None:
     d = partition_dir(log_dir, "orders-0", None)
     os.mkfifo(d / "partition.metadata")
+    assert by_name(volumes.list(str(log_dir)))["orders-0"].topic_id is None
+
+
+def test_a_directory_planted_as_partition_metadata_does_not_break_the_listing(
+    volumes: Volumes, log_dir: Path
+) -> None:
+    d = partition_dir(log_dir, "orders-0", None)
+    (d / "partition.metadata").mkdir()
     assert by_name(volumes.list(str(log_dir)))["orders-0"].topic_id is None
 
 
@@ -260,13 +344,16 @@ def test_a_cut_off_listing_is_an_error_not_a_shorter_list(log_dir: Path) -> None
     partition_dir(log_dir, "orders-0", topic_id())
     full = _subprocess_run(None)
     volumes = ExecVolumes(lambda argv: full(argv)[:-10])
-    with pytest.raises(RuntimeError, match="cut off"):
+    with pytest.raises(VolumeError, match="cut off"):
         volumes.list(str(log_dir))
 
 
-def test_an_unconfirmed_removal_is_an_error(log_dir: Path) -> None:
-    with pytest.raises(RuntimeError, match="not confirmed"):
-        ExecVolumes(lambda argv: "").remove(str(log_dir), "gone-0")
+def test_an_unconfirmed_removal_is_an_error_that_does_not_repeat_the_pods_output(
+    log_dir: Path,
+) -> None:
+    with pytest.raises(VolumeError, match="not confirmed") as raised:
+        ExecVolumes(lambda argv: "secret-topic-0 busy").remove(str(log_dir), "gone-0")
+    assert "secret-topic" not in str(raised.value)
 
 
 # --- the whole path, as the operator will use it ------------------------------------
@@ -288,7 +375,11 @@ def test_only_orphans_past_their_delay_are_removed_and_everything_else_stays(
     assignment = {"orders": (orders, {0: {1}, 1: {2}, 3: {1}})}
     now = (OLD_S + 30 * 86_400) * 1000
 
-    for finding in classify(volumes.node_id(str(log_dir)), volumes.list(str(log_dir)), assignment):
+    identity = volumes.identity(str(log_dir))
+    assert identity is not None
+    assert identity.node_id is not None
+    assert identity_block(str(log_dir), identity, CLUSTER, frozenset({1})) is None
+    for finding in classify(identity.node_id, volumes.list(str(log_dir)), assignment):
         if decide(finding, now - 86_400_000, now, 86_400_000, 86_400_000, False).state == "Remove":
             volumes.remove(str(log_dir), finding.entry.name)
 

@@ -7,24 +7,35 @@ import pytest
 
 from kafka_retention.core.orphans import (
     LIST_SCRIPT,
+    MIN_REMOVAL_ALLOWANCE,
+    NO_META,
+    READ_META_SCRIPT,
     REMOVE_SCRIPT,
     Assignment,
     Decision,
     DirName,
     Entry,
     Finding,
+    LogDirIdentity,
     OrphanKey,
     carry_first_seen,
     classify,
+    cluster_change_block,
     decide,
     decode_first_seen,
     encode_first_seen,
+    identity_block,
+    identity_from_meta,
     list_argv,
     listing_complete,
+    metadata_block,
     node_id_from_meta,
     parse_listing,
+    parse_meta_answer,
     parse_name,
     read_meta_argv,
+    removal_allowance,
+    removal_cap_block,
     remove_argv,
     safe_child,
     still_orphan,
@@ -32,6 +43,7 @@ from kafka_retention.core.orphans import (
 )
 
 HEX = "0123456789abcdef0123456789abcdef"
+CLUSTER, OTHER_CLUSTER = "q1Sh-9_jT3ut0dbGsAS1Yw", "Zm9yZWlnbi1jbHVzdGVyLQ"
 ORDERS_ID = "MzgwNzVlZjQtYjE0Yi00Mw"
 OLD_ORDERS_ID = "b2xkLW9yZGVycy10b3BpYw"
 HOUR = 3_600_000
@@ -151,6 +163,161 @@ def test_node_id_comes_from_node_id_or_the_legacy_broker_id() -> None:
         node_id_from_meta("#node.id=1\nversion=1\n")
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"version=1\ncluster.id={CLUSTER}\nnode.id=3\n", LogDirIdentity(3, CLUSTER)),
+        (f"version=0\ncluster.id={CLUSTER}\nbroker.id=7\n", LogDirIdentity(7, CLUSTER)),
+        (f"cluster.id={CLUSTER}\nnode.id=3\nbroker.id=3\n", LogDirIdentity(3, CLUSTER)),
+        # Two node ids, no node id: a file that contradicts itself names nobody.
+        (f"cluster.id={CLUSTER}\nnode.id=3\nbroker.id=4\n", LogDirIdentity(None, CLUSTER)),
+        ("node.id=3\n", LogDirIdentity(3, None)),
+        (f"#cluster.id={CLUSTER}\nnode.id=3\n", LogDirIdentity(3, None)),
+        ("cluster.id=\nnode.id=-1\n", LogDirIdentity(None, None)),
+        ("cluster.id=$(reboot)\nnode.id=\u00b2\n", LogDirIdentity(None, None)),
+        ("cluster.id=" + "a" * 65 + "\nnode.id=99999999999\n", LogDirIdentity(None, None)),
+        (f"cluster.id=old\ncluster.id={CLUSTER}\nnode.id=1\n", LogDirIdentity(1, CLUSTER)),
+    ],
+)
+def test_identity_reads_node_and_cluster_id_only_in_the_forms_kafka_writes(
+    text: str, expected: LogDirIdentity
+) -> None:
+    assert identity_from_meta(text) == expected
+
+
+def test_the_meta_read_answer_tells_no_log_dir_from_no_meta_from_garbage() -> None:
+    assert parse_meta_answer("#no-log-dir\n") is None
+    assert parse_meta_answer("#no-meta\n") == NO_META
+    assert parse_meta_answer(f"#meta\ncluster.id={CLUSTER}\nnode.id=2\n") == LogDirIdentity(
+        2, CLUSTER
+    )
+    assert parse_meta_answer("#meta\n") == LogDirIdentity(None, None)
+    for garbage in ("", "node.id=2\n", "#no-log-dir-but-not-really\n", "x\n#meta\n"):
+        with pytest.raises(ValueError, match="unexpected"):
+            parse_meta_answer(garbage)
+
+
+# --- whose log dir it is -------------------------------------------------------------
+
+
+def test_a_log_dir_of_this_cluster_and_one_of_its_owners_may_be_judged() -> None:
+    assert identity_block("/d", LogDirIdentity(2, CLUSTER), CLUSTER, {1, 2, 3}) is None
+
+
+def test_another_clusters_log_dir_holds_the_whole_run_and_names_both_ids() -> None:
+    block = identity_block("/d", LogDirIdentity(2, OTHER_CLUSTER), CLUSTER, {2})
+    assert block is not None
+    assert (block.reason, block.brokers) == ("ClusterIdMismatch", None)
+    assert block.message == (
+        f"meta.properties of log dir /d (broker 2, node.id 2) names cluster.id "
+        f"{OTHER_CLUSTER}, the metadata came from cluster {CLUSTER}: nothing removed on any "
+        "broker"
+    )
+    assert all(block.holds(b) for b in (1, 2, 99))
+
+
+def test_a_foreign_cluster_id_outweighs_a_wrong_node_id() -> None:
+    block = identity_block("/d", LogDirIdentity(None, OTHER_CLUSTER), CLUSTER, {2})
+    assert block is not None
+    assert block.reason == "ClusterIdMismatch"
+
+
+def test_a_node_id_of_another_broker_holds_both_brokers() -> None:
+    block = identity_block("/d", LogDirIdentity(1, CLUSTER), CLUSTER, {2})
+    assert block is not None
+    assert (block.reason, block.brokers) == ("NodeIdMismatch", frozenset({1, 2}))
+    assert "names node.id 1, the log.dirs of broker 2 name it" in block.message
+    assert block.holds(1)
+    assert block.holds(2)
+    assert not block.holds(3)
+
+
+def test_a_node_id_no_live_broker_has_holds_the_owners() -> None:
+    block = identity_block("/d", LogDirIdentity(9, CLUSTER), CLUSTER, {1, 2})
+    assert block is not None
+    assert (block.reason, block.brokers) == ("NodeIdMismatch", frozenset({1, 2, 9}))
+
+
+def test_no_node_id_holds_the_owners() -> None:
+    block = identity_block("/d", LogDirIdentity(None, CLUSTER), CLUSTER, {2})
+    assert block is not None
+    assert (block.reason, block.brokers) == ("NodeIdMismatch", frozenset({2}))
+    assert "names node.id none" in block.message
+
+
+def test_no_cluster_id_holds_the_broker() -> None:
+    block = identity_block("/d", LogDirIdentity(2, None), CLUSTER, {2})
+    assert block is not None
+    assert (block.reason, block.brokers) == ("ClusterIdMissing", frozenset({2}))
+    assert CLUSTER in block.message
+
+
+def test_no_meta_properties_holds_the_broker() -> None:
+    block = identity_block("/d", NO_META, CLUSTER, {2, 3})
+    assert block is not None
+    assert (block.reason, block.brokers) == ("MetaPropertiesMissing", frozenset({2, 3}))
+
+
+def test_a_cluster_id_that_changed_between_reads_holds_the_whole_run() -> None:
+    assert cluster_change_block(CLUSTER, CLUSTER) is None
+    block = cluster_change_block(CLUSTER, OTHER_CLUSTER)
+    assert block is not None
+    assert (block.reason, block.brokers) == ("ClusterIdMismatch", None)
+
+
+def test_metadata_without_topics_but_internal_ones_holds_the_whole_run() -> None:
+    for empty in ({}, {"__consumer_offsets": ("X19jb25zdW1lcl9vZmZzZQ", {0: {1}})}):
+        block = metadata_block(CLUSTER, empty)
+        assert block is not None
+        assert (block.reason, block.brokers) == ("NoTopicsInMetadata", None)
+    assert metadata_block(CLUSTER, assignment()) is None
+
+
+# --- the removal cap -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dirs", "allowed"), [(0, 2), (1, 2), (3, 2), (8, 2), (11, 2), (12, 3), (40, 10), (1000, 250)]
+)
+def test_a_broker_may_lose_a_quarter_of_its_dirs_and_always_two(dirs: int, allowed: int) -> None:
+    assert removal_allowance(dirs) == allowed
+    assert MIN_REMOVAL_ALLOWANCE == 2
+
+
+def broker_findings(orphaned: int, hosted: int, broker: int = 1) -> list[Finding]:
+    entries = [entry(f"gone-{p}") for p in range(orphaned)]
+    entries += [entry(f"orders-{p}", ORDERS_ID) for p in range(hosted)]
+    live = {"orders": (ORDERS_ID, {p: {broker} for p in range(hosted)})}
+    return classify(broker, entries, live)
+
+
+def test_ninety_percent_of_a_brokers_dirs_orphaned_holds_that_broker() -> None:
+    block = removal_cap_block(1, broker_findings(orphaned=9, hosted=1))
+    assert block is not None
+    assert (block.reason, block.brokers) == ("RemovalCapReached", frozenset({1}))
+    assert block.message.startswith("9 of the 10 partition directories of broker 1")
+
+
+def test_a_quarter_of_a_brokers_dirs_orphaned_is_allowed_and_one_more_is_not() -> None:
+    assert removal_cap_block(1, broker_findings(orphaned=5, hosted=15)) is None
+    assert removal_cap_block(1, broker_findings(orphaned=6, hosted=15)) is not None
+
+
+def test_a_tiny_broker_may_lose_two_dirs_but_not_three() -> None:
+    assert removal_cap_block(1, broker_findings(orphaned=2, hosted=0)) is None
+    assert removal_cap_block(1, broker_findings(orphaned=3, hosted=0)) is not None
+
+
+def test_symlinks_files_and_unknown_names_do_not_dilute_the_cap() -> None:
+    findings = broker_findings(orphaned=3, hosted=0) + classify(
+        1,
+        [entry(f"x-{p}", is_dir=False, is_symlink=True) for p in range(20)]
+        + [entry(f"lost+found{p}") for p in range(20)],
+        {},
+    )
+    assert removal_cap_block(1, findings) is not None
+
+
 # --- verdicts ------------------------------------------------------------------------
 
 
@@ -248,14 +415,28 @@ def test_still_orphan_rereads_the_assignment_just_before_a_delete() -> None:
     finding = classify(1, [entry("orders-1", ORDERS_ID)], assignment())[0]
     assigned_here = assignment(orders=(ORDERS_ID, {0: {1}, 1: {1, 3}}))
     recreated = assignment(orders=(OLD_ORDERS_ID, {0: {1}, 1: {1}}))
-    assert still_orphan(finding, assignment(), 1)
-    assert not still_orphan(finding, assigned_here, 1)
-    assert still_orphan(finding, recreated, 1)
+    assert still_orphan(finding, assignment(), 1, CLUSTER, CLUSTER)
+    assert not still_orphan(finding, assigned_here, 1, CLUSTER, CLUSTER)
+    assert still_orphan(finding, recreated, 1, CLUSTER, CLUSTER)
 
 
 def test_still_orphan_never_approves_a_finding_that_was_not_an_orphan() -> None:
     finding = classify(1, [entry(f"orders-1.{HEX}-future")], {})[0]
-    assert not still_orphan(finding, {}, 1)
+    assert not still_orphan(finding, {}, 1, CLUSTER, CLUSTER)
+
+
+def test_still_orphan_refuses_a_fresh_read_from_another_cluster() -> None:
+    finding = classify(1, [entry("orders-1", ORDERS_ID)], assignment())[0]
+    assert not still_orphan(finding, assignment(), 1, CLUSTER, OTHER_CLUSTER)
+    assert not still_orphan(finding, assignment(), 1, "", "")
+
+
+def test_still_orphan_refuses_a_fresh_read_without_topics() -> None:
+    finding = classify(1, [entry("gone-0")], assignment())[0]
+    assert still_orphan(finding, assignment(), 1, CLUSTER, CLUSTER)
+    assert not still_orphan(finding, {}, 1, CLUSTER, CLUSTER)
+    internal_only = {"__consumer_offsets": ("X19jb25zdW1lcl9vZmZzZQ", {0: {1}})}
+    assert not still_orphan(finding, internal_only, 1, CLUSTER, CLUSTER)
 
 
 # --- removal rule --------------------------------------------------------------------
@@ -395,7 +576,13 @@ def test_exec_argv_passes_names_as_parameters_of_a_constant_script() -> None:
     assert argv == ["sh", "-c", REMOVE_SCRIPT, "kr", "/var/lib/kafka", name]
     assert name not in argv[2]
     assert list_argv("/var/lib/kafka") == ["sh", "-c", LIST_SCRIPT, "kr", "/var/lib/kafka"]
-    assert read_meta_argv("/var/lib/kafka")[3:] == ["kr", "/var/lib/kafka"]
+    assert read_meta_argv("/var/lib/kafka") == [
+        "sh",
+        "-c",
+        READ_META_SCRIPT,
+        "kr",
+        "/var/lib/kafka",
+    ]
 
 
 def test_exec_argv_builders_refuse_hostile_names_and_log_dirs() -> None:

@@ -1,5 +1,6 @@
-"""Broker log dirs as the orphan cleanup sees them: list, read the node id, remove one
-partition directory. Two ways in, with the same three methods:
+"""Broker log dirs as the orphan cleanup sees them: read whose log dir it is (its
+meta.properties), list it, remove one partition directory. Two ways in, with the same
+three methods:
 
 - `LocalVolumes` (`access: local`): the log dirs are paths on this machine (the local
   stack, or the operator running beside the broker with the volume mounted);
@@ -21,12 +22,15 @@ import stat
 from collections.abc import Callable
 
 from kafka_retention.core.orphans import (
+    NO_META,
     REMOVED,
     Entry,
+    LogDirIdentity,
+    identity_from_meta,
     list_argv,
     listing_complete,
-    node_id_from_meta,
     parse_listing,
+    parse_meta_answer,
     read_meta_argv,
     remove_argv,
     safe_child,
@@ -37,14 +41,21 @@ META_LIMIT = 65_536  # meta.properties is a few hundred bytes; never read a plan
 PARTITION_METADATA_LIMIT = 4_096
 
 
+class VolumeError(RuntimeError):
+    """A refusal or failure this module words itself: its message names log dirs and
+    directory names only, never what a broker pod printed, so it may go into status."""
+
+
 class LocalVolumes:
     """Log dirs on this machine's filesystem."""
 
-    def node_id(self, log_dir: str) -> int:
+    def identity(self, log_dir: str) -> LogDirIdentity | None:
+        """What the log dir's meta.properties says; None when there is no such directory
+        here, NO_META when it has no meta.properties (a regular file)."""
+        if not os.path.isdir(log_dir):
+            return None
         text = _read_regular(os.path.join(log_dir, "meta.properties"), META_LIMIT)
-        if text is None:
-            raise ValueError(f"{log_dir} has no meta.properties (a regular file)")
-        return node_id_from_meta(text)
+        return NO_META if text is None else identity_from_meta(text)
 
     def list(self, log_dir: str) -> builtins.list[Entry]:
         with os.scandir(log_dir) as entries:
@@ -59,7 +70,7 @@ class LocalVolumes:
         if not stat.S_ISDIR(os.lstat(path).st_mode):
             raise ValueError(f"{path} is not a directory (symlinks are never followed)")
         if not shutil.rmtree.avoids_symlink_attacks:
-            raise RuntimeError("this platform's rmtree may follow symlinks: refusing")
+            raise VolumeError("this platform's rmtree may follow symlinks: refusing")
         shutil.rmtree(path)
 
 
@@ -105,9 +116,10 @@ def _read_regular(path: str, limit: int) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # checked before fdopen: a directory opens
+        os.close(fd)  # read-only, and fdopen refuses it (IsADirectoryError)
+        return None
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return f.read(limit).decode("utf-8", "replace")
 
 
@@ -120,16 +132,22 @@ class ExecVolumes:
     def __init__(self, run: Callable[[builtins.list[str]], str]) -> None:
         self._run = run
 
-    def node_id(self, log_dir: str) -> int:
-        return node_id_from_meta(self._run(read_meta_argv(log_dir)))
+    def identity(self, log_dir: str) -> LogDirIdentity | None:
+        """As LocalVolumes.identity, read in the pod: None when the pod has no such
+        directory (a pod of another broker), NO_META when it has no meta.properties."""
+        try:
+            return parse_meta_answer(self._run(read_meta_argv(log_dir)))
+        except ValueError as err:
+            raise VolumeError(f"reading meta.properties of {log_dir}: {err}") from None
 
     def list(self, log_dir: str) -> builtins.list[Entry]:
         text = self._run(list_argv(log_dir))
         if not listing_complete(text):
-            raise RuntimeError(f"listing of {log_dir} was cut off")
+            raise VolumeError(f"listing of {log_dir} was cut off")
         return parse_listing(text)
 
     def remove(self, log_dir: str, name: str) -> None:
         out = self._run(remove_argv(log_dir, name))
         if out.strip() != REMOVED:
-            raise RuntimeError(f"removal of {name} in {log_dir} not confirmed: {out!r}")
+            # Not the output itself: it comes from the pod, which may not be the tenant's.
+            raise VolumeError(f"removal of {name} in {log_dir} not confirmed")

@@ -13,6 +13,14 @@ cluster metadata just before the delete (`still_orphan`). The adapters get paths
 from `safe_child` and the exec scripts take names as positional parameters, so no shell
 string is ever built from a name found on a disk.
 
+Whose disk it is comes first: a check pointed at one cluster's metadata and another
+cluster's broker volumes would find every live directory unassigned. So a log dir is
+judged only when its `meta.properties` names the `cluster.id` the metadata came from and
+the `node.id` of a broker whose `log.dirs` names that dir (`identity_block`), and
+circuit breakers hold everything when the metadata looks wrong in bulk: no topics but
+internal ones (`metadata_block`), or a broker losing more than a bounded share of its
+partition directories (`removal_cap_block`). A `Block` says what was held and why.
+
 Kafka facts relied on (checked in Kafka's LocalLog and PartitionMetadataFile):
 - the 32 hex of `-stray`/`-delete`/`-future` names is a fresh random UUID, not the topic
   id; for `-stray` and `-delete` the topic part is cut short so the name fits 255 chars;
@@ -29,6 +37,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
+
+from kafka_retention.core.conditions import Reason
 
 Kind = Literal["partition", "stray", "delete", "future", "broker_file", "unknown"]
 Verdict = Literal["orphan", "assigned", "kept", "delete_pending", "future", "unknown"]
@@ -102,18 +112,58 @@ def topic_id_from_partition_metadata(text: str) -> str | None:
     return None
 
 
-def node_id_from_meta(text: str) -> int:
-    """The node id in a log dir's `meta.properties` (`node.id`, or `broker.id` as
-    ZooKeeper-era dirs wrote it); ValueError when it names none."""
+_NODE_ID = re.compile(r"[0-9]{1,10}")
+# What Kafka writes as cluster.id is a base64 Uuid (22 characters); anything outside this
+# bounded alphabet is read as no id at all, so a planted file cannot put text of its
+# choosing into a status message.
+_CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _properties(text: str) -> dict[str, str]:
+    """Java properties as Kafka's meta.properties uses them: `key=value` lines, `#`/`!`
+    comments; the last of a repeated key wins, as in java.util.Properties."""
     props = {}
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         if sep and not key.lstrip().startswith(("#", "!")):
             props[key.strip()] = value.strip()
-    for key in ("node.id", "broker.id"):
-        if props.get(key, "").isdigit():
-            return int(props[key])
-    raise ValueError("meta.properties names no node.id")
+    return props
+
+
+@dataclass(frozen=True)
+class LogDirIdentity:
+    """Whose a log dir is, as its `meta.properties` says. None for a field it does not
+    name in a form Kafka writes; `meta_found` False when the log dir is there but has no
+    meta.properties (a regular file) at all."""
+
+    node_id: int | None
+    cluster_id: str | None
+    meta_found: bool = True
+
+
+NO_META = LogDirIdentity(None, None, meta_found=False)
+
+
+def identity_from_meta(text: str) -> LogDirIdentity:
+    """The node id (`node.id`, or `broker.id` as ZooKeeper-era dirs wrote it) and the
+    cluster id a meta.properties names. Both keys naming different nodes is no node id."""
+    props = _properties(text)
+    nodes = {
+        int(props[k]) for k in ("node.id", "broker.id") if _NODE_ID.fullmatch(props.get(k, ""))
+    }
+    cluster = props.get("cluster.id", "")
+    return LogDirIdentity(
+        nodes.pop() if len(nodes) == 1 else None,
+        cluster if _CLUSTER_ID.fullmatch(cluster) else None,
+    )
+
+
+def node_id_from_meta(text: str) -> int:
+    """The node id in a log dir's `meta.properties`; ValueError when it names none."""
+    node = identity_from_meta(text).node_id
+    if node is None:
+        raise ValueError("meta.properties names no node.id")
+    return node
 
 
 @dataclass(frozen=True)
@@ -211,12 +261,150 @@ def classify(
     return sorted(kept, key=lambda f: f.entry.name)
 
 
-def still_orphan(finding: Finding, fresh_assignment: Assignment, broker_id: int) -> bool:
+def still_orphan(
+    finding: Finding,
+    fresh_assignment: Assignment,
+    broker_id: int,
+    cluster_id: str,
+    fresh_cluster_id: str,
+) -> bool:
     """The last check before a delete, against metadata read just now: the partition may
-    have been assigned back (or its topic re-created) since the finding was made."""
-    if finding.verdict != "orphan":
+    have been assigned back (or its topic re-created) since the finding was made, and the
+    fresh read must come from the cluster the finding was judged for (`cluster_id`, which
+    the log dir's meta.properties named) and list topics at all."""
+    if finding.verdict != "orphan" or not cluster_id or fresh_cluster_id != cluster_id:
+        return False
+    if metadata_block(fresh_cluster_id, fresh_assignment) is not None:
         return False
     return _judge(broker_id, finding.entry, fresh_assignment, True).verdict == "orphan"
+
+
+# --- circuit breakers ------------------------------------------------------------------
+
+# At most this share of a broker's partition directories may be orphans for anything to
+# be removed on it. A broker rarely holds more than a few stale copies (a reassignment
+# done while it was down, a topic deleted while it was away); metadata that disowns a
+# quarter or more of what a broker holds is far likelier to be wrong (another cluster, a
+# half-read or freshly restored metadata log) than right, and what it would delete is
+# gone for good. A broker that really was drained while down stays as it is, reported
+# with RemovalCapReached, until someone looks.
+MAX_REMOVAL_PERCENT = 25
+# The share alone would forbid every removal on a broker holding fewer than four
+# partition directories (small and development clusters, a broker just added), which is
+# exactly where one or two stale copies are the visible share. So a broker may always
+# lose up to this many; a wrong read costs a tiny broker at most two directories, and
+# only after the cluster.id, node.id and no-topics checks, removalDelay, minAge and the
+# fresh read just before the delete have all agreed.
+MIN_REMOVAL_ALLOWANCE = 2
+
+
+@dataclass(frozen=True)
+class Block:
+    """Why nothing is removed on some brokers this run (`brokers`), or on any
+    (`brokers` None). The message names brokers, log dirs and ids only."""
+
+    reason: Reason
+    message: str
+    brokers: frozenset[int] | None = None
+
+    def holds(self, broker: int) -> bool:
+        return self.brokers is None or broker in self.brokers
+
+
+def _named(brokers: Iterable[int]) -> str:
+    ids = sorted(brokers)
+    return f"broker{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids)) or 'none'}"
+
+
+def identity_block(
+    log_dir: str, identity: LogDirIdentity, cluster_id: str, owners: AbstractSet[int]
+) -> Block | None:
+    """Whether a log dir may be judged at all: its meta.properties must name the
+    metadata's cluster id and the node id of one of `owners`, the live brokers whose
+    log.dirs name it. A foreign cluster id holds the whole run (the volumes or the
+    bootstrap servers point somewhere else, and nothing this check saw can be trusted);
+    anything else holds the brokers the log dir could belong to."""
+    node = identity.node_id
+    suspects = frozenset(owners | ({node} if node is not None else set()))
+    if not identity.meta_found:
+        return Block(
+            Reason.META_PROPERTIES_MISSING,
+            f"log dir {log_dir} of {_named(owners)} has no meta.properties: "
+            f"nothing removed on {_named(suspects)}",
+            suspects,
+        )
+    if identity.cluster_id is None:
+        return Block(
+            Reason.CLUSTER_ID_MISSING,
+            f"meta.properties of log dir {log_dir} ({_named(owners)}) names no "
+            f"cluster.id, the metadata came from cluster {cluster_id}: nothing removed on "
+            f"{_named(suspects)}",
+            suspects,
+        )
+    if identity.cluster_id != cluster_id:
+        return Block(
+            Reason.CLUSTER_ID_MISMATCH,
+            f"meta.properties of log dir {log_dir} ({_named(owners)}, node.id "
+            f"{'none' if node is None else node}) names cluster.id {identity.cluster_id}, "
+            f"the metadata came from cluster {cluster_id}: nothing removed on any broker",
+        )
+    if node is None or node not in owners:
+        return Block(
+            Reason.NODE_ID_MISMATCH,
+            f"meta.properties of log dir {log_dir} names node.id "
+            f"{'none' if node is None else node}, the log.dirs of {_named(owners)} "
+            f"name it: nothing removed on {_named(suspects)}",
+            suspects,
+        )
+    return None
+
+
+def cluster_change_block(cluster_id: str, later_cluster_id: str) -> Block | None:
+    """Reads of one check that came from different clusters: nothing holds together."""
+    if later_cluster_id == cluster_id:
+        return None
+    return Block(
+        Reason.CLUSTER_ID_MISMATCH,
+        f"the cluster id changed from {cluster_id} to {later_cluster_id} between reads of "
+        "the same check: nothing removed on any broker",
+    )
+
+
+def metadata_block(cluster_id: str, assignment: Assignment) -> Block | None:
+    """A metadata read with no topics but internal ones disowns every directory at once:
+    a new or wrong cluster, or a read that lost its topics; never a reason to delete."""
+    if any(not topic.startswith("__") for topic in assignment):
+        return None
+    return Block(
+        Reason.NO_TOPICS_IN_METADATA,
+        f"the metadata of cluster {cluster_id} lists no topics but internal ones: "
+        "nothing removed on any broker",
+    )
+
+
+def removal_allowance(partition_dirs: int) -> int:
+    """How many orphans a broker holding `partition_dirs` may have and still lose them."""
+    return max(partition_dirs * MAX_REMOVAL_PERCENT // 100, MIN_REMOVAL_ALLOWANCE)
+
+
+def removal_cap_block(broker_id: int, findings: Iterable[Finding]) -> Block | None:
+    """The circuit breaker for one broker, over every finding of all its listed log
+    dirs: more orphans than `removal_allowance` of its partition directories (every kind,
+    assigned or not; not symlinks, files or unknown names) removes nothing on it. All
+    orphans count, not only those due this run, so metadata that disowns a broker's data
+    in bulk cannot chip it away as delays run out one by one."""
+    judged = [f for f in findings if f.verdict != "unknown"]
+    orphans = sum(1 for f in judged if f.verdict == "orphan")
+    allowed = removal_allowance(len(judged))
+    if orphans <= allowed:
+        return None
+    return Block(
+        Reason.REMOVAL_CAP_REACHED,
+        f"{orphans} of the {len(judged)} partition directories of broker {broker_id} look "
+        f"orphaned, more than the {allowed} allowed ({MAX_REMOVAL_PERCENT}% of them, at "
+        f"least {MIN_REMOVAL_ALLOWANCE}): nothing removed on broker {broker_id}",
+        frozenset({broker_id}),
+    )
 
 
 @dataclass(frozen=True)
@@ -352,7 +540,18 @@ if [ -L "$1/$2" ]; then echo 'refused: symlink' >&2; exit 4; fi
 if [ ! -d "$1/$2" ]; then echo 'refused: not a directory' >&2; exit 5; fi
 rm -rf -- "$1/$2" && [ ! -e "$1/$2" ] && echo removed
 """
-READ_META_SCRIPT = 'head -c 65536 -- "$1/meta.properties"'
+# Says which of three things it found, so a log dir that is simply not in this pod (a
+# pod of another broker) is told apart from one whose meta.properties is missing: the
+# latter holds the broker, the former is skipped. A symlink or a FIFO planted as
+# meta.properties is not a regular file: never followed, never opened.
+READ_META_SCRIPT = r"""export LC_ALL=C
+if [ ! -d "$1" ]; then echo '#no-log-dir'; exit 0; fi
+if [ -L "$1/meta.properties" ] || [ ! -f "$1/meta.properties" ]; then
+  echo '#no-meta'; exit 0
+fi
+echo '#meta'
+head -c 65536 -- "$1/meta.properties"
+"""
 LISTING_END = "#end"
 REMOVED = "removed"
 
@@ -368,6 +567,20 @@ def remove_argv(log_dir: str, name: str) -> list[str]:
 
 def read_meta_argv(log_dir: str) -> list[str]:
     return ["sh", "-c", READ_META_SCRIPT, "kr", _checked_log_dir(log_dir)]
+
+
+def parse_meta_answer(text: str) -> LogDirIdentity | None:
+    """READ_META_SCRIPT's output: None when the log dir is not there, NO_META when it
+    has no meta.properties, else what the file names. ValueError for anything else (a
+    transport that mangled the answer must not read as "no log dir here")."""
+    marker, _, rest = text.partition("\n")
+    if marker == "#no-log-dir":
+        return None
+    if marker == "#no-meta":
+        return NO_META
+    if marker == "#meta":
+        return identity_from_meta(rest)
+    raise ValueError("unexpected answer to the meta.properties read")
 
 
 def listing_complete(text: str) -> bool:

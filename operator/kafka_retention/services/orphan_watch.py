@@ -1,23 +1,31 @@
 """Orphan partition directories on broker volumes (spec.orphanPartitions; KAFKA-7362,
 KIP-370/KIP-550), checked at the end of each policy run.
 
-Order matters for safety: the log dirs are listed first and the cluster's metadata read
-after, so a directory a new topic created during the check is already in the metadata
-that judges it. A directory is removed only when core.orphans.decide says so (an orphan
-continuously for removalDelay, every file older than minAge) and a second metadata read,
-just before the removal, still says orphan. First-seen times live in status, so a
-restart neither resets a directory's clock nor skips it.
+Order matters for safety. The cluster's id is read first and every log dir's
+meta.properties checked against it (and its node.id against the brokers whose log.dirs
+name the dir) before anything in the dir is listed: a directory of another cluster is
+never listed, judged or named. The log dirs are listed before the cluster's metadata is
+read, so a directory a new topic created during the check is already in the metadata
+that judges it; the id is read again after, so the metadata came from that same cluster.
+A directory is removed only when core.orphans.decide says so (an orphan continuously for
+removalDelay, every file older than minAge), no circuit breaker holds its broker (no
+topics in the metadata, too large a share of the broker's directories orphaned), and,
+just before the removal, a second metadata read from the same cluster still says orphan
+and the log dir's meta.properties still names that cluster and that broker. First-seen
+times live in status, so a restart neither resets a directory's clock nor skips it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kafka_retention.adapters.broker_volumes import VolumeError
 from kafka_retention.adapters.kafka import KafkaUnavailable
+from kafka_retention.adapters.kube import ExecFailed
 from kafka_retention.core import conditions as cond
 from kafka_retention.core import orphans as core
 from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
@@ -25,8 +33,18 @@ from kafka_retention.services.ports import BrokerVolumes, OrphanKafka
 
 log = logging.getLogger(__name__)
 MAX_LISTED = 300
+MAX_BLOCKS_IN_MESSAGE = 5
 _ORDER = {"Removed": 0, "Pending": 1, "Kept": 2}
 DEFAULT_LOG_RETENTION_MS = 168 * 3_600_000  # Kafka's log.retention.hours default
+# The reason OrphansFound shows when several blocks held removals: the widest first.
+_BLOCK_ORDER = (
+    cond.Reason.CLUSTER_ID_MISMATCH,
+    cond.Reason.NO_TOPICS_IN_METADATA,
+    cond.Reason.NODE_ID_MISMATCH,
+    cond.Reason.CLUSTER_ID_MISSING,
+    cond.Reason.META_PROPERTIES_MISSING,
+    cond.Reason.REMOVAL_CAP_REACHED,
+)
 
 # (spec, policy namespace) -> the volumes to look at: one for access local, one per
 # broker pod for access exec.
@@ -50,12 +68,26 @@ class OrphanReport:
     per_broker: dict[int, tuple[int, int]]
     orphans: int
     problems: list[str] = field(default_factory=list)
+    # What held removals this run, on some brokers or on all (core.orphans.Block).
+    blocked: list[core.Block] = field(default_factory=list)
+    # False when the check stopped before judging anything (another cluster's log dir,
+    # metadata without topics): status then stays as the last trusted check left it.
+    judged: bool = True
 
 
 @dataclass(frozen=True)
 class _Seen:
     key: core.OrphanKey
     finding: core.Finding
+
+
+@dataclass(frozen=True)
+class _LogDir:
+    """A listed log dir, whose meta.properties named this cluster and one of its owners,
+    and the volume it was listed through (the only one a removal in it goes through)."""
+
+    volume: BrokerVolumes
+    entries: list[core.Entry]
 
 
 def check(
@@ -72,13 +104,26 @@ def check(
     now_ms = int(now.timestamp() * 1000)
     problems: list[str] = []
     brokers = kafka.broker_configs()
-    seen = _list_all(volumes, _log_dirs(brokers), problems)
+    cluster_id = kafka.cluster_id()
+    owned, blocks = _identify(volumes, _owners(brokers), cluster_id, problems)
+    if any(b.brokers is None for b in blocks):
+        return _stopped(status, blocks, problems)
+    seen = _list_all(owned, problems)
     assignment = kafka.placements()
+    stop = core.cluster_change_block(cluster_id, kafka.cluster_id()) or core.metadata_block(
+        cluster_id, assignment
+    )
+    if stop is not None:
+        return _stopped(status, [*blocks, stop], problems)
     findings = [
         _Seen(core.OrphanKey(node, log_dir, f.entry.name), f)
-        for (node, log_dir), entries in seen.items()
-        for f in core.classify(node, entries, assignment, want.stray_dirs)
+        for (node, log_dir), listed in seen.items()
+        for f in core.classify(node, listed.entries, assignment, want.stray_dirs)
     ]
+    by_broker: dict[int, list[core.Finding]] = {node: [] for node, _ in seen}
+    for s in findings:
+        by_broker[s.key.broker].append(s.finding)
+    blocks += _caps(by_broker)
     previous = core.decode_first_seen(
         e for e in status.get("orphans") or [] if e.get("state") != "Removed"
     )
@@ -96,9 +141,11 @@ def check(
         for s in findings
         if s.finding.verdict != "assigned" or s.key in previous
     }
-    removed = _remove_due(findings, decided, kafka, volumes, problems)
+    removed = _remove_due(
+        findings, decided, kafka, seen, cluster_id, want.stray_dirs, blocks, problems
+    )
     entries = [
-        _entry(s, decided[s.key], first_seen.get(s.key), removed)
+        _entry(s, decided[s.key], first_seen.get(s.key), removed, blocks)
         for s in findings
         if s.key in decided
     ]
@@ -121,39 +168,93 @@ def check(
         per_broker,
         len(current),
         problems,
+        _unique(blocks),
     )
 
 
-def _log_dirs(brokers: Mapping[int, Mapping[str, str]]) -> list[str]:
-    """Every log dir any live broker names (log.dirs, else log.dir), once."""
-    dirs: set[str] = set()
-    for config in brokers.values():
+def _stopped(
+    status: Mapping[str, Any], blocks: Sequence[core.Block], problems: list[str]
+) -> OrphanReport:
+    """A check that judged nothing: no status change (first-seen clocks neither start
+    nor reset on reads that cannot be trusted), no gauges; the blocks say why."""
+    count = int(status.get("orphanCount") or 0)
+    return OrphanReport({}, [], {}, count, problems, _unique(blocks), judged=False)
+
+
+def _unique(blocks: Iterable[core.Block]) -> list[core.Block]:
+    return list(dict.fromkeys(blocks))
+
+
+def _owners(brokers: Mapping[int, Mapping[str, str]]) -> dict[str, frozenset[int]]:
+    """Every log dir any live broker names (log.dirs, else log.dir), with the brokers
+    that name it: several when brokers share one path (a pod each), else one."""
+    owners: dict[str, set[int]] = {}
+    for node, config in brokers.items():
         value = config.get("log.dirs") or config.get("log.dir") or ""
-        dirs.update(d.strip() for d in value.split(",") if d.strip())
-    return sorted(dirs)
+        for log_dir in (d.strip() for d in value.split(",")):
+            if log_dir:
+                owners.setdefault(log_dir, set()).add(node)
+    return {d: frozenset(nodes) for d, nodes in sorted(owners.items())}
+
+
+def _identify(
+    volumes: Sequence[BrokerVolumes],
+    owners: Mapping[str, frozenset[int]],
+    cluster_id: str,
+    problems: list[str],
+) -> tuple[dict[tuple[int, str], BrokerVolumes], list[core.Block]]:
+    """(node id, log dir) -> the volume holding it, for each log dir whose
+    meta.properties names this cluster and one of the dir's owners; the blocks the others
+    raise (core.identity_block). A volume without the log dir (a pod of another broker, a
+    path of another machine) is skipped quietly; one whose meta.properties cannot be read
+    is a problem, and nothing in that log dir is judged."""
+    owned: dict[tuple[int, str], BrokerVolumes] = {}
+    blocks: list[core.Block] = []
+    for volume in volumes:
+        for log_dir, nodes in owners.items():
+            try:
+                identity = volume.identity(log_dir)
+            except Exception as err:
+                problems.append(f"reading meta.properties of log dir {log_dir}: {_said(err)}")
+                continue
+            if identity is None:
+                continue
+            block = core.identity_block(log_dir, identity, cluster_id, nodes)
+            if block is not None:
+                blocks.append(block)
+            elif identity.node_id is not None:
+                owned.setdefault((identity.node_id, log_dir), volume)
+    return owned, blocks
 
 
 def _list_all(
-    volumes: Sequence[BrokerVolumes], log_dirs: Sequence[str], problems: list[str]
-) -> dict[tuple[int, str], list[core.Entry]]:
-    """(node id, log dir) -> its entries. A volume that lacks a log dir (a pod of another
-    broker, a path of another machine) is skipped quietly; one that cannot be listed is
-    a problem, and its directories are judged at the next check."""
-    out: dict[tuple[int, str], list[core.Entry]] = {}
-    for volume in volumes:
-        for log_dir in log_dirs:
-            try:
-                node = volume.node_id(log_dir)
-            except Exception as err:
-                log.debug("no log dir %s here: %s", log_dir, err)
-                continue
-            if (node, log_dir) in out:
-                continue
-            try:
-                out[(node, log_dir)] = volume.list(log_dir)
-            except Exception as err:
-                problems.append(f"listing {log_dir} of broker {node}: {err}")
+    owned: Mapping[tuple[int, str], BrokerVolumes], problems: list[str]
+) -> dict[tuple[int, str], _LogDir]:
+    """(node id, log dir) -> its entries. One that cannot be listed is a problem, and
+    its directories are judged at the next check."""
+    out: dict[tuple[int, str], _LogDir] = {}
+    for (node, log_dir), volume in owned.items():
+        try:
+            out[(node, log_dir)] = _LogDir(volume, volume.list(log_dir))
+        except Exception as err:
+            problems.append(f"listing {log_dir} of broker {node}: {_said(err)}")
     return out
+
+
+def _said(err: Exception) -> str:
+    """What status may say about a failure on a broker volume: the adapters' own words
+    (ExecFailed keeps the pod's stderr out of its message), or this machine's OS error;
+    of anything else only its kind, since it may carry what a pod printed, and the pod
+    may be another team's. The operator's log has it all."""
+    log.warning("broker volume: %s", err)
+    if isinstance(err, VolumeError | ExecFailed | ValueError | OSError):
+        return str(err)
+    return f"{type(err).__name__} (details in the operator's log)"
+
+
+def _caps(by_broker: Mapping[int, Sequence[core.Finding]]) -> list[core.Block]:
+    caps = (core.removal_cap_block(node, found) for node, found in sorted(by_broker.items()))
+    return [b for b in caps if b is not None]
 
 
 def _min_age(want: OrphanSpec, broker: Mapping[str, str]) -> int:
@@ -173,28 +274,63 @@ def _remove_due(
     findings: Sequence[_Seen],
     decided: Mapping[core.OrphanKey, core.Decision],
     kafka: OrphanKafka,
-    volumes: Sequence[BrokerVolumes],
+    seen: Mapping[tuple[int, str], _LogDir],
+    cluster_id: str,
+    stray_dirs: bool,
+    blocks: list[core.Block],
     problems: list[str],
 ) -> dict[core.OrphanKey, Removed]:
-    due = [s for s in findings if decided.get(s.key, core.Decision("Kept", "")).state == "Remove"]
+    """Removes what is due on brokers no block holds, after the safety rule's fresh reads:
+    the metadata (from the same cluster, with topics, the cap checked again against it)
+    and each log dir's meta.properties (still this cluster and this broker). Blocks met
+    on the way are added to `blocks`."""
+    due = [
+        s
+        for s in findings
+        if decided.get(s.key, core.Decision("Kept", "")).state == "Remove"
+        and not any(b.holds(s.key.broker) for b in blocks)
+    ]
     if not due:
         return {}
     try:
         fresh = kafka.placements()  # the safety rule's fresh read, just before removing
+        fresh_id = kafka.cluster_id()
     except KafkaUnavailable as err:
         problems.append(f"no fresh metadata before removing orphans: {err}")
         return {}
+    stop = core.cluster_change_block(cluster_id, fresh_id) or core.metadata_block(fresh_id, fresh)
+    if stop is not None:
+        blocks.append(stop)
+        return {}
+    nodes = {s.key.broker for s in due}
+    blocks += _caps(
+        {
+            node: [
+                f
+                for (n, _), listed in seen.items()
+                if n == node
+                for f in core.classify(node, listed.entries, fresh, stray_dirs)
+            ]
+            for node in nodes
+        }
+    )
     removed: dict[core.OrphanKey, Removed] = {}
+    confirmed: dict[tuple[int, str], bool] = {}
     for s in due:
-        if not core.still_orphan(s.finding, fresh, s.key.broker):
+        where = (s.key.broker, s.key.log_dir)
+        if any(b.holds(s.key.broker) for b in blocks):
             continue
-        volume = _owner(volumes, s.key)
-        if volume is None:
+        if not core.still_orphan(s.finding, fresh, s.key.broker, cluster_id, fresh_id):
+            continue
+        volume = seen[where].volume
+        if where not in confirmed:
+            confirmed[where] = _still_theirs(volume, s.key, fresh_id, blocks, problems)
+        if not confirmed[where]:
             continue
         try:
             volume.remove(s.key.log_dir, s.key.name)
         except Exception as err:
-            problems.append(f"removing {s.key.name} from broker {s.key.broker}: {err}")
+            problems.append(f"removing {s.key.name} from broker {s.key.broker}: {_said(err)}")
             continue
         removed[s.key] = Removed(
             s.key.broker, s.key.log_dir, s.key.name, s.finding.entry.size_bytes, s.finding.reason
@@ -202,15 +338,27 @@ def _remove_due(
     return removed
 
 
-def _owner(volumes: Sequence[BrokerVolumes], key: core.OrphanKey) -> BrokerVolumes | None:
-    """The volume whose log dir belongs to the key's broker (checked again by node id)."""
-    for volume in volumes:
-        try:
-            if volume.node_id(key.log_dir) == key.broker:
-                return volume
-        except Exception as err:
-            log.debug("no log dir %s here: %s", key.log_dir, err)
-    return None
+def _still_theirs(
+    volume: BrokerVolumes,
+    key: core.OrphanKey,
+    cluster_id: str,
+    blocks: list[core.Block],
+    problems: list[str],
+) -> bool:
+    """The log dir's identity read again just before its first removal this run, through
+    the volume that listed it: it must still name this cluster and this broker."""
+    try:
+        identity = volume.identity(key.log_dir)
+    except Exception as err:
+        problems.append(f"reading meta.properties of log dir {key.log_dir}: {_said(err)}")
+        return False
+    if identity is None:
+        problems.append(f"log dir {key.log_dir} of broker {key.broker} is gone")
+        return False
+    block = core.identity_block(key.log_dir, identity, cluster_id, frozenset({key.broker}))
+    if block is not None:
+        blocks.append(block)
+    return block is None
 
 
 def _entry(
@@ -218,9 +366,15 @@ def _entry(
     decision: core.Decision,
     first_seen: int | None,
     removed: Mapping[core.OrphanKey, Removed],
+    blocks: Sequence[core.Block],
 ) -> dict[str, Any]:
     f = seen.finding
     state = "Removed" if seen.key in removed else decision.state
+    held = next((b for b in blocks if b.holds(seen.key.broker)), None)
+    if state == "Remove" and held is not None:
+        # Due, but a block held its broker: kept this run, its first sighting kept too.
+        state = "Kept"
+        decision = core.Decision("Kept", f"held: {held.reason}", decision.remove_after_ms)
     out: dict[str, Any] = {
         "broker": seen.key.broker,
         "logDir": seen.key.log_dir,
@@ -252,18 +406,35 @@ def condition(
     generation: int | None,
     now: datetime,
 ) -> list[dict[str, Any]]:
-    """OrphansFound: True while orphan directories remain on any broker."""
-    if report.orphans:
+    """OrphansFound: True while orphan directories remain on any broker. When something
+    held removals, the reason is the widest block and the message says each one; the
+    status is then Unknown unless orphans were judged and found, since a held check may
+    have left log dirs unjudged."""
+    summary = ""
+    if report.orphans and report.judged:
         size = report.status["orphanBytes"]
         brokers = sorted(b for b, (n, _) in report.per_broker.items() if n)
-        message = (
+        summary = (
             f"{report.orphans} orphan partition director{'y' if report.orphans == 1 else 'ies'} "
             f"({size} bytes) on broker(s) {', '.join(map(str, brokers))}"
             + (f"; {len(report.removed)} removed this run" if report.removed else "")
             + "; see status.orphans"
         )
+    if report.blocked:
+        widest = min(report.blocked, key=lambda b: _BLOCK_ORDER.index(b.reason))
+        said = [b.message for b in report.blocked[:MAX_BLOCKS_IN_MESSAGE]]
+        if len(report.blocked) > MAX_BLOCKS_IN_MESSAGE:
+            said.append(f"and {len(report.blocked) - MAX_BLOCKS_IN_MESSAGE} more")
+        if not report.judged:
+            summary = "status.orphans is as the last complete check left it"
+        message = "; ".join(said) + (f". {summary}" if summary else "")
+        found: cond.ConditionStatus = "True" if report.judged and report.orphans else "Unknown"
         return cond.set_condition(
-            conditions, "OrphansFound", "True", cond.Reason.ORPHANS_FOUND, message, generation, now
+            conditions, "OrphansFound", found, widest.reason, message, generation, now
+        )
+    if report.orphans:
+        return cond.set_condition(
+            conditions, "OrphansFound", "True", cond.Reason.ORPHANS_FOUND, summary, generation, now
         )
     message = "no orphan partition directories" + (
         f" ({len(report.removed)} removed this run)" if report.removed else ""

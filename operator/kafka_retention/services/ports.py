@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from kafka_retention.adapters.kafka import KafkaFailure, OffsetKind
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.orphans import Entry
+from kafka_retention.core.orphans import Entry, LogDirIdentity
 
 
 class StatusStore(Protocol):
@@ -58,11 +58,13 @@ class KafkaPlanner(KafkaCutter, Protocol):
 
 
 class OrphanKafka(Protocol):
-    """What the orphan check reads from the cluster: every topic's id and replicas, and
-    the brokers' settings (log.dirs, log.retention.*)."""
+    """What the orphan check reads from the cluster: every topic's id and replicas, the
+    brokers' settings (log.dirs, log.retention.*), and the cluster's id, which each log
+    dir's meta.properties must name."""
 
     def placements(self) -> Mapping[str, tuple[str, Mapping[int, AbstractSet[int]]]]: ...
     def broker_configs(self) -> Mapping[int, Mapping[str, str]]: ...
+    def cluster_id(self) -> str: ...
 
 
 class PolicyKafka(KafkaPlanner, OrphanKafka, Protocol):
@@ -89,6 +91,6 @@ class PolicyKafka(KafkaPlanner, OrphanKafka, Protocol):
 class BrokerVolumes(Protocol):
     """A broker's log dirs as the orphan check reaches them (adapters.broker_volumes)."""
 
-    def node_id(self, log_dir: str) -> int: ...
+    def identity(self, log_dir: str) -> LogDirIdentity | None: ...
     def list(self, log_dir: str) -> list[Entry]: ...
     def remove(self, log_dir: str, name: str) -> None: ...
