@@ -1043,3 +1043,119 @@ RETENTION_POLICIES: Final[list[Hostile]] = [
 CORPUS: Final[list[Hostile]] = RECORD_PURGES + RETENTION_POLICIES
 # The entries the parsers refuse today, naming the field (the rest are known gaps).
 REFUSED: Final[list[Hostile]] = [e for e in CORPUS if e.gap is None]
+
+# --- strict tenancy (issue 26) ---------------------------------------------------------
+# Specs a tenant with `create` on one namespace may write to reach past its
+# KafkaClusterBinding. The session's e2e operator runs --tenancy=open, so these are not in
+# CORPUS: tests/unit/test_hostile_specs.py runs them through strict tenancy and
+# TENANCY_BINDING, and tests/e2e/test_tenancy.py applies them to a strict operator. The
+# binding admits the namespace the entries are applied in, for every operation, on topics
+# matching `orders.*` only, with orphan floors of 1h.
+BINDING_NAME: Final = "hostile-binding"
+_REF: Final = {"clusterRef": BINDING_NAME}
+
+
+def tenancy_binding(namespace: str, cluster_id: str) -> dict[str, Any]:
+    """The spec of the binding the TENANCY entries are judged against."""
+    return {
+        "clusterId": cluster_id,
+        "connection": {"bootstrapServers": BOOTSTRAP},
+        "tenants": [
+            {"namespaces": [namespace], "operations": ["purge", "retention", "orphanCleanup"]}
+        ],
+        "topics": {"allow": ["orders.*"]},
+        "brokers": {"access": "local"},
+        "orphanCleanup": {"minRemovalDelay": "1h", "minAge": "1h"},
+    }
+
+
+TENANCY: Final[list[Hostile]] = [
+    # Another team's brokers typed in.
+    Hostile(
+        PURGE,
+        "tenant-inline-bootstrap",
+        _purge(partitions=[_cut()]),
+        "spec.cluster.bootstrapServers",
+    ),
+    # Another namespace's Strimzi Kafka and KafkaUser.
+    Hostile(
+        POLICY,
+        "tenant-inline-strimzi",
+        _policy(
+            cluster={"strimzi": {"kafka": "victim", "namespace": "team-b", "kafkaUser": "admin"}}
+        ),
+        "spec.cluster.strimzi",
+    ),
+    # A Secret of the tenant's own with properties of its choosing, beside the binding.
+    Hostile(
+        POLICY,
+        "tenant-ref-with-secret",
+        _policy(cluster={**_REF, "clientConfigSecret": "mine"}),
+        "spec.cluster.clientConfigSecret",
+    ),
+    # Another team's broker pods, to exec into.
+    Hostile(
+        POLICY,
+        "tenant-ref-with-brokers",
+        {
+            "cluster": {
+                **_REF,
+                "brokers": {
+                    "access": "exec",
+                    "namespace": "team-b",
+                    "podSelector": {"matchLabels": {"app": "kafka"}},
+                },
+            },
+            "orphanPartitions": {"enabled": True, "removalDelay": "2h"},
+        },
+        "spec.cluster.brokers",
+    ),
+    # Orphan removal at once, and of directories younger than a millisecond.
+    Hostile(
+        POLICY,
+        "tenant-orphans-no-delay",
+        {"cluster": _REF, "orphanPartitions": {"enabled": True, "removalDelay": "0s"}},
+        "spec.orphanPartitions.removalDelay",
+    ),
+    Hostile(
+        POLICY,
+        "tenant-orphans-no-age",
+        {
+            "cluster": _REF,
+            "orphanPartitions": {"enabled": True, "removalDelay": "2h", "minAge": "1ms"},
+        },
+        "spec.orphanPartitions.minAge",
+    ),
+    # A topic outside the binding, an internal topic, a well-known internal one.
+    Hostile(
+        PURGE,
+        "tenant-purge-foreign-topic",
+        {"cluster": _REF, "partitions": [_cut(), _cut(topic="billing")]},
+        "spec.partitions[1].topic",
+    ),
+    Hostile(
+        PURGE,
+        "tenant-purge-internal-topic",
+        {
+            "cluster": _REF,
+            "partitions": [_cut(topic="__consumer_offsets")],
+            "allowInternalTopics": True,
+        },
+        "spec.partitions[0].topic",
+    ),
+    Hostile(
+        PURGE,
+        "tenant-purge-changelog",
+        {
+            "cluster": _REF,
+            "topics": [_whole({"highWatermark": True}, name="orders-store-changelog")],
+        },
+        "spec.topics[0].name",
+    ),
+    Hostile(
+        POLICY,
+        "tenant-policy-foreign-topic",
+        _policy(cluster=_REF, topics={"names": ["orders", "billing"]}),
+        "spec.topics.names[1]",
+    ),
+]

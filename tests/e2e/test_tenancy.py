@@ -10,19 +10,24 @@ namespace purging and cutting on its own cluster, within the topics its binding 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.conftest import TopicFactory, create_namespace
+from tests.corpus.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
 from tests.support import get, log_starts, produce, purge_finished, wait_for
 
 PREFIX = "tenancy"
+# The topic the corpus aims at (tests/corpus/hostile.py: `orders`, which the binding
+# allows), made to hold records so a wrong delete would show.
+TOPIC = "orders"
 
 
 @pytest.fixture(scope="module")
@@ -280,3 +285,67 @@ def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
     assert log_starts(admin, mine, 2) == [40, 40]
     assert log_starts(admin, theirs, 1) == [0]
     assert get(stack, "retentionpolicy", team_a, "all")["status"]["topicCount"] == 1
+
+
+@pytest.mark.stack
+def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_nothing(
+    stack: Stack,
+    teams: tuple[str, str],
+    admin: AdminClient,
+    bootstrap: str,
+) -> None:
+    """tests/corpus/hostile.py's TENANCY entries, applied in a namespace its binding
+    admits: the API server refuses some (CEL), the strict operator the rest, each naming
+    the field; the topic they aim at keeps every record."""
+    team_a, _ = teams
+    stack.kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {
+                "apiVersion": "kafka-retention.io/v1alpha1",
+                "kind": "KafkaClusterBinding",
+                "metadata": {"name": BINDING_NAME},
+                "spec": {
+                    **tenancy_binding(team_a, cluster_id(admin)),
+                    "connection": {"bootstrapServers": bootstrap},
+                },
+            }
+        ),
+    )
+    try:
+        if TOPIC not in admin.list_topics(timeout=10).topics:
+            admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=30)
+        produce(bootstrap, TOPIC, {0: 20})
+        before = log_starts(admin, TOPIC, 1)
+        accepted: dict[str, tuple[str, str]] = {}
+        for entry in TENANCY:
+            done = stack.kubectl(
+                "apply", "-f", "-", stdin=json.dumps(manifest(entry, team_a)), check=False
+            )
+            if done.returncode != 0:
+                assert "spec" in done.stderr, (entry.name, done.stderr)
+            else:
+                accepted[entry.name] = (entry.kind, entry.field)
+
+        def named(kind: str, name: str, field: str) -> bool:
+            obj = get(stack, kind.lower(), team_a, name)
+            conditions = obj.get("status", {}).get("conditions") or []
+            return any(
+                c["type"] == "Ready" and c["reason"] == "NotPermitted" and field in c["message"]
+                for c in conditions
+            )
+
+        deadline = time.monotonic() + 120
+        waiting = dict(accepted)
+        while waiting and time.monotonic() < deadline:
+            for name, (kind, field) in list(waiting.items()):
+                if named(kind, name, field):
+                    del waiting[name]
+            time.sleep(1)
+        assert waiting == {}, "accepted by the API server and not refused naming the field"
+        assert log_starts(admin, TOPIC, 1) == before
+        print(f"tenancy corpus: {len(TENANCY)} specs, {len(accepted)} refused by the operator")
+    finally:
+        stack.kubectl("delete", "kafkaclusterbinding", BINDING_NAME, check=False)

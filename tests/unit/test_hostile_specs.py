@@ -15,19 +15,23 @@ from typing import Any
 
 import pytest
 
-from kafka_retention.core.policy_spec import parse_policy_spec
-from kafka_retention.core.purge import parse_spec
+from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
+from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.tenancy import Refused, Tenancy
 from tests.corpus.hostile import (
     API_VERSION,
+    BINDING_NAME,
     BOOTSTRAP,
     CORPUS,
     POLICY,
     PURGE,
     REFUSED,
+    TENANCY,
     Hostile,
     Kind,
     manifest,
+    tenancy_binding,
 )
 
 PARSERS: dict[Kind, Callable[[Mapping[str, Any]], object]] = {
@@ -119,3 +123,48 @@ def test_manifest_spec_is_a_copy() -> None:
     body = manifest(entry, "ns")
     body["spec"]["injected"] = True
     assert "injected" not in entry.spec
+
+
+def _strict() -> Tenancy:
+    binding = tenancy_binding("tenant", "hostile-cluster")
+    return Tenancy(
+        "strict",
+        lambda name: {"spec": binding} if name == BINDING_NAME else None,
+        lambda _: None,
+        lambda _: pytest.fail("a refused spec must not be connected"),
+    )
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in TENANCY])
+def test_tenancy_entry_is_refused_naming_its_field_before_anything_is_contacted(
+    entry: Hostile,
+) -> None:
+    """As the handlers run them: strict tenancy on the raw spec, the parser, then the
+    binding's admission (which contacts nothing; `resolve` fails the test if asked)."""
+    with pytest.raises((Refused, SpecError)) as refused:
+        _admit(_strict(), entry)
+    assert isinstance(refused.value, Refused | SpecError)
+    assert refused.value.field == entry.field
+
+
+def _admit(rules: Tenancy, entry: Hostile) -> None:
+    rules.check_spec(entry.spec)
+    parsed = PARSERS[entry.kind](entry.spec)
+    if isinstance(parsed, PurgeRequest):
+        rules.admit_purge("tenant", parsed)
+    else:
+        assert isinstance(parsed, PolicySpec)
+        rules.admit_policy("tenant", parsed)
+
+
+def test_tenancy_entries_are_accepted_once_the_attack_is_taken_out() -> None:
+    # The binding itself admits the namespace: an entry refused for its one wrong thing
+    # proves that thing, not a binding that refuses everything.
+    policy = parse_policy_spec(
+        {
+            "cluster": {"clusterRef": BINDING_NAME},
+            "topics": {"names": ["orders"]},
+            "maxRetention": "1d",
+        }
+    )
+    assert _strict().admit_policy("tenant", policy).cluster_id == "hostile-cluster"
