@@ -10,9 +10,11 @@ namespace purging and cutting on its own cluster, within the topics its binding 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.conftest import TopicFactory, create_namespace
 from tests.corpus.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
+from tests.e2e.test_orphan_partitions import create_on, digest
 from tests.support import get, log_starts, produce, purge_finished, wait_for
 
 PREFIX = "tenancy"
@@ -35,7 +38,10 @@ def strict_operator(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("tenancy") / "operator.log"
-    proc = OperatorProcess(stack, [f"{PREFIX}-*"], log, tenancy="strict").start()
+    # The brokers' log dirs are on this machine: a binding may say access local.
+    proc = OperatorProcess(
+        stack, [f"{PREFIX}-*"], log, ("--local-broker-volumes",), tenancy="strict"
+    ).start()
     yield proc
     assert proc.stop() == 0, f"operator log: {log}"
 
@@ -59,6 +65,15 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
     yield made
     for name in made:
         stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
+
+
+@pytest.fixture
+def planted() -> Iterator[list[Path]]:
+    """Directories the test plants in log dirs; any left are removed afterwards."""
+    made: list[Path] = []
+    yield made
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def cluster_id(admin: AdminClient) -> str:
@@ -349,3 +364,58 @@ def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_not
         print(f"tenancy corpus: {len(TENANCY)} specs, {len(accepted)} refused by the operator")
     finally:
         stack.kubectl("delete", "kafkaclusterbinding", BINDING_NAME, check=False)
+
+
+@pytest.mark.stack
+def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
+    stack: Stack,
+    teams: tuple[str, str],
+    bindings: list[str],
+    admin: AdminClient,
+    bootstrap: str,
+    planted: list[Path],
+) -> None:
+    """The positive path of orphan cleanup under strict tenancy: the binding says where
+    the log dirs are (here the brokers' own, access local) and the floors; the policy
+    says only how long to wait. The copy on broker 2 goes, after its log dir's
+    meta.properties named the binding's cluster id; the live partition stays."""
+    team_a, _ = teams
+    logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
+    topic = f"tenancy-orphan-{uuid.uuid4().hex[:6]}"
+    create_on(admin, topic, [1])
+    produce(bootstrap, topic, {0: 30})
+    copy = logs[2] / f"{topic}-0"
+    shutil.copytree(logs[1] / f"{topic}-0", copy)
+    planted.append(copy)
+    live = digest(logs[1] / f"{topic}-0")
+    binding = bind(
+        stack,
+        bindings,
+        team_a,
+        cluster_id(admin),
+        tenants=[{"namespaces": [team_a], "operations": ["orphanCleanup"]}],
+        brokers={"access": "local"},
+        orphanCleanup={"minRemovalDelay": "5s", "minAge": "1s"},
+    )
+    apply(
+        stack,
+        "RetentionPolicy",
+        team_a,
+        "orphans",
+        {
+            "cluster": {"clusterRef": binding},
+            "interval": "10s",
+            "orphanPartitions": {"enabled": True, "removalDelay": "5s", "minAge": "1s"},
+        },
+    )
+
+    def removed(o: dict[str, Any]) -> bool:
+        return any(
+            e["broker"] == 2 and e["name"] == copy.name and e["state"] == "Removed"
+            for e in o.get("status", {}).get("orphans", [])
+        )
+
+    wait_for(stack, "retentionpolicy", team_a, "orphans", removed, timeout=120)
+    assert not copy.exists()
+    planted.remove(copy)
+    assert digest(logs[1] / f"{topic}-0") == live
