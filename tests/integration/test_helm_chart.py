@@ -4,6 +4,7 @@ with the grants the operator needs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ HELM_LABELS = frozenset(
 )
 
 Key = tuple[str, str, str]
+ADMISSION_POLICY = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +121,11 @@ def test_values_schema_rejects_what_the_chart_cannot_render(helm: Path) -> None:
         "orphanCleanUp.enabled=true",  # a misspelt toggle would silently grant nothing
         "podAntiAffinity=sometimes",
         "watch.allNamespaces=false",  # and no namespaces
+        "tenancy=loose",
+        "admissionPolicy.enabled=maybe",
+        "orphanCleanup.brokerNamespaces[0]=Kafka_Brokers",  # a Role's namespace
+        "strimzi.enabled=true,strimzi.namespaces=null",  # Secrets read nowhere
+        "watch.namespaces[0]=team-*",  # a pattern: no Role can be made there
     ):
         done = subprocess.run(
             [str(helm), "template", RELEASE, str(CHART), "--set", bad],
@@ -162,6 +169,9 @@ def chart_installed(stack: Stack, helm: Path) -> Iterator[list[dict[str, Any]]]:
             # The object as rendered, but no pod: an operator watching every namespace
             # would reconcile the other tests' objects (its own peering, so it would act).
             doc["spec"]["replicas"] = 0
+    # Nor the strict-tenancy admission policy: bound cluster-wide, it would refuse the
+    # other tests' resources that name bootstrap servers (test_rbac.py tests it).
+    docs = [d for d in docs if d["kind"] not in ADMISSION_POLICY]
     applied = yaml.safe_dump_all(docs)
     stack.kubectl("apply", "--server-side", "--field-manager=chart-test", "-f", "-", stdin=applied)
     try:
@@ -206,3 +216,175 @@ def test_chart_default_install_lets_its_service_account_watch_purges(
     # The default is local-mode Spark and no exec: none of the optional grants.
     assert can_i("create", "pods", expect="no") == "no"
     assert can_i("delete", "secrets", expect="no") == "no"
+    # Strict tenancy: Secrets by name in the release's namespace only.
+    assert can_i("get", "secrets", expect="no") == "no"
+    done = stack.kubectl(
+        "auth", "can-i", "get", "secrets", "-n", TEST_NAMESPACE, "--as", sa, check=False
+    )
+    assert done.stdout.strip() == "yes"
+
+
+def kinds(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for d in docs:
+        out.setdefault(d["kind"], []).append(d)
+    return out
+
+
+def container_args(docs: list[dict[str, Any]]) -> list[str]:
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    args: list[str] = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+def test_chart_tenancy_strict_by_default_with_the_admission_policy(helm: Path) -> None:
+    docs = helm_template(helm, "-n", NAMESPACE)
+    assert "--tenancy=strict" in container_args(docs)
+    (policy,) = kinds(docs)["ValidatingAdmissionPolicy"]
+    (binding,) = kinds(docs)["ValidatingAdmissionPolicyBinding"]
+    assert binding["spec"] == {
+        "policyName": policy["metadata"]["name"],
+        "validationActions": ["Deny"],
+    }
+    # Strict: Secrets only through the Role in the release's namespace.
+    (role,) = kinds(docs)["Role"]
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    for cluster_role in kinds(docs)["ClusterRole"]:
+        resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
+        assert "secrets" not in resources, cluster_role["metadata"]["name"]
+    # The admission policy can be left to the operator alone.
+    docs = helm_template(helm, "-n", NAMESPACE, "--set", "admissionPolicy.enabled=false")
+    assert "--tenancy=strict" in container_args(docs)
+    assert not [d for d in docs if d["kind"] in ADMISSION_POLICY]
+
+
+@pytest.mark.stack
+def test_chart_open_tenancy_renders_what_the_open_tenancy_component_renders(
+    stack: Stack, helm: Path, tmp_path: Path
+) -> None:
+    chart = by_key(
+        helm_template(
+            helm, "-n", NAMESPACE, "--set", "createNamespace=true", "--set", "tenancy=open"
+        )
+    )
+    assert "--tenancy=open" in container_args(list(chart.values()))
+    overlay = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        # kustomize takes relative paths only.
+        "resources": [os.path.relpath(REPO / "manifests" / "base", tmp_path)],
+        "components": [
+            os.path.relpath(REPO / "manifests" / "components" / "open-tenancy", tmp_path)
+        ],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    out = stack.kubectl("kustomize", str(tmp_path)).stdout
+    rendered = by_key([d for d in yaml.safe_load_all(out) if d])
+    ours = {k: v for k, v in rendered.items() if k[0] != "CustomResourceDefinition"}
+    assert sorted(chart) == sorted(ours)
+    for k, want in ours.items():
+        assert without_helm_labels(chart[k]) == want, k
+
+
+def test_chart_grants_exec_and_strimzi_secrets_in_the_listed_namespaces_only(
+    helm: Path,
+) -> None:
+    docs = helm_template(
+        helm,
+        "-n",
+        NAMESPACE,
+        "--set",
+        "orphanCleanup.enabled=true",
+        "--set",
+        "orphanCleanup.brokerNamespaces={kafka-a,kafka-b}",
+        "--set",
+        "strimzi.enabled=true",
+        "--set",
+        "strimzi.namespaces={kafka-a}",
+    )
+    roles = {(d["metadata"]["name"], d["metadata"]["namespace"]): d for d in kinds(docs)["Role"]}
+    bindings = {
+        (d["metadata"]["name"], d["metadata"]["namespace"]) for d in kinds(docs)["RoleBinding"]
+    }
+    want = {
+        (f"{RELEASE}-orphan-cleanup", "kafka-a"),
+        (f"{RELEASE}-orphan-cleanup", "kafka-b"),
+        (f"{RELEASE}-strimzi", "kafka-a"),
+        (f"{RELEASE}-operator", NAMESPACE),
+    }
+    assert set(roles) == want
+    assert bindings == want
+    exec_rules = roles[(f"{RELEASE}-orphan-cleanup", "kafka-b")]["rules"]
+    assert {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]} in exec_rules
+    secret_rules = roles[(f"{RELEASE}-strimzi", "kafka-a")]["rules"]
+    assert secret_rules == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    for cluster_role in kinds(docs)["ClusterRole"]:
+        resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
+        assert not resources & {"secrets", "pods", "pods/exec"}, cluster_role["metadata"]["name"]
+
+
+def test_chart_with_watch_namespaces_renders_roles_there_and_a_small_cluster_role(
+    helm: Path,
+) -> None:
+    docs = helm_template(
+        helm,
+        "-n",
+        NAMESPACE,
+        "--set",
+        "watch.allNamespaces=false",
+        "--set",
+        "watch.namespaces={team-a,team-b}",
+    )
+    args = container_args(docs)
+    assert args[: args.index("--tenancy=strict")] == [
+        "run",
+        "--namespace",
+        "team-a",
+        "--namespace",
+        "team-b",
+    ]
+    (cluster_role,) = kinds(docs)["ClusterRole"]
+    assert {r for rule in cluster_role["rules"] for r in rule["resources"]} == {
+        "kafkaclusterbindings",
+        "customresourcedefinitions",
+        "namespaces",
+    }
+    assert all(set(rule["verbs"]) == {"get", "list", "watch"} for rule in cluster_role["rules"])
+    watched = {
+        d["metadata"]["namespace"]: d
+        for d in kinds(docs)["Role"]
+        if d["metadata"]["name"] == f"{RELEASE}-operator-watched"
+    }
+    assert sorted(watched) == ["team-a", "team-b"]
+    resources = {r for rule in watched["team-a"]["rules"] for r in rule["resources"]}
+    assert resources == {
+        "recordpurges",
+        "retentionpolicies",
+        "recordpurges/status",
+        "retentionpolicies/status",
+        "events",
+        "configmaps",
+        "kopfpeerings",  # --peering with --namespace: a KopfPeering in each
+    }
+    watched_bindings = {
+        d["metadata"]["namespace"]
+        for d in kinds(docs)["RoleBinding"]
+        if d["metadata"]["name"] == f"{RELEASE}-operator-watched"
+    }
+    assert watched_bindings == {"team-a", "team-b"}
+    # Open tenancy there: a resource's own Secret, in the watched namespaces only.
+    docs = helm_template(
+        helm,
+        "-n",
+        NAMESPACE,
+        "--set",
+        "watch.allNamespaces=false",
+        "--set",
+        "watch.namespaces={team-a}",
+        "--set",
+        "tenancy=open",
+    )
+    assert [d["metadata"]["name"] for d in kinds(docs)["ClusterRole"]] == [f"{RELEASE}-operator"]
+    (watched_role,) = [d for d in kinds(docs)["Role"] if d["metadata"]["namespace"] == "team-a"]
+    assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]} in watched_role["rules"]

@@ -17,7 +17,12 @@ from tests.support import install_spark_operator_crd
 REPO = Path(__file__).resolve().parents[2]
 SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
 STRIMZI_CRDS = REPO / "tests" / "fixtures" / "strimzi-crds.yaml"
-CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")
+RBAC = ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+# Cluster-wide: applied for real, the base's strict-tenancy policy would refuse every other
+# test's resource that names bootstrap servers. test_rbac.py applies it to one namespace.
+ADMISSION_POLICY = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+# The components' placeholder namespace of the Kafka and its brokers.
+KAFKA_NS = "kafka"
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +30,20 @@ def installed(stack: Stack) -> Stack:
     # `can-i` answers no for a resource the API server does not serve: the SparkApplication
     # check needs its CRD, which other tests installed when this one ran after them.
     install_spark_operator_crd(stack)
-    rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "kind")).stdout
-    stack.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)
+    docs = [d for d in render(stack, "overlays/kind") if d["kind"] not in ADMISSION_POLICY]
+    # The base's grants alone: an earlier test may have left an overlay's (the local
+    # overlay's open-tenancy ClusterRoleBinding reads Secrets in every namespace).
+    base = {ident(d) for d in docs}
+    remove(
+        stack,
+        [
+            d
+            for overlay in OVERLAYS
+            for d in render(stack, f"overlays/{overlay}")
+            if d["kind"] in RBAC and ident(d) not in base
+        ],
+    )
+    stack.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(docs))
     return stack
 
 
@@ -58,19 +75,25 @@ def can_i(
         time.sleep(0.2)
 
 
+def ident(doc: dict[str, Any]) -> tuple[str, str, str]:
+    return (doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", ""))
+
+
 @contextmanager
 def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
-    """The ClusterRoles and bindings the overlay adds to the base, applied for real and
-    deleted again after (so a later test sees the base's grants alone). Only these: the
-    overlay's Deployment would start an operator on the local node."""
-    base = {(d["kind"], d["metadata"]["name"]) for d in render(stack, "base")}
+    """The RBAC the overlay adds to the base (ClusterRoles, and the components' Roles in
+    the Kafka's namespace), applied for real and deleted again after (so a later test sees
+    the base's grants alone). Only these: the overlay's Deployment would start an operator
+    on the local node."""
+    base = {ident(d) for d in render(stack, "base")}
     added = [
         d
         for d in render(stack, f"overlays/{overlay}")
-        if d["kind"] in CLUSTER_RBAC and (d["kind"], d["metadata"]["name"]) not in base
+        if d["kind"] in RBAC and ident(d) not in base
     ]
-    assert added, f"overlay {overlay} adds no cluster RBAC"
+    assert added, f"overlay {overlay} adds no RBAC"
     remove(stack, added)  # a test before may have left them (the local overlay adds some)
+    stack.kubectl("create", "namespace", KAFKA_NS, check=False)
     stack.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(added)
     )
@@ -82,15 +105,23 @@ def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
 
 def remove(stack: Stack, objs: list[dict[str, Any]]) -> None:
     for obj in objs:
+        namespace = obj["metadata"].get("namespace")
         stack.kubectl(
-            "delete", obj["kind"], obj["metadata"]["name"], "--ignore-not-found", check=False
+            "delete",
+            obj["kind"],
+            obj["metadata"]["name"],
+            *(["-n", namespace] if namespace else []),
+            "--ignore-not-found",
+            check=False,
         )
 
 
 def dry_run(stack: Stack, overlay: str) -> tuple[str, str]:
     """The overlay rendered, and what a server-side dry run of it answered (asserted ok)."""
-    # A server-side dry run of namespaced objects needs their namespace to exist.
+    # A server-side dry run of namespaced objects needs their namespace to exist: the
+    # operator's, and the Kafka's the components' Roles are in.
     stack.kubectl("apply", "-f", str(REPO / "manifests" / "base" / "namespace.yaml"))
+    stack.kubectl("create", "namespace", KAFKA_NS, check=False)
     rendered = stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / overlay)).stdout
     done = stack.kubectl(
         "apply",
@@ -126,7 +157,6 @@ def test_overlay_passes_server_side_dry_run(stack: Stack, overlay: str) -> None:
         ("patch", "retentionpolicies.kafka-retention.io"),
         ("patch", "retentionpolicies.kafka-retention.io/status"),
         ("create", "events"),
-        ("get", "secrets"),
         # The purge's plan and ledger ConfigMaps (ConfigMapStore), in every Spark mode.
         ("create", "configmaps"),
         ("update", "configmaps"),
@@ -147,6 +177,57 @@ def test_operator_service_account_may_not_delete_secrets(installed: Stack) -> No
         "auth", "can-i", "delete", "secrets", "-n", "default", "--as", SA, check=False
     )
     assert done.stdout.strip() == "no"
+
+
+@pytest.mark.stack
+def test_operator_gets_secrets_in_its_own_namespace_only(installed: Stack) -> None:
+    # A KafkaClusterBinding's clientConfigSecret is in the operator's namespace (the
+    # base's Role there); no other namespace's Secret is readable (tests/integration/
+    # test_rbac.py asks more).
+    assert can_i(installed, "get", "secrets", namespace="kafka-retention-system") == "yes"
+    assert can_i(installed, "get", "secrets", expect="no") == "no"
+
+
+@pytest.mark.stack
+def test_base_runs_strict_tenancy_knows_its_namespace_and_ships_the_admission_policy(
+    stack: Stack,
+) -> None:
+    for path in ["base", *(f"overlays/{o}" for o in OVERLAYS if o != "local")]:
+        docs = render(stack, path)
+        (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert "--tenancy=strict" in container["args"], path
+        env = {e["name"]: e for e in container["env"]}
+        assert env["POD_NAMESPACE"]["valueFrom"] == {
+            "fieldRef": {"fieldPath": "metadata.namespace"}
+        }, path
+        kinds = {d["kind"]: d for d in docs}
+        for kind in ADMISSION_POLICY:
+            assert kind in kinds, f"{path} has no {kind}"
+            # Cluster-scoped: kustomize must not have given it a namespace.
+            assert "namespace" not in kinds[kind]["metadata"], (path, kind)
+        # No Secret readable cluster-wide, no exec cluster-wide, in any overlay (the
+        # Spark driver's ClusterRole is bound per namespace by manifests/spark-namespace).
+        for role in docs:
+            name = role["metadata"]["name"]
+            if role["kind"] != "ClusterRole" or name == "kafka-retention-spark-driver":
+                continue
+            resources = {r for rule in role["rules"] for r in rule["resources"]}
+            assert not resources & {"secrets", "pods/exec"}, (path, name)
+
+
+@pytest.mark.stack
+def test_local_overlay_runs_open_tenancy_without_the_admission_policy(stack: Stack) -> None:
+    # The local stack's tests name bootstrap servers; the base's policy, applied there,
+    # would refuse them in every namespace.
+    docs = render(stack, "overlays/local")
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--tenancy=open" in args
+    assert "--tenancy=strict" not in args
+    assert not [d for d in docs if d["kind"] in ADMISSION_POLICY]
+    names = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert ("ClusterRoleBinding", "kafka-retention-open-tenancy") in names
 
 
 # What Spark in pods needs beyond the base: spark-submit's driver pod, its service and
@@ -235,9 +316,15 @@ def test_strimzi_overlay_reads_kafkas_and_users_and_execs_into_brokers(
         # Read only: Strimzi's operator owns these.
         assert can_i(installed, "patch", "kafkas.kafka.strimzi.io", expect="no") == "no"
         assert can_i(installed, "create", "kafkausers.kafka.strimzi.io", expect="no") == "no"
-        # Orphan cleanup by exec into the broker pods (components/orphan-cleanup).
-        assert can_i(installed, "create", "pods", "--subresource=exec") == "yes"
-        assert can_i(installed, "list", "pods") == "yes"
+        # Strimzi's CA and KafkaUser Secrets, in the Kafka's namespace only.
+        assert can_i(installed, "get", "secrets", namespace=KAFKA_NS) == "yes"
+        assert can_i(installed, "get", "secrets", expect="no") == "no"
+        # Orphan cleanup by exec into the broker pods (components/orphan-cleanup), in
+        # their namespace only.
+        assert can_i(installed, "create", "pods", "--subresource=exec", namespace=KAFKA_NS) == "yes"
+        assert can_i(installed, "list", "pods", namespace=KAFKA_NS) == "yes"
+        exec_elsewhere = can_i(installed, "create", "pods", "--subresource=exec", expect="no")
+        assert exec_elsewhere == "no"
     assert can_i(installed, "get", "kafkas.kafka.strimzi.io", expect="no") == "no"
 
 
@@ -246,9 +333,15 @@ def test_only_the_orphan_cleanup_overlay_lets_the_operator_exec_into_pods(
     installed: Stack,
 ) -> None:
     with overlay_rbac(installed, "orphan-cleanup"):
-        assert can_i(installed, "create", "pods", "--subresource=exec") == "yes"
-        assert can_i(installed, "get", "pods", "--subresource=exec") == "yes"
-    assert can_i(installed, "create", "pods", "--subresource=exec", expect="no") == "no"
+        for verb in ("create", "get"):
+            answer = can_i(installed, verb, "pods", "--subresource=exec", namespace=KAFKA_NS)
+            assert answer == "yes", verb
+        # In the brokers' namespace only.
+        assert can_i(installed, "create", "pods", "--subresource=exec", expect="no") == "no"
+    exec_in_kafka = can_i(
+        installed, "create", "pods", "--subresource=exec", namespace=KAFKA_NS, expect="no"
+    )
+    assert exec_in_kafka == "no"
 
 
 @pytest.mark.stack
@@ -260,7 +353,8 @@ def test_ha_overlay_runs_two_peered_replicas_kept_apart_and_one_always_up(stack:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     args = container["args"]
     assert args[args.index("--peering") + 1] == "kafka-retention"
-    assert {e["name"] for e in container["env"]} >= {"POD_NAME"}  # its name among peers
+    # Its name among peers, and its own namespace (where bindings' Secrets are read).
+    assert {e["name"] for e in container["env"]} >= {"POD_NAME", "POD_NAMESPACE"}
     anti = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
     assert anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] == 100
     pdb = docs[("PodDisruptionBudget", "kafka-retention-operator")]

@@ -28,7 +28,7 @@ app.kubernetes.io/name: kafka-retention-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* A ClusterRoleBinding's subject: the operator's service account. */}}
+{{/* A binding's subject: the operator's service account. */}}
 {{- define "kro.subject" -}}
 - kind: ServiceAccount
   name: {{ include "kro.name" . }}
@@ -46,6 +46,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - {{ . | quote }}
 {{- end }}
 {{- end }}
+- {{ printf "--tenancy=%s" .Values.tenancy | quote }}
 {{- if .Values.peering.enabled }}
 - --peering
 - {{ default (include "kro.prefix" .) .Values.peering.name | quote }}
@@ -63,4 +64,45 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
+{{- end -}}
+
+
+{{/* The rules on the operator's own namespaced resources: in the ClusterRole when it
+watches every namespace, in a Role in each watched namespace otherwise. */}}
+{{- define "kro.namespacedRules" -}}
+# The operator's own resources: watch, record progress, write status.
+- apiGroups: [kafka-retention.io]
+  resources: [recordpurges, retentionpolicies]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [kafka-retention.io]
+  resources: [recordpurges/status, retentionpolicies/status]
+  verbs: [get, patch, update]
+{{- end -}}
+
+{{/* The cluster-scoped reads every install needs. */}}
+{{- define "kro.clusterReadRules" -}}
+# The administrator's KafkaClusterBindings (cluster-scoped): which namespaces may use
+# which Kafka cluster, with which operations and topics. Read only.
+- apiGroups: [kafka-retention.io]
+  resources: [kafkaclusterbindings]
+  verbs: [get, list, watch]
+# Kopf discovers the resources it serves and the namespaces it watches; a binding's
+# namespaceSelector is matched against the namespaces' labels.
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [get, list, watch]
+{{- end -}}
+
+{{/* Events, plan ConfigMaps and peering objects, in the namespaces served. */}}
+{{- define "kro.servedRules" -}}
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+# The purge's plan and results ledger ConfigMaps when too large for status.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, create, update, deletecollection]
 {{- end -}}
