@@ -435,3 +435,31 @@ def test_refused_policies_never_reach_the_connection_of_their_batch() -> None:
     for store in stores.values():
         ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
         assert (ready["status"], ready["reason"]) == ("False", "NotPermitted")
+
+
+def test_another_namespaces_kafkauser_secret_is_not_read_without_its_consent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Open tenancy: a RetentionPolicy in team-a names team-b's KafkaUser. The user has
+    not consented, so its Secret (the credentials) is never even read."""
+    from kafka_retention.adapters import kube
+    from kafka_retention.core.strimzi import StrimziRef
+
+    objects = {
+        ("kafkas", "team-b", "victim"): {"metadata": {"name": "victim"}},
+        ("kafkausers", "team-b", "admin"): {"metadata": {"name": "admin", "annotations": {}}},
+    }
+    secrets_read: list[str] = []
+
+    def secret(ns: str, name: str) -> dict[str, str]:
+        secrets_read.append(f"{ns}/{name}")
+        return {}
+
+    monkeypatch.setattr(
+        kube, "_strimzi_object", lambda plural, ns, name: objects.get((plural, ns, name))
+    )
+    monkeypatch.setattr(kube, "_secret_data", secret)
+    ref = StrimziRef("victim", "team-b", None, "admin")
+    with pytest.raises(kube.ClusterUnresolved, match="does not allow namespace team-a"):
+        kube.read_strimzi(ref, "team-a")
+    assert not any(name.endswith("/admin") for name in secrets_read)

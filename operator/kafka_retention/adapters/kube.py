@@ -29,6 +29,7 @@ from kafka_retention.core.strimzi import (
     StrimziObjects,
     StrimziRef,
     ca_secret_name,
+    check_consent,
     user_secret_name,
 )
 from kafka_retention.core.strimzi import connection as strimzi_connection
@@ -496,6 +497,11 @@ def read_strimzi(ref: StrimziRef, namespace: str) -> StrimziObjects:
                     "spec.cluster.strimzi.kafkaUser", f"no KafkaUser {ns}/{ref.kafka_user}"
                 )
             )
+        # The user's namespace must have consented before its credentials are even read.
+        try:
+            check_consent(ref, user, ns, namespace)
+        except StrimziError as err:
+            raise ClusterUnresolved(err) from None
         user_secret = _secret_data(ns, user_secret_name(ref, user))
     return StrimziObjects(kafka, _secret_data(ns, ca_secret_name(ref)), user, user_secret)
 

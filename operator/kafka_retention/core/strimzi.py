@@ -175,7 +175,7 @@ def connection(
                 f"listener {chosen.name} asks for {chosen.authentication} authentication: "
                 "name the KafkaUser to connect as",
             )
-        _check_consent(ref, found.user, ns, namespace)
+        check_consent(ref, found.user, ns, namespace)
         if user_kind != chosen.authentication:
             raise StrimziError(
                 f"{FIELD}.kafkaUser",
@@ -216,7 +216,9 @@ def connection(
     return chosen.bootstrap_servers, config
 
 
-def _check_consent(ref: StrimziRef, user: Mapping[str, Any], ns: str, referrer: str) -> None:
+def check_consent(ref: StrimziRef, user: Mapping[str, Any], ns: str, referrer: str) -> None:
+    """A KafkaUser in another namespace than the referring resource's must name that
+    namespace in its annotation; checked before its Secret is read (adapters.kube)."""
     if ns == referrer:
         return
     annotations = (user.get("metadata") or {}).get("annotations") or {}
