@@ -463,3 +463,47 @@ def test_another_namespaces_kafkauser_secret_is_not_read_without_its_consent(
     with pytest.raises(kube.ClusterUnresolved, match="does not allow namespace team-a"):
         kube.read_strimzi(ref, "team-a")
     assert not any(name.endswith("/admin") for name in secrets_read)
+
+
+@pytest.mark.parametrize(
+    ("binding", "config", "in_pods"),
+    [
+        ("orders", {"sasl.password": "secret"}, False),
+        ("orders", {}, True),
+        (None, {"sasl.password": "secret"}, True),
+    ],
+)
+def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
+    monkeypatch: pytest.MonkeyPatch, binding: str | None, config: dict[str, str], in_pods: bool
+) -> None:
+    """Pod runs happen in the policy's namespace, where the tenant may exec into pods;
+    a bound batch with credentials is planned in the operator's own process instead."""
+    from dataclasses import replace
+
+    from kafka_retention.adapters import spark
+    from kafka_retention.config import SparkConfig
+    from kafka_retention.core.policy_spec import Member
+    from retention_jobs import plan_job
+
+    where: list[str] = []
+
+    def ran(place: str) -> Any:
+        def record(*_: Any, **__: Any) -> dict[str, Any]:
+            where.append(place)
+            return {}
+
+        return record
+
+    monkeypatch.setattr(spark, "local_session", lambda *_, **__: None)
+    monkeypatch.setattr(plan_job, "run_batch", ran("local"))
+    monkeypatch.setattr(spark, "plan_in_pods", ran("pods"))
+    policy = parse_policy_spec(
+        {
+            "cluster": {"bootstrapServers": "k:9092"},
+            "topics": {"names": ["t"]},
+            "maxRetention": "1d",
+        }
+    )
+    member = Member("team-a/p", replace(policy, binding=binding), "uid", 1)
+    spark.BatchPlanner(SparkConfig(mode="kubernetes"))([member], "k:9092", config, 0)
+    assert where == (["pods"] if in_pods else ["local"])

@@ -313,7 +313,12 @@ class BatchPlanner:
                 s.tombstones is not None and s.tombstones.inventory for s in specs.values()
             )
         )
-        if self.cfg.mode == "local":
+        # A KafkaClusterBinding's credentials live in the operator's namespace, and pod runs
+        # happen in the tenant's: a driver there would hand them to whoever may exec into
+        # that namespace's pods. A bound batch with credentials runs in local mode, in this
+        # process, whatever --spark-mode says.
+        bound_secrets = bool(client_config) and any(m.spec.binding for m in members)
+        if self.cfg.mode == "local" or bound_secrets:
             from retention_jobs import plan_job
 
             request = PlanRequest.for_policies(bootstrap, client_config, specs, now_ms, scans)
