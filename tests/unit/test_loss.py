@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from typing import Any, cast
+
 from kafka_retention.core import loss
 from kafka_retention.core import tombstones as ts
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy_spec import parse_policy_spec
+from kafka_retention.core.purge_ledger import (
+    OTHER_NAMESPACE_PURGE,
+    RECORD_PURGE,
+    PurgeLedger,
+    purge_done,
+)
+from kafka_retention.services import loss_watch
 
 TP = TopicPartition("t", 3)
 
@@ -135,3 +147,59 @@ def test_the_tombstone_inventory_folds_partitions_and_puts_the_nearest_to_expiry
         ("a", 2, 30, 3, 300),
         ("none", 1, 7, 0, None),
     ]
+
+
+class NoKafka:
+    """Nothing to read: the ledger names the cause and no group has unread records."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"{name} was not expected")
+
+
+def test_a_loss_caused_by_another_namespaces_purge_does_not_name_it() -> None:
+    """A tenant's RecordPurge on a shared cluster causes another tenant's loss: the loss
+    is blamed on a RecordPurge, but the victim's status and events never learn the
+    purging namespace or the purge's name."""
+    ledger = PurgeLedger()
+    purge = {
+        "metadata": {"namespace": "secret-ops", "name": "wipe-payroll"},
+        "spec": {"cluster": {"bootstrapServers": "k:9092"}},
+        "status": {
+            "completedAt": "2026-11-22T12:00:00Z",
+            "results": [{"topic": "t", "partition": 3, "state": "Purged", "lowWatermark": 40}],
+        },
+    }
+    ledger.put("secret-ops/wipe-payroll", purge_done(purge))
+    spec = parse_policy_spec(
+        {
+            "cluster": {"bootstrapServers": "k:9092"},
+            "topics": {"names": ["t"]},
+            "notify": {"groups": ["slow"]},
+        }
+    )
+    row = {
+        "topic": "t",
+        "partition": 3,
+        "logStartOffset": 40,
+        "highWatermark": 100,
+        "groups": [{"group": "slow", "committedOffset": 10}],
+    }
+    finished = datetime(2026, 11, 22, 12, 5, tzinfo=UTC)
+
+    def run(namespace: str) -> tuple[Any, dict[str, Any]]:
+        report = loss_watch.watch(
+            spec, {}, [row], {}, cast(Any, NoKafka()), finished, ledger, "k:9092", namespace
+        )
+        assert report is not None
+        (lost,) = report.new
+        return lost, report.status
+
+    lost, status = run("team")
+    assert (lost.cause, lost.by) == (RECORD_PURGE, OTHER_NAMESPACE_PURGE)
+    text = json.dumps(status)
+    assert "secret-ops" not in text
+    assert "wipe-payroll" not in text
+    assert status["losses"][0]["recordPurge"] == "a RecordPurge in another namespace"
+    # The purging namespace's own policy sees its purge by name.
+    lost, status = run("secret-ops")
+    assert status["losses"][0]["recordPurge"] == "secret-ops/wipe-payroll"

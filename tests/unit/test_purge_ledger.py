@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.purge_ledger import PurgeLedger, purge_done
+from kafka_retention.core.purge_ledger import (
+    OTHER_NAMESPACE_PURGE,
+    PurgeLedger,
+    purge_done,
+    seen_from,
+)
 
 T0 = TopicPartition("t", 0)
 
@@ -67,3 +72,33 @@ def test_a_purge_is_named_on_a_policy_that_names_its_cluster_another_way() -> No
     assert ledger.cause("id-1", T0, 10, 30, None) == "ops/trim"
     assert ledger.cause("id-2", T0, 10, 30, None) is None
     assert ledger.cause(None, T0, 10, 30, None) is None  # unknown: no false cause
+
+
+def test_a_purge_of_another_namespace_is_named_without_its_namespace_or_name() -> None:
+    ledger = PurgeLedger()
+    ledger.put(
+        "ops/trim",
+        purge_done(body({"topic": "t", "partition": 0, "state": "Purged", "lowWatermark": 30})),
+    )
+    assert ledger.cause("k:9092", T0, 10, 30, None, "ops") == "ops/trim"
+    other = ledger.cause("k:9092", T0, 10, 30, None, "team")
+    assert other == OTHER_NAMESPACE_PURGE
+    assert "ops" not in other
+    assert "trim" not in other
+    # A namespace whose name starts like the purge's is another one.
+    assert ledger.cause("k:9092", T0, 10, 30, None, "op") == OTHER_NAMESPACE_PURGE
+    assert ledger.cause("k:9092", T0, 10, 30, None, "ops-2") == OTHER_NAMESPACE_PURGE
+    # A caller that does not say whose status it writes gets the key (before tenancy).
+    assert ledger.cause("k:9092", T0, 10, 30, None) == "ops/trim"
+    assert seen_from("ops", "ops/trim") == "ops/trim"
+
+
+def test_a_folded_purge_of_another_namespace_is_not_named_either() -> None:
+    ledger = PurgeLedger()
+    ledger.put(
+        "ops/trim",
+        purge_done(body({"topic": "t", "partition": -1, "state": "Purged", "note": "summary"})),
+    )
+    since = 1_795_348_000_000  # before the purge completed
+    assert ledger.cause("k:9092", T0, 10, 30, since, "team") == OTHER_NAMESPACE_PURGE
+    assert ledger.cause("k:9092", T0, 10, 30, since, "ops") == "ops/trim"

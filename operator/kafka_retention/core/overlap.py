@@ -3,22 +3,33 @@
 Nothing is remembered between runs: every other policy's cut is computed again, by the
 same core, from its spec (as the API server stores it) and the facts read just now. So
 the rule holds after a restart, with two replicas, and for a policy that has not run yet.
+
+Namespaces are tenants, and one tenant's policy must not stall another's: across
+namespaces a policy is a peer only when both clusters are known, by Kafka's own id, to be
+the same one. Within a namespace an unknown cluster still counts as possibly the same
+(see PeerIndex). Status names a peer of the asker's own namespace; one of another
+namespace only as existing (`overlap_note`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kafka_retention.core.facts import PartitionFacts
 from kafka_retention.core.policy import RetentionRules, plan_partition
 from kafka_retention.core.policy_spec import PolicySpec
 
+# How status refers to a policy of another namespace: never by its name.
+OTHER_NAMESPACE_POLICY = "a policy in another namespace"
+OTHER_NAMESPACE_POLICIES = "policies in other namespaces"
+
 
 @dataclass(frozen=True)
 class Decision:
     target: int
-    # Peers whose own cut was lower than this policy's and so held it back.
+    # Peers (keys) whose own cut was lower than this policy's and so held it back. Keys
+    # name other namespaces: for logs and tests, not for status (see overlap_note).
     held_back_by: tuple[str, ...] = ()
 
 
@@ -42,6 +53,28 @@ def conservative_cut(
     return Decision(target, tuple(held))
 
 
+def namespace_of(key: str) -> str | None:
+    """The namespace of a key `namespace/name`; None for a key without one."""
+    namespace, slash, _ = key.partition("/")
+    return namespace if slash else None
+
+
+def overlap_note(asker: str, peers: Iterable[str]) -> str:
+    """The note on a topic that other policies also cut, for the status of `asker` (its
+    key): peers of its own namespace by key, those of other namespaces only as existing."""
+    own_namespace = namespace_of(asker)
+    keys = set(peers)
+    own = sorted(k for k in keys if own_namespace is not None and namespace_of(k) == own_namespace)
+    others = len(keys) - len(own)
+    named = [f"policy {', '.join(own)}"] if own else []
+    if others:
+        named.append(OTHER_NAMESPACE_POLICY if others == 1 else OTHER_NAMESPACE_POLICIES)
+    return (
+        f"overlaps with {' and '.join(named)} on this topic: "
+        "the more conservative cut applies to both"
+    )
+
+
 def named_cluster(key: str, spec: PolicySpec) -> str | None:
     """A policy's cluster as its spec names it (no lookup): the default key, for callers
     that have no way to resolve names (unit tests, the CLI)."""
@@ -55,8 +88,19 @@ class PeerIndex:
 
     `cluster_of(key, spec)` says which cluster a policy reaches (the operator passes
     Kafka's own cluster id, so one cluster named two ways is one cluster); None is
-    "unknown", and an unknown peer is a peer: holding a cut back is safe, cutting past a
-    group of a peer that may share the cluster is not."""
+    "unknown". Who counts as a peer of the asking policy:
+
+    - a policy of another namespace: only when both clusters are known and the same. An
+      unknown cluster (an unreachable bootstrap server, a missing Secret) is no reason to
+      hold back another tenant: otherwise any tenant could stall every other one with a
+      policy that names nothing reachable, by name or pattern, on their topics.
+    - a policy of the asker's own namespace: when the clusters are the same or either is
+      unknown, as before tenancy: holding a cut back is safe, cutting past a group of a
+      policy that may share the cluster is not (its id may be unknown only for now: a
+      Secret being rotated, a refresh that timed out). A namespace's broken policy holds
+      back only that namespace's policies on the topics it selects, and their status
+      names it, so its owner sees why.
+    """
 
     def __init__(
         self,
@@ -83,19 +127,27 @@ class PeerIndex:
         return self._clusters[key]
 
     def on_topic(
-        self, topic: str, cluster: str | None, exclude: str = ""
+        self, topic: str, cluster: str | None, exclude: str = "", namespace: str | None = None
     ) -> dict[str, RetentionRules]:
-        """`cluster`: the asking policy's, as `cluster` gives it (None: unknown)."""
-        names = set(self._by_name.get(topic, ()))
-        names.update(name for name, spec in self._patterns if topic in spec.topics.select([topic]))
+        """Peers (by key) that cut `topic`. `cluster`: the asking policy's, as `cluster`
+        gives it (None: unknown); `exclude`: its key, which is never its own peer.
+        `namespace`: the asker's, by default its key's; an asker of no namespace has only
+        peers known to be on its cluster."""
         if topic.startswith("__"):
             return {}
+        mine = namespace if namespace is not None else namespace_of(exclude)
+        names = set(self._by_name.get(topic, ()))
+        names.update(name for name, spec in self._patterns if topic in spec.topics.select([topic]))
         found: dict[str, RetentionRules] = {}
         for name in sorted(names):
             spec = self._specs[name]
             if name == exclude or topic in spec.topics.exclude:
                 continue
-            theirs = self.cluster(name, spec)
-            if cluster is None or theirs is None or theirs == cluster:
+            if mine is not None and namespace_of(name) == mine:
+                # Own namespace: an unknown on either side may be the same cluster.
+                if cluster is None or self.cluster(name, spec) in (None, cluster):
+                    found[name] = spec.rules
+            elif cluster is not None and self.cluster(name, spec) == cluster:
+                # Another namespace: never resolved for an asker whose cluster is unknown.
                 found[name] = spec.rules
         return found

@@ -6,6 +6,9 @@ stores: a restarted operator rebuilds it from the same objects, and a purge dele
 is no longer named (its loss is then reported as external). Each purge contributes the
 log start it left on every partition its status lists one by one; where status folded the
 results per topic (large purges), only the topic and the time it completed.
+
+A policy's status names a purge of its own namespace; one of another namespace (a tenant
+sharing the cluster) only as "a RecordPurge in another namespace", never by its name.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from kafka_retention.core.purge_states import State
 from kafka_retention.core.specs import ClusterRef, SpecError, parse_cluster
 
 RECORD_PURGE = "recordPurge"
+# How a loss's cause names a RecordPurge of another namespace than the policy's.
+OTHER_NAMESPACE_PURGE = "a RecordPurge in another namespace"
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,15 @@ def purge_done(body: Mapping[str, Any]) -> PurgeDone | None:
     )
 
 
+def seen_from(namespace: str | None, key: str) -> str:
+    """A purge's key (namespace/name) as a policy of `namespace` may show it: as it is in
+    the same namespace, else without its namespace or name. None: the caller did not say
+    whose status it writes (a caller from before tenancy), the key as it is."""
+    if namespace is None or key.partition("/")[0] == namespace:
+        return key
+    return OTHER_NAMESPACE_PURGE
+
+
 def named_cluster(namespace: str, ref: ClusterRef) -> str | None:
     """A cluster as the spec names it (no lookup), the default key."""
     return ref.identity(namespace)
@@ -101,8 +115,10 @@ class PurgeLedger:
         start: int,
         end: int,
         since_ms: int | None,
+        namespace: str | None = None,
     ) -> str | None:
-        """The purge that moved tp's log start into the lost range (start, end], if any.
+        """The purge that moved tp's log start into the lost range (start, end], if any,
+        as a policy of `namespace` may name it (`seen_from`).
 
         A purge listing the partition is named when the log start it left lies in that
         range. A purge that folded the topic is named only when it completed after the
@@ -120,10 +136,10 @@ class PurgeLedger:
         for d in sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key)):
             mark = d.low_watermarks.get(tp)
             if mark is not None and start < mark <= end:
-                return d.key
+                return seen_from(namespace, d.key)
         if since_ms is None:
             return None
         for d in sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key)):
             if tp.topic in d.folded_topics and (d.completed_ms or 0) >= since_ms:
-                return d.key
+                return seen_from(namespace, d.key)
         return None

@@ -2,8 +2,10 @@
 loop: no thread or task per policy, a bounded pool of workers for batches.
 
 The loop wakes at least once a second, starts the batches the scheduler hands out (one
-per cluster), marks policies that wait past their slack as late (a condition and a
-metric), and keeps queue depth, running and lateness metrics current.
+per cluster, no more than workers are free, namespaces in turn: services.scheduler),
+marks policies that wait past their slack as late (a condition and a metric), and keeps
+queue depth, running and lateness metrics current. A batch waiting for a worker is not
+running: its policies count in the queue depth and are reported late past their slack.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ class Fleet:
         leadership: Leadership | None = None,
         resync: Callable[[], list[dict[str, Any]]] | None = None,
         check_every: float = 2.0,
+        max_per_namespace: int | None = 200,
     ) -> None:
         self.env, self.report, self.clock = env, report, clock
         # With peering: whether this replica acts (asked every `check_every` seconds), and
@@ -131,13 +134,22 @@ class Fleet:
         self._checked = -math.inf
         metrics.ACTING.set(1 if self._acting else 0)  # standalone: the only replica acts
         self.per_namespace = per_namespace
-        self.scheduler = Scheduler(window=window)
-        self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="policy")
+        # At most `workers` batches in flight (the pool never queues one), namespaces in
+        # turn; a batch on a cluster namespaces share takes at most `max_per_namespace`
+        # of one namespace's due policies.
+        workers = max(1, workers)
+        self.scheduler = Scheduler(
+            window=window, workers=workers, max_per_namespace=max_per_namespace
+        )
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="policy")
         # Status chores (late marks) never queue behind busy batch workers.
         self.chores = ThreadPoolExecutor(max_workers=1, thread_name_prefix="policy-chores")
         self.valid: dict[str, PolicySpec] = {}
         self.stores: dict[str, PolicyStatus] = {}
         self._wake = asyncio.Event()
+        # Set by stop(): asyncio.wait_for (before Python 3.12) swallows a cancellation
+        # that arrives as the event it waits for is set, so the loop checks this too.
+        self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._batches: set[asyncio.Task[None]] = set()
 
@@ -195,6 +207,8 @@ class Fleet:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
         if self.env.spark is not None:
             self.env.spark.stop()
         if self._task is not None:
@@ -232,7 +246,7 @@ class Fleet:
         return acting
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             if not await self._still_acting():
                 metrics.QUEUE_DEPTH.set(0)
                 with contextlib.suppress(TimeoutError):

@@ -40,9 +40,12 @@ def watch(
     finished: datetime,
     purges: PurgeLedger | None = None,
     cluster: str | None = None,
+    namespace: str | None = None,
 ) -> LossReport | None:
     """None when the policy watches no group. `cluster`: the policy's, keyed as the
-    ledger keys purges' (PeerIndex.cluster), to name a purge on it as a loss's cause."""
+    ledger keys purges' (PeerIndex.cluster), to name a purge on it as a loss's cause.
+    `namespace`: the policy's; a purge of another namespace is named only as existing
+    (purge_ledger.seen_from), never by its namespace or name."""
     groups = spec.rules.notify_groups
     if not groups:
         return None
@@ -78,6 +81,7 @@ def watch(
         purges,
         cluster,
         since,
+        namespace,
     )
     found = [_with_sample(lost, samples.get((lost.group, lost.tp), [])) for lost in found]
     detected_at = cond.timestamp(finished)
@@ -203,6 +207,7 @@ def _name_causes(
     purges: PurgeLedger | None,
     cluster: str | None,
     since_ms: int | None,
+    namespace: str | None = None,
 ) -> list[loss.Loss]:
     """Pending causes named: a RecordPurge the ledger knows moved the log start into the
     range; else the broker's retention or external, from the topics' retention settings
@@ -211,7 +216,9 @@ def _name_causes(
     for lost in found:
         purge = None
         if lost.cause == _PENDING and purges is not None:
-            purge = purges.cause(cluster, lost.tp, lost.from_offset, lost.to_offset, since_ms)
+            purge = purges.cause(
+                cluster, lost.tp, lost.from_offset, lost.to_offset, since_ms, namespace
+            )
         named.append(replace(lost, cause=RECORD_PURGE, by=purge) if purge else lost)
     pending = sorted({lost.tp for lost in named if lost.cause == _PENDING})
     if not pending:
