@@ -5,6 +5,7 @@ executor pods of the same image), and answers `kubectl exec`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -57,7 +58,14 @@ def in_cluster(stack: Stack) -> Iterator[str]:
     create_namespace(stack, WATCHED)
     # What a namespace needs for pod runs (README): the driver's service account and role.
     stack.kubectl("apply", "-k", str(REPO / "manifests" / "spark-namespace"), "-n", WATCHED)
-    docs = rendered_overlay(stack)
+    with deployed(stack, rendered_overlay(stack), [WATCHED]) as pod:
+        yield pod
+
+
+@contextlib.contextmanager
+def deployed(stack: Stack, docs: list[dict[str, Any]], watched: list[str]) -> Iterator[str]:
+    """The rendered objects applied, the operator Deployment Available; yields its pod's
+    name. Afterwards its logs are printed and the operator's and `watched` namespaces go."""
     stack.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs)
     )
@@ -103,7 +111,8 @@ def in_cluster(stack: Stack) -> Iterator[str]:
         described = stack.kubectl("describe", "pods", "-n", OPERATOR_NS, check=False)
         print(described.stdout[-8000:])
         stack.kubectl("delete", "namespace", OPERATOR_NS, "--timeout=120s", check=False)
-        stack.kubectl("delete", "namespace", WATCHED, "--wait=false", check=False)
+        for ns in watched:
+            stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 @pytest.fixture

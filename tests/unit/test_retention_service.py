@@ -3,6 +3,7 @@ the fresh re-check, overlapping policies, failures, and what status says."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
-from kafka_retention.core.purge_ledger import PurgeLedger, purge_done
+from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done
 from kafka_retention.services import retention_run
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.policy_planning import plan_in_process, select
@@ -615,22 +616,37 @@ def test_a_record_purge_that_left_the_log_start_in_the_lost_range_is_named() -> 
     kafka.commits = {"slow": {T0: 10}}
     ledger = PurgeLedger()
     ledger.put(
-        "ops/trim", purge_done(purge_body("trim", "k:9092", {"partition": 0, "lowWatermark": 40}))
+        "ns/trim", purge_done(purge_body("trim", "k:9092", {"partition": 0, "lowWatermark": 40}))
     )
     # A purge elsewhere, or one that left the log start outside the range, is not blamed.
     ledger.put(
-        "ops/other", purge_done(purge_body("other", "x:9092", {"partition": 0, "lowWatermark": 40}))
+        "ns/other", purge_done(purge_body("other", "x:9092", {"partition": 0, "lowWatermark": 40}))
     )
     ledger.put(
-        "ops/old", purge_done(purge_body("old", "k:9092", {"partition": 0, "lowWatermark": 5}))
+        "ns/old", purge_done(purge_body("old", "k:9092", {"partition": 0, "lowWatermark": 5}))
     )
     store = Store()
     outcome = run_one(kafka, store, notify={"groups": ["slow"]}, purges=ledger)
-    assert [(x.cause, x.by) for x in outcome.notify_losses] == [("recordPurge", "ops/trim")]
+    assert [(x.cause, x.by) for x in outcome.notify_losses] == [("recordPurge", "ns/trim")]
     (entry,) = store.status["losses"]
-    assert (entry["cause"], entry["recordPurge"]) == ("recordPurge", "ops/trim")
+    assert (entry["cause"], entry["recordPurge"]) == ("recordPurge", "ns/trim")
     # Named from the ledger: no retention settings needed.
     assert "first_record_times" not in kafka.calls
+
+
+def test_a_record_purge_of_another_namespace_is_blamed_without_naming_it() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [40, 100]
+    kafka.commits = {"slow": {T0: 10}}
+    ledger = PurgeLedger()
+    body = purge_body("trim", "k:9092", {"partition": 0, "lowWatermark": 40}, namespace="ops")
+    ledger.put("ops/trim", purge_done(body))
+    store = Store()
+    outcome = run_one(kafka, store, notify={"groups": ["slow"]}, purges=ledger)
+    assert [(x.cause, x.by) for x in outcome.notify_losses] == [
+        ("recordPurge", OTHER_NAMESPACE_PURGE)
+    ]
+    assert "ops" not in json.dumps(store.status)
 
 
 def test_a_folded_purge_is_named_only_when_it_completed_since_the_previous_check() -> None:
@@ -640,12 +656,12 @@ def test_a_folded_purge_is_named_only_when_it_completed_since_the_previous_check
     folded = {"partition": -1, "note": "summary of 2000 partitions"}
     ledger = PurgeLedger()
     ledger.put(
-        "ops/big", purge_done(purge_body("big", "k:9092", folded, completed="2026-11-22T11:30:00Z"))
+        "ns/big", purge_done(purge_body("big", "k:9092", folded, completed="2026-11-22T11:30:00Z"))
     )
     before = Store()
     before.status["lastRun"] = {"completedAt": "2026-11-22T11:00:00Z"}
     outcome = run_one(kafka, before, notify={"groups": ["slow"]}, purges=ledger)
-    assert [(x.cause, x.by) for x in outcome.notify_losses] == [("recordPurge", "ops/big")]
+    assert [(x.cause, x.by) for x in outcome.notify_losses] == [("recordPurge", "ns/big")]
     after = Store()
     after.status["lastRun"] = {"completedAt": "2026-11-22T11:45:00Z"}
     outcome = run_one(kafka, after, notify={"groups": ["slow"]}, purges=ledger)
@@ -653,10 +669,14 @@ def test_a_folded_purge_is_named_only_when_it_completed_since_the_previous_check
 
 
 def purge_body(
-    name: str, cluster: str, result: dict[str, Any], completed: str = NOW_TEXT
+    name: str,
+    cluster: str,
+    result: dict[str, Any],
+    completed: str = NOW_TEXT,
+    namespace: str = "ns",
 ) -> dict[str, Any]:
     return {
-        "metadata": {"namespace": "ops", "name": name},
+        "metadata": {"namespace": namespace, "name": name},
         "spec": {"cluster": {"bootstrapServers": cluster}},
         "status": {
             "completedAt": completed,

@@ -34,6 +34,7 @@ from kafka_retention.services.policy_planning import (
 )
 from kafka_retention.services.ports import PolicyKafka
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome
+from kafka_retention.services.scheduler import interleave_namespaces
 from kafka_retention.services.tenancy import (
     BindingUnavailable,
     ClusterIdMismatch,
@@ -202,7 +203,9 @@ def run_batch(
                 )
 
         with ThreadPoolExecutor(max_workers=max(1, env.apply_workers)) as pool:
-            outcomes.update(pool.map(one, sorted(plans)))
+            # Namespaces take turns: one namespace's many policies in a shared batch do
+            # not all go before another's.
+            outcomes.update(pool.map(one, interleave_namespaces(plans)))
 
     if small:
         try:

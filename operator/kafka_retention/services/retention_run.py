@@ -20,7 +20,7 @@ from kafka_retention.core import conditions as cond
 from kafka_retention.core import loss
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.overlap import PeerIndex, conservative_cut
+from kafka_retention.core.overlap import PeerIndex, conservative_cut, overlap_note
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
@@ -173,7 +173,15 @@ def apply_plan(
         message = f"deleted {records} records from {len(by_topic)} topics"
     interval = spec.interval_ms / 1000
     watched = loss_watch.watch(
-        spec, run.status, rows, moved, kafka, finished, purges, peers.cluster(run.key, spec)
+        spec,
+        run.status,
+        rows,
+        moved,
+        kafka,
+        finished,
+        purges,
+        peers.cluster(run.key, spec),
+        namespace=run.key.split("/", 1)[0],
     )
     tomb = tombstone_watch.watch(
         spec,
@@ -325,10 +333,8 @@ def _safe_cuts(
         peers = index.on_topic(topic, here, exclude=run.key)
         peers_by_topic[topic] = peers
         if peers:
-            notes[topic] = (
-                f"overlaps with policy {', '.join(sorted(peers))} on this "
-                "topic: the more conservative cut applies to both"
-            )
+            # Status never names another namespace's policies, only that they exist.
+            notes[topic] = overlap_note(run.key, peers)
     wanted = {
         TopicPartition(r["topic"], r["partition"]): r
         for r in rows
