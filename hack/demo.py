@@ -58,6 +58,10 @@ def bind(stack: Stack) -> None:
             "clusterId": cluster_id,
             "connection": {"bootstrapServers": bootstrap},
             "tenants": [{"namespaces": [NAMESPACE], "operations": ["purge", "retention"]}],
+            # The second scene trims a Streams application's repartition topic, which a
+            # binding protects by default (with changelogs, Connect's and Schema
+            # Registry's topics): this administrator lifts that for the demo's cluster.
+            "topics": {"protectWellKnownInternal": False},
         },
     }
     print(f"$ kubectl apply -f - <<< '{json.dumps(body['spec'])}'")
