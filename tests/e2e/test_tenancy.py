@@ -108,6 +108,23 @@ def apply(stack: Stack, kind: str, ns: str, name: str, spec: dict[str, Any]) -> 
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
 
 
+def purge_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
+    """A RecordPurge of partition 0 of `topic` up to its high watermark."""
+    partitions = [{"topic": topic, "partition": 0, "offset": -1}]
+    apply(stack, "RecordPurge", ns, name, {"cluster": cluster, "partitions": partitions})
+
+
+def cut_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
+    """A RetentionPolicy that deletes every record of `topic` now and every 10s."""
+    spec = {
+        "cluster": cluster,
+        "interval": "10s",
+        "topics": {"names": [topic]},
+        "deleteBefore": "2100-01-01T00:00:00Z",
+    }
+    apply(stack, "RetentionPolicy", ns, name, spec)
+
+
 def ready(obj: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
 
@@ -134,25 +151,8 @@ def test_an_inline_cluster_is_refused_naming_the_field_and_nothing_is_deleted(
     topic = make_topic(partitions=2)
     produce(bootstrap, topic, {0: 30, 1: 30})
     inline = {"bootstrapServers": bootstrap}
-    apply(
-        stack,
-        "RecordPurge",
-        team_a,
-        "wipe",
-        {"cluster": inline, "partitions": [{"topic": topic, "partition": 0, "offset": -1}]},
-    )
-    apply(
-        stack,
-        "RetentionPolicy",
-        team_a,
-        "wipe",
-        {
-            "cluster": inline,
-            "interval": "10s",
-            "topics": {"names": [topic]},
-            "deleteBefore": "2100-01-01T00:00:00Z",
-        },
-    )
+    purge_all(stack, team_a, "wipe", inline, topic)
+    cut_all(stack, team_a, "wipe", inline, topic)
     purge = purge_finished(stack, team_a, "wipe")
     assert purge["status"]["phase"] == "Failed"
     assert ready(purge)["reason"] == "NotPermitted"
@@ -176,28 +176,8 @@ def test_a_namespace_cannot_use_a_binding_made_for_another(
     binding = bind(stack, bindings, team_a, cluster_id(admin))
     topic = make_topic(partitions=1)
     produce(bootstrap, topic, {0: 30})
-    apply(
-        stack,
-        "RecordPurge",
-        team_b,
-        "steal",
-        {
-            "cluster": {"clusterRef": binding},
-            "partitions": [{"topic": topic, "partition": 0, "offset": -1}],
-        },
-    )
-    apply(
-        stack,
-        "RetentionPolicy",
-        team_b,
-        "steal",
-        {
-            "cluster": {"clusterRef": binding},
-            "interval": "10s",
-            "topics": {"names": [topic]},
-            "deleteBefore": "2100-01-01T00:00:00Z",
-        },
-    )
+    purge_all(stack, team_b, "steal", {"clusterRef": binding}, topic)
+    cut_all(stack, team_b, "steal", {"clusterRef": binding}, topic)
     purge = purge_finished(stack, team_b, "steal")
     assert (purge["status"]["phase"], ready(purge)["reason"]) == ("Failed", "NotPermitted")
     assert f"does not admit namespace {team_b}" in ready(purge)["message"]
@@ -221,16 +201,7 @@ def test_a_cluster_answering_with_another_id_than_the_bindings_is_never_acted_on
     binding = bind(stack, bindings, team_a, "NotThisClusterAtAll0")
     topic = make_topic(partitions=1)
     produce(bootstrap, topic, {0: 30})
-    apply(
-        stack,
-        "RecordPurge",
-        team_a,
-        "elsewhere",
-        {
-            "cluster": {"clusterRef": binding},
-            "partitions": [{"topic": topic, "partition": 0, "offset": -1}],
-        },
-    )
+    purge_all(stack, team_a, "elsewhere", {"clusterRef": binding}, topic)
 
     def mismatch(o: dict[str, Any]) -> bool:
         conditions = o.get("status", {}).get("conditions") or []

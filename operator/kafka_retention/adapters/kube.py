@@ -537,31 +537,27 @@ def binding_connection(operator_namespace: str) -> Callable[[Binding], tuple[str
 
     def resolve(binding: Binding) -> tuple[str, dict[str, str]]:
         ref = binding.connection
-        extra = (
-            read_client_config(operator_namespace, ref.client_config_secret)
-            if ref.client_config_secret
-            else {}
-        )
-        if ref.strimzi is None:
-            return ref.bootstrap_servers, extra
-        home = ref.strimzi.namespace_or(operator_namespace)
-        try:
-            bootstrap, config = strimzi_connection(
-                ref.strimzi, read_strimzi(ref.strimzi, home), home
-            )
-        except StrimziError as err:
-            raise ClusterUnresolved(err) from None
-        return bootstrap, {**config, **extra}
+        home = operator_namespace if ref.strimzi is None else ref.strimzi.namespace_or("")
+        return _resolve(ref, operator_namespace, home)
 
     return resolve
 
 
 def resolve_cluster(namespace: str, cluster: ClusterRef) -> tuple[str, dict[str, str]]:
-    """Bootstrap servers and librdkafka properties for a spec.cluster in `namespace`.
-    A clientConfigSecret's properties come last, so they may add to a Strimzi connection
-    (a Strimzi reference with a kafkaUser refuses one at parse time)."""
+    """Bootstrap servers and librdkafka properties for a spec.cluster in `namespace`
+    (open tenancy): its Secret there, a Strimzi reference as seen from there."""
+    return _resolve(cluster, namespace, namespace)
+
+
+def _resolve(
+    cluster: ClusterRef, secrets_namespace: str, referrer: str
+) -> tuple[str, dict[str, str]]:
+    """A clientConfigSecret (read in `secrets_namespace`) last, so its properties may add
+    to a Strimzi connection (a Strimzi reference with a kafkaUser refuses one at parse
+    time); a Strimzi reference resolved as `referrer`'s, whose namespace a KafkaUser
+    elsewhere must have consented to."""
     extra = (
-        read_client_config(namespace, cluster.client_config_secret)
+        read_client_config(secrets_namespace, cluster.client_config_secret)
         if cluster.client_config_secret
         else {}
     )
@@ -569,7 +565,7 @@ def resolve_cluster(namespace: str, cluster: ClusterRef) -> tuple[str, dict[str,
         return cluster.bootstrap_servers, extra
     try:
         bootstrap, config = strimzi_connection(
-            cluster.strimzi, read_strimzi(cluster.strimzi, namespace), namespace
+            cluster.strimzi, read_strimzi(cluster.strimzi, referrer), referrer
         )
     except StrimziError as err:
         raise ClusterUnresolved(err) from None
