@@ -10,6 +10,7 @@ purpose (it can compile the regex and compare durations; the schema cannot)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from devstack.stack import Stack
+from kafka_retention.core.bindings import parse_binding
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError
@@ -243,10 +245,15 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_every_shipped_example_is_accepted_by_the_api_server_and_the_parser(
     stack: Stack, namespace: str, example: str
 ) -> None:
-    (body,) = yaml.safe_load_all((EXAMPLES / example).read_text())
+    bodies = [b for b in yaml.safe_load_all((EXAMPLES / example).read_text()) if b]
     done = stack.kubectl(
         "apply", "--dry-run=server", "-n", namespace, "-f", str(EXAMPLES / example), check=False
     )
     assert done.returncode == 0, done.stderr
-    parse = parse_policy_spec if body["kind"] == "RetentionPolicy" else parse_spec
-    parse(body["spec"])
+    parsers: dict[str, Callable[[Any], object]] = {
+        "RetentionPolicy": parse_policy_spec,
+        "RecordPurge": parse_spec,
+        "KafkaClusterBinding": lambda spec: parse_binding("example", spec),
+    }
+    for body in bodies:
+        parsers[body["kind"]](body["spec"])
