@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kafka_retention.adapters.kafka import KafkaUnavailable
 from kafka_retention.core.bindings import BindingUnavailable, parse_binding, strict_refusal
 from kafka_retention.core.policy_spec import UNBOUND, parse_policy_spec
 from kafka_retention.core.purge import parse_spec
@@ -507,3 +508,57 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
     member = Member("team-a/p", replace(policy, binding=binding), "uid", 1)
     spark.BatchPlanner(SparkConfig(mode="kubernetes"))([member], "k:9092", config, 0)
     assert where == (["pods"] if in_pods else ["local"])
+
+
+def test_a_batch_reads_its_binding_once_however_many_policies_share_it() -> None:
+    """A thousand policies on one binding are admitted at one moment: one read of the
+    binding (and of the namespace's labels), not one a policy and tick."""
+    spec = binding_spec(
+        tenants=[{"namespaceSelector": {"matchLabels": {"team": "a"}}, "operations": ["retention"]}]
+    )
+    world = World({"orders": spec}, {"team-a": {"team": "a"}})
+
+    def unreachable(*_: Any) -> tuple[str, dict[str, str]]:
+        raise KafkaUnavailable("no broker (the test stops the batch here)")
+
+    env = Environment(
+        connection=unreachable,
+        connect=lambda *_: pytest.fail("not reached"),
+        spark=None,
+        tenancy=world.tenancy(),
+    )
+    items = [
+        Due(
+            PolicyRun(f"team-a/p{i:04d}", {}, 1, Store(), lambda: NOW),
+            {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"},
+        )
+        for i in range(1000)
+    ]
+    outcomes = run_batch(items, {}, env, lambda: NOW)
+    assert {o.reason for o in outcomes.values()} == {"KafkaUnavailable"}
+    assert world.reads == ["binding/orders", "namespace/team-a"]
+
+
+def test_only_the_first_policies_by_name_fit_the_namespace_quota_in_a_batch() -> None:
+    world = World({"orders": binding_spec(limits={"policiesPerNamespace": 2})})
+
+    def unreachable(*_: Any) -> tuple[str, dict[str, str]]:
+        raise KafkaUnavailable("no broker (the test stops the batch here)")
+
+    env = Environment(
+        connection=unreachable,
+        connect=lambda *_: pytest.fail("not reached"),
+        spark=None,
+        tenancy=world.tenancy(),
+    )
+    raw = {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"}
+    keys = ["team-a/c", "team-a/a", "team-a/b", "team-b/z"]
+    others = {key: parse_policy_spec(raw) for key in keys}
+    items = [Due(PolicyRun(key, {}, 1, Store(), lambda: NOW), raw) for key in keys]
+    outcomes = run_batch(items, others, env, lambda: NOW)
+    assert {key: o.reason for key, o in outcomes.items()} == {
+        "team-a/a": "KafkaUnavailable",
+        "team-a/b": "KafkaUnavailable",
+        "team-a/c": "QuotaExceeded",
+        "team-b/z": "NotPermitted",  # the binding does not admit team-b at all
+    }

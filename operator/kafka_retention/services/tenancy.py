@@ -80,6 +80,24 @@ class Tenancy:
     namespace_labels: Callable[[str], Mapping[str, str] | None]
     resolve: Callable[[Binding], tuple[str, dict[str, str]]]
 
+    def once(self) -> Tenancy:
+        """The same rule reading each binding and namespace at most once: for one batch,
+        whose policies (hundreds may share a binding) are admitted at one moment."""
+        bindings: dict[str, Mapping[str, Any] | None] = {}
+        labels: dict[str, Mapping[str, str] | None] = {}
+
+        def read_binding(name: str) -> Mapping[str, Any] | None:
+            if name not in bindings:
+                bindings[name] = self.read_binding(name)
+            return bindings[name]
+
+        def namespace_labels(name: str) -> Mapping[str, str] | None:
+            if name not in labels:
+                labels[name] = self.namespace_labels(name)
+            return labels[name]
+
+        return Tenancy(self.mode, read_binding, namespace_labels, self.resolve)
+
     def check_spec(self, spec: Mapping[str, Any]) -> None:
         """Refuse a cluster named inline under strict tenancy, from the raw spec."""
         if self.mode == "strict":
