@@ -562,3 +562,42 @@ def test_only_the_first_policies_by_name_fit_the_namespace_quota_in_a_batch() ->
         "team-a/c": "QuotaExceeded",
         "team-b/z": "NotPermitted",  # the binding does not admit team-b at all
     }
+
+
+def test_a_policy_its_binding_refuses_holds_back_no_other_tenants_cut() -> None:
+    """Team A names a binding that does not admit it (or none at all), with a pattern
+    matching every topic and a group that never commits: refused, it must not count as an
+    overlapping policy of team B's, or team B's cuts would be held at the log start."""
+    from kafka_retention.services.cluster_ids import ClusterIds
+    from kafka_retention.services.policy_batches import _admitted, _BindingRanks
+
+    spec = binding_spec(tenants=[{"namespaces": ["team-b"], "operations": ["retention"]}])
+    rules = World({"orders": spec}).tenancy().once()
+
+    def policy(ref: str, **rules_: Any) -> Any:
+        return parse_policy_spec({"cluster": {"clusterRef": ref}, **rules_})
+
+    evil = {"topics": {"pattern": ".*"}, "deleteConsumed": {"groups": ["nobody"]}}
+    others = {
+        "team-a/evil": policy("orders", **evil),
+        "team-a/made-up": policy("no-such-binding", **evil),
+        "team-b/good": policy("orders", topics={"names": ["t"]}, maxRetention="1d"),
+    }
+    admitted = _admitted(rules, others, _BindingRanks(others))
+    assert sorted(admitted) == ["team-b/good"]
+
+    looked_up: list[str] = []
+
+    def connect(*_: Any) -> Any:
+        looked_up.append("connect")
+        raise AssertionError("a bound policy's cluster id comes from its binding")
+
+    env = Environment(
+        connection=lambda *_: ("", {}),
+        connect=lambda *_: None,  # type: ignore[arg-type]
+        spark=None,
+        cluster_ids=ClusterIds(lambda *_: ("", {}), connect),
+    )
+    index = env.peers(admitted)
+    assert index.cluster("team-b/good", admitted["team-b/good"]) == "abcDEF123_-xyz"
+    assert looked_up == []

@@ -162,8 +162,11 @@ class ClusterRef:
     def identity(self, namespace: str) -> str:
         """What tells two clusters apart before anything is resolved (overlapping
         policies, the purges a loss is blamed on): the bootstrap servers as typed, or the
-        Strimzi Kafka resource whatever listener reaches it. `namespace`: the referring
-        resource's, where a reference without one looks."""
+        Strimzi Kafka resource whatever listener reaches it, or the KafkaClusterBinding.
+        `namespace`: the referring resource's, where a reference without one looks."""
+        if self.binding is not None:
+            # A space: no bootstrapServers value (no whitespace allowed) can spell it.
+            return f"binding {self.binding}"
         if self.strimzi is None:
             return self.bootstrap_servers
         return f"strimzi:{self.strimzi.namespace_or(namespace)}/{self.strimzi.kafka}"

@@ -82,7 +82,15 @@ class Environment:
         ids = self.cluster_ids
         if ids is None:
             return PeerIndex(others)
-        return PeerIndex(others, lambda key, spec: ids.of(key.split("/", 1)[0], spec.cluster))
+
+        def cluster(key: str, spec: PolicySpec) -> str | None:
+            # An admitted policy's binding says its cluster id: nothing to look up, and
+            # nothing contacted on behalf of a namespace the binding does not admit.
+            if spec.cluster_id is not None:
+                return spec.cluster_id
+            return ids.of(key.split("/", 1)[0], spec.cluster)
+
+        return PeerIndex(others, cluster)
 
 
 class _BindingRanks:
@@ -99,6 +107,24 @@ class _BindingRanks:
 
     def before(self, key: str, spec: PolicySpec) -> int:
         return bisect.bisect_left(self._keys.get((key.split("/", 1)[0], spec.binding), []), key)
+
+
+def _admitted(
+    tenancy: Tenancy, others: Mapping[str, PolicySpec], ranks: _BindingRanks
+) -> dict[str, PolicySpec]:
+    """The policies that hold each other back (the overlap rule), as they run: only those
+    their binding admits, each with the binding's topic filter and cluster id. A refused
+    policy (a binding that does not exist or does not admit its namespace) selects
+    nothing and so holds nobody back."""
+    admitted = {}
+    for key, spec in others.items():
+        try:
+            admitted[key] = tenancy.admit_policy(
+                key.split("/", 1)[0], spec, ranks.before(key, spec)
+            )
+        except (Refused, BindingUnavailable):
+            continue
+    return admitted
 
 
 class PlanFailed(RuntimeError):
@@ -166,6 +192,8 @@ def run_batch(
             )
 
     keys = [m.key for m in members]
+    if tenancy is not None:
+        others = _admitted(tenancy, others, ranks)
     peers = env.peers(others)
     first = members[0]
     try:

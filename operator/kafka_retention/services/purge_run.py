@@ -73,6 +73,10 @@ def reconcile(purge: Purge) -> Outcome:
             limit = min(limit, purge.admit(purge.spec, request))
         kafka = purge.connect(request)
         entries = stored_plan(purge)
+        if entries is not None and not {str(e["topic"]) for e in entries} <= request.topic_names():
+            # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
+            # ConfigMaps: a stored plan may only cut topics the (admitted) spec names.
+            raise PlanLost("the stored plan names topics the spec does not")
         if entries is None:
             phase = Phase.PLANNING
             write_status(purge, "status", {**base, "phase": phase})

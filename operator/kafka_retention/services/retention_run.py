@@ -142,7 +142,11 @@ def apply_plan(
     """Re-check, hold back for overlapping policies, delete, verify and report. `purges`
     lets a loss be blamed on the RecordPurge that caused it; `find_volumes` reaches the
     brokers' log dirs for spec.orphanPartitions."""
-    rows = [r for r in plan.rows if not r.get("error")]
+    # Only topics this policy selects (under its binding's allow/protect): a plan comes
+    # back from Spark pods through ConfigMaps in the policy's namespace, which whoever
+    # may write ConfigMaps there could have forged.
+    mine = set(spec.topics.select({r["topic"] for r in plan.rows}))
+    rows = [r for r in plan.rows if not r.get("error") and r["topic"] in mine]
     failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
     try:
         cuts, notes = _safe_cuts(run, spec, kafka, rows, peers, started)

@@ -79,6 +79,8 @@ class Tenancy:
     read_binding: Callable[[str], Mapping[str, Any] | None]
     namespace_labels: Callable[[str], Mapping[str, str] | None]
     resolve: Callable[[Binding], tuple[str, dict[str, str]]]
+    # Parsed bindings by name, when this rule reads each binding once (once()).
+    parsed: dict[str, Binding] | None = None
 
     def once(self) -> Tenancy:
         """The same rule reading each binding and namespace at most once: for one batch,
@@ -96,7 +98,7 @@ class Tenancy:
                 labels[name] = self.namespace_labels(name)
             return labels[name]
 
-        return Tenancy(self.mode, read_binding, namespace_labels, self.resolve)
+        return Tenancy(self.mode, read_binding, namespace_labels, self.resolve, {})
 
     def check_spec(self, spec: Mapping[str, Any]) -> None:
         """Refuse a cluster named inline under strict tenancy, from the raw spec."""
@@ -106,6 +108,14 @@ class Tenancy:
                 raise Refused(refusal.field, Reason.NOT_PERMITTED, refusal.message)
 
     def binding(self, name: str) -> Binding:
+        if self.parsed is not None and name in self.parsed:
+            return self.parsed[name]
+        found = self._parse(name)
+        if self.parsed is not None:
+            self.parsed[name] = found
+        return found
+
+    def _parse(self, name: str) -> Binding:
         raw = self.read_binding(name)
         if raw is None:
             raise BindingUnavailable(
