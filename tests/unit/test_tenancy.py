@@ -601,3 +601,18 @@ def test_a_policy_its_binding_refuses_holds_back_no_other_tenants_cut() -> None:
     index = env.peers(admitted)
     assert index.cluster("team-b/good", admitted["team-b/good"]) == "abcDEF123_-xyz"
     assert looked_up == []
+
+
+def test_the_bindings_min_age_floor_holds_when_the_policy_leaves_min_age_to_the_broker() -> None:
+    from kafka_retention.services.orphan_watch import _min_age
+
+    spec = binding_spec(
+        tenants=[{"namespaces": ["team-a"], "operations": ["orphanCleanup"]}],
+        brokers={"namespace": "kafka", "podSelector": {"matchLabels": {"app": "kafka"}}},
+        orphanCleanup={"minAge": "7d"},
+    )
+    admitted = World({"orders": spec}).tenancy().admit_policy("team-a", orphan_policy())
+    assert admitted.orphans is not None
+    one_minute = {"log.retention.ms": "60000"}
+    assert _min_age(admitted.orphans, one_minute) == 7 * 86_400_000
+    assert _min_age(admitted.orphans, {"log.retention.hours": "720"}) == 720 * 3_600_000

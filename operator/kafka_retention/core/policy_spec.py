@@ -100,6 +100,9 @@ class OrphanSpec:
     min_age_ms: int | None = None  # None: the broker's log retention
     stray_dirs: bool = True
     dry_run: bool = False
+    # The KafkaClusterBinding's orphanCleanup.minAge (services.tenancy): a floor also for
+    # the broker retention used when minAge is left out.
+    min_age_floor_ms: int = 0
 
 
 @dataclass(frozen=True)

@@ -258,8 +258,13 @@ def _caps(by_broker: Mapping[int, Sequence[core.Finding]]) -> list[core.Block]:
 
 
 def _min_age(want: OrphanSpec, broker: Mapping[str, str]) -> int:
-    """spec.orphanPartitions.minAge, else the broker's own log retention: a directory
-    that still holds data younger than that might be something the broker would keep."""
+    """spec.orphanPartitions.minAge, else the broker's own log retention (a directory
+    that still holds data younger than that might be something the broker would keep);
+    never below the binding's floor."""
+    return max(_wanted_min_age(want, broker), want.min_age_floor_ms)
+
+
+def _wanted_min_age(want: OrphanSpec, broker: Mapping[str, str]) -> int:
     if want.min_age_ms is not None:
         return want.min_age_ms
     for key, unit in (("log.retention.ms", 1), ("log.retention.minutes", 60_000)):

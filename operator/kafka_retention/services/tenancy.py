@@ -256,4 +256,4 @@ def _bound_orphans(binding: Binding, orphans: OrphanSpec | None) -> OrphanSpec |
             f"KafkaClusterBinding {binding.name} spec.brokers needs a namespace and a podSelector",
         )
     access = BrokerAccess(brokers.access, namespace, labels, brokers.container)
-    return replace(orphans, brokers=access)
+    return replace(orphans, brokers=access, min_age_floor_ms=binding.min_orphan_age_ms)
