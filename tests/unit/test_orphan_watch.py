@@ -9,6 +9,7 @@ directories each hold removals, and say so in OrphansFound."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -620,3 +621,41 @@ def test_the_condition_says_every_block_and_names_the_widest_as_reason(
     assert (found["status"], found["reason"]) == ("True", "MetaPropertiesMissing")
     assert "3 of the 3 partition directories of broker 3" in found["message"]
     assert f"log dir {brokers[2]} of broker 2 has no meta.properties" in found["message"]
+
+
+def test_under_a_binding_only_directories_of_allowed_topics_are_removed_or_shown(
+    brokers: dict[int, Path],
+) -> None:
+    """A tenant granted orphanCleanup on topics `team-a.*` neither removes nor sees the
+    orphan directories of another team's topics on the same brokers."""
+    from dataclasses import replace
+
+    from kafka_retention.core.policy_spec import TopicSelector
+
+    mine = make_dir(brokers[2], "team-a.x-0", LIVE_ID)
+    theirs = make_dir(brokers[2], "team-b.payroll-0", OTHER_TOPIC_ID)
+    for n in range(8):  # enough live directories that two orphans stay under the cap
+        make_dir(brokers[2], f"live-{n}", OTHER_TOPIC_ID)
+    placements = {
+        "team-a.x": (LIVE_ID, {0: {1}}),
+        "team-b.payroll": (OTHER_TOPIC_ID, {0: {1}}),
+        "live": (OTHER_TOPIC_ID, {n: {2} for n in range(8)}),
+    }
+    cluster = Cluster(brokers, placements)
+    want = spec()
+    assert want.orphans is not None
+    bound = replace(
+        want,
+        orphans=replace(want.orphans, topics=TopicSelector(allow=("team-a\\..*",))),
+    )
+    first = orphan_watch.check(bound, {}, cluster, [LocalVolumes()], T0)
+    assert first is not None
+    assert states(first) == {"team-a.x-0": "Pending"}
+    later = orphan_watch.check(
+        bound, first.status, cluster, [LocalVolumes()], T0 + timedelta(hours=1)
+    )
+    assert later is not None
+    assert states(later) == {"team-a.x-0": "Removed"}
+    assert not mine.exists()
+    assert theirs.exists()
+    assert "team-b" not in json.dumps(later.status)

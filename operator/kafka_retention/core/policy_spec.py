@@ -103,6 +103,9 @@ class OrphanSpec:
     # The KafkaClusterBinding's orphanCleanup.minAge (services.tenancy): a floor also for
     # the broker retention used when minAge is left out.
     min_age_floor_ms: int = 0
+    # The binding's topic filter (allow/protect): directories of other topics are neither
+    # removed nor listed in the tenant's status. None: every topic (open tenancy).
+    topics: TopicSelector | None = None
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,13 @@ def check(
     for s in findings:
         by_broker[s.key.broker].append(s.finding)
     blocks += _caps(by_broker)
+    if want.topics is not None:
+        # Under a binding, only directories of topics it lets the tenant touch are acted
+        # on or shown (the cap above still counts every directory of the broker).
+        permits = want.topics.permits
+        findings = [
+            s for s in findings if s.finding.dir_name.topic and permits(s.finding.dir_name.topic)
+        ]
     previous = core.decode_first_seen(
         e for e in status.get("orphans") or [] if e.get("state") != "Removed"
     )

@@ -26,7 +26,7 @@ from kafka_retention.core.bindings import (
     strict_refusal,
 )
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.policy_spec import BrokerAccess, OrphanSpec, PolicySpec
+from kafka_retention.core.policy_spec import BrokerAccess, OrphanSpec, PolicySpec, TopicSelector
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.specs import ClusterRef, SpecError
 
@@ -256,4 +256,9 @@ def _bound_orphans(binding: Binding, orphans: OrphanSpec | None) -> OrphanSpec |
             f"KafkaClusterBinding {binding.name} spec.brokers needs a namespace and a podSelector",
         )
     access = BrokerAccess(brokers.access, namespace, labels, brokers.container)
-    return replace(orphans, brokers=access, min_age_floor_ms=binding.min_orphan_age_ms)
+    return replace(
+        orphans,
+        brokers=access,
+        min_age_floor_ms=binding.min_orphan_age_ms,
+        topics=TopicSelector(allow=binding.allow, protect=binding.protect),
+    )
