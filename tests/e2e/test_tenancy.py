@@ -390,3 +390,74 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
     assert not copy.exists()
     planted.remove(copy)
     assert digest(logs[1] / f"{topic}-0") == live
+
+
+@pytest.mark.stack
+def test_a_policy_refused_by_its_binding_freezes_no_other_tenants_cuts(
+    stack: Stack,
+    teams: tuple[str, str],
+    bindings: list[str],
+    admin: AdminClient,
+    bootstrap: str,
+    make_topic: TopicFactory,
+) -> None:
+    """Team A names team B's binding with a pattern matching every topic and a group that
+    never commits: were it counted as an overlapping policy, team B's cuts would be held
+    at the log start. Refused, it holds nobody back, and team B's status never names it."""
+    team_a, team_b = teams
+    binding = bind(stack, bindings, team_b, cluster_id(admin))
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 30})
+    apply(
+        stack,
+        "RetentionPolicy",
+        team_a,
+        "freeze",
+        {
+            "cluster": {"clusterRef": binding},
+            "interval": "10s",
+            "topics": {"pattern": ".*"},
+            "deleteConsumed": {"groups": ["never-commits"]},
+        },
+    )
+    policy_refused(stack, team_a, "freeze", "NotPermitted")
+    cut_all(stack, team_b, "trim", {"clusterRef": binding}, topic)
+
+    def ran(o: dict[str, Any]) -> bool:
+        return bool(o.get("status", {}).get("lastRun", {}).get("completedAt"))
+
+    trimmed = wait_for(stack, "retentionpolicy", team_b, "trim", ran, timeout=120)
+    assert log_starts(admin, topic, 1) == [30]
+    assert team_a not in json.dumps(trimmed["status"])
+
+
+@pytest.mark.stack
+def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
+    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    """Open tenancy (the session's operator): a tenant's own Secret asks librdkafka to
+    fetch tokens from a URL and to load a provider. Refused naming the property, before
+    any connection; nothing is deleted."""
+    topic = make_topic(partitions=1)
+    produce(bootstrap, topic, {0: 20})
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "reach-out", "namespace": e2e_ns},
+        "stringData": {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.oauthbearer.token.endpoint.url": "http://169.254.169.254/token",
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
+    cluster = {"bootstrapServers": bootstrap, "clientConfigSecret": "reach-out"}
+    purge_all(stack, e2e_ns, "reach-out", cluster, topic)
+
+    def refused(o: dict[str, Any]) -> bool:
+        conditions = o.get("status", {}).get("conditions") or []
+        return any(c["reason"] == "SecretUnavailable" for c in conditions)
+
+    purge = wait_for(stack, "recordpurge", e2e_ns, "reach-out", refused, timeout=60)
+    assert "sasl.oauthbearer.token.endpoint.url" in ready(purge)["message"]
+    assert log_starts(admin, topic, 1) == [0]
