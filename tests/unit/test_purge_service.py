@@ -341,10 +341,6 @@ def test_unreachable_kafka_deletes_nothing_and_retries() -> None:
     assert cond["Ready"]["reason"] == "KafkaUnavailable"
 
 
-# Open tenancy: the spec names its cluster inline, resolved in its own namespace.
-OPEN = Tenancy("open", lambda _: None, lambda _: None, lambda _: ("", {}))
-
-
 @pytest.mark.parametrize(
     ("raised", "reason"),
     [
@@ -359,7 +355,7 @@ OPEN = Tenancy("open", lambda _: None, lambda _: None, lambda _: ("", {}))
     ],
 )
 def test_a_cluster_that_cannot_be_named_yet_deletes_nothing_and_retries(
-    raised: SecretUnavailable, reason: str, monkeypatch: pytest.MonkeyPatch
+    raised: SecretUnavailable, reason: str
 ) -> None:
     """The handler's connector hands the Kubernetes adapter's lookup failures to the
     service as Unresolved, with the condition's reason (the service imports no Kubernetes
@@ -368,7 +364,8 @@ def test_a_cluster_that_cannot_be_named_yet_deletes_nothing_and_retries(
     def resolve(*_: Any) -> tuple[str, dict[str, str]]:
         raise raised
 
-    monkeypatch.setattr(purge_handler, "resolve_cluster", resolve)
+    # Open tenancy: the spec names its cluster inline, resolved in its own namespace.
+    rules = Tenancy("open", lambda _: None, lambda _: None, lambda _: ("", {}), resolve)
     store = Store()
     with pytest.raises(service.Retry):
         service.reconcile(
@@ -378,7 +375,7 @@ def test_a_cluster_that_cannot_be_named_yet_deletes_nothing_and_retries(
                 generation=1,
                 store=store,
                 blobs=store,
-                connect=purge_handler._connector(OPEN, "ns"),
+                connect=purge_handler._connector(rules, "ns"),
                 now=lambda: NOW,
             )
         )

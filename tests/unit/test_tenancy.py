@@ -616,3 +616,17 @@ def test_the_bindings_min_age_floor_holds_when_the_policy_leaves_min_age_to_the_
     one_minute = {"log.retention.ms": "60000"}
     assert _min_age(admitted.orphans, one_minute) == 7 * 86_400_000
     assert _min_age(admitted.orphans, {"log.retention.hours": "720"}) == 720 * 3_600_000
+
+
+def test_a_bound_resources_cluster_id_is_its_bindings_and_nothing_is_contacted() -> None:
+    """Loss blame asks which cluster a RecordPurge was on: for a bound one the binding
+    says, without its Secret or a connection, and for a namespace it does not admit
+    there is no answer at all."""
+    from kafka_retention.core.specs import ClusterRef
+
+    world = World({"orders": binding_spec()})
+    rules = world.tenancy()
+    assert rules.bound_cluster_id("team-a", ClusterRef("", binding="orders")) == "abcDEF123_-xyz"
+    assert rules.bound_cluster_id("team-b", ClusterRef("", binding="orders")) is None
+    assert rules.bound_cluster_id("team-a", ClusterRef("", binding="missing")) is None
+    assert not any(r.startswith("connection/") for r in world.reads)

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.durations import parse_duration_ms
-from kafka_retention.core.patterns import PatternError, compile_pattern
+from kafka_retention.core.patterns import PatternError, compile_pattern, first_match
 from kafka_retention.core.specs import (
+    INLINE_FIELDS,
     STRIMZI_FIELDS,
     ClusterRef,
     Shape,
     SpecError,
+    duration,
     integer,
     known_fields,
     labels,
@@ -143,10 +144,10 @@ class Binding:
         """Why a tenant may not touch `topic`, or None when it may."""
         if topic.startswith("__"):
             return f"topic {topic} is internal; no binding lets a tenant touch it"
-        for pattern in self.protect:
-            if compile_pattern(pattern).fullmatch(topic):
-                return f"topic {topic} is protected by binding {self.name} ({pattern})"
-        if self.allow and not any(compile_pattern(p).fullmatch(topic) for p in self.allow):
+        pattern = first_match(self.protect, topic)
+        if pattern is not None:
+            return f"topic {topic} is protected by binding {self.name} ({pattern})"
+        if self.allow and first_match(self.allow, topic) is None:
             return f"topic {topic} is not among the topics binding {self.name} allows"
         return None
 
@@ -271,22 +272,12 @@ def _brokers(value: Any) -> BindingBrokers | None:
 
 
 def _duration(value: Any, field_path: str, default: int) -> int:
-    if value is None:
-        return default
-    try:
-        return parse_duration_ms(str(value))
-    except ValueError as err:
-        raise SpecError(field_path, str(err)) from None
+    return default if value is None else duration(value, field_path)
 
 
 def _limit(raw: Mapping[str, Any], key: str, default: int) -> int:
     value = raw.get(key)
     return default if value is None else integer(value, f"spec.limits.{key}", 1, 100_000)
-
-
-# What strict tenancy refuses in a namespaced resource's spec.cluster: every way of
-# naming a cluster, credentials or broker pods other than clusterRef.
-INLINE_FIELDS = ("bootstrapServers", "strimzi", "clientConfigSecret", "brokers")
 
 
 def strict_refusal(spec: Mapping[str, Any]) -> SpecError | None:

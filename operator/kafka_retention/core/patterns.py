@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 
 import re2
 
@@ -153,3 +154,8 @@ def compile_pattern(pattern: str) -> re2._Regexp[str]:
     """The pattern compiled, from the cache when it is there (the parser checks a
     pattern, and every run's selection matches with it). PatternError says why not."""
     return _CACHE.get(pattern)
+
+
+def first_match(patterns: Iterable[str], name: str) -> str | None:
+    """The first pattern whose whole-name match `name` is, or None."""
+    return next((p for p in patterns if compile_pattern(p).fullmatch(name)), None)

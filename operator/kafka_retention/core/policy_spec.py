@@ -6,14 +6,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_retention.core.durations import parse_duration_ms
-from kafka_retention.core.patterns import PatternError, compile_pattern
+from kafka_retention.core.patterns import PatternError, compile_pattern, first_match
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.specs import (
     STRIMZI_FIELDS,
     ClusterRef,
     Shape,
     SpecError,
+    duration,
     flag,
     group_ids,
     integer,
@@ -59,9 +59,9 @@ class TopicSelector:
         )
 
     def permits(self, topic: str) -> bool:
-        if any(compile_pattern(p).fullmatch(topic) for p in self.protect):
+        if first_match(self.protect, topic) is not None:
             return False
-        return not self.allow or any(compile_pattern(p).fullmatch(topic) for p in self.allow)
+        return not self.allow or first_match(self.allow, topic) is not None
 
 
 @dataclass(frozen=True)
@@ -153,13 +153,6 @@ class Member:
         return self.key.split("/", 1)[-1]
 
 
-def _duration(value: Any, path: str) -> int:
-    try:
-        return parse_duration_ms(str(value))
-    except ValueError as err:
-        raise SpecError(path, str(err)) from None
-
-
 # The fields of a RetentionPolicy spec, as the CRD defines them (test_crds compares).
 POLICY_FIELDS: Shape = {
     "cluster": {
@@ -232,14 +225,14 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         if not groups:
             raise SpecError("spec.deleteConsumed.groups", "needs at least one group")
         if consumed.get("minRetention") is not None:
-            min_retention = _duration(consumed["minRetention"], "spec.deleteConsumed.minRetention")
+            min_retention = duration(consumed["minRetention"], "spec.deleteConsumed.minRetention")
     delete_before = None
     if spec.get("deleteBefore") is not None:
         when = parse_time(spec["deleteBefore"], "spec.deleteBefore")
         delete_before = int(when.timestamp() * 1000)
     max_retention = None
     if spec.get("maxRetention") is not None:
-        max_retention = _duration(spec["maxRetention"], "spec.maxRetention")
+        max_retention = duration(spec["maxRetention"], "spec.maxRetention")
         if max_retention <= 0:
             raise SpecError("spec.maxRetention", "must be longer than zero")
     notify = spec.get("notify")
@@ -251,7 +244,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
             raise SpecError("spec.notify.groups", "needs at least one group")
     at_risk_within = DEFAULT_AT_RISK_WITHIN_MS
     if notify is not None and notify.get("atRiskWithin") is not None:
-        at_risk_within = _duration(notify["atRiskWithin"], "spec.notify.atRiskWithin")
+        at_risk_within = duration(notify["atRiskWithin"], "spec.notify.atRiskWithin")
     tombstones = _tombstones(spec.get("tombstones"))
     if (
         not groups
@@ -271,7 +264,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
             "spec.deleteConsumed.minRetention",
             "is longer than spec.maxRetention; records could never be deleted",
         )
-    interval = _duration(spec.get("interval", "5m"), "spec.interval")
+    interval = duration(spec.get("interval", "5m"), "spec.interval")
     if interval < MIN_INTERVAL_MS:
         raise SpecError("spec.interval", "must be at least 10s")
     return PolicySpec(
@@ -305,8 +298,8 @@ def _orphans(spec: Mapping[str, Any], strimzi: StrimziRef | None) -> OrphanSpec 
         return None
     min_age = raw.get("minAge")
     timing = (
-        _duration(raw.get("removalDelay", "24h"), "spec.orphanPartitions.removalDelay"),
-        None if min_age is None else _duration(min_age, "spec.orphanPartitions.minAge"),
+        duration(raw.get("removalDelay", "24h"), "spec.orphanPartitions.removalDelay"),
+        None if min_age is None else duration(min_age, "spec.orphanPartitions.minAge"),
         flag(raw.get("strayDirs"), "spec.orphanPartitions.strayDirs", True),
         flag(raw.get("dryRun"), "spec.orphanPartitions.dryRun", False),
     )
@@ -358,7 +351,7 @@ def _tombstones(raw: Mapping[str, Any] | None) -> TombstoneSpec | None:
     if flag(remedy.get("enabled"), "spec.tombstones.raiseDeleteRetention.enabled", False):
         if remedy.get("max") is None:
             raise SpecError("spec.tombstones.raiseDeleteRetention.max", "is required when enabled")
-        cap = _duration(remedy["max"], "spec.tombstones.raiseDeleteRetention.max")
+        cap = duration(remedy["max"], "spec.tombstones.raiseDeleteRetention.max")
     return TombstoneSpec(
         groups, warn, cap, flag(raw.get("inventory"), "spec.tombstones.inventory", False)
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
+from kafka_retention.core.durations import parse_duration_ms
 from kafka_retention.core.strimzi import StrimziRef
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -146,6 +147,19 @@ def namespace_name(value: Any, field_path: str) -> str:
     return name
 
 
+# Every way spec.cluster can name a cluster, credentials or broker pods other than a
+# KafkaClusterBinding (clusterRef): strict tenancy refuses each, and none combines with it.
+INLINE_FIELDS = ("bootstrapServers", "strimzi", "clientConfigSecret", "brokers")
+
+
+def duration(value: Any, field_path: str) -> int:
+    """A duration such as 90s, 15m or 7d, in milliseconds."""
+    try:
+        return parse_duration_ms(str(value))
+    except ValueError as err:
+        raise SpecError(field_path, str(err)) from None
+
+
 STRIMZI_FIELDS: Shape = {"kafka": None, "namespace": None, "listener": None, "kafkaUser": None}
 
 
@@ -180,7 +194,7 @@ def parse_cluster(spec: Mapping[str, Any]) -> ClusterRef:
     strimzi = cluster.get("strimzi")
     binding = cluster.get("clusterRef")
     if binding is not None:
-        for key in ("bootstrapServers", "strimzi", "clientConfigSecret", "brokers"):
+        for key in INLINE_FIELDS:
             if key in cluster:
                 raise SpecError(
                     f"spec.cluster.{key}",

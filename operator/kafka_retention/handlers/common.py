@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import kopf
 
-from kafka_retention.adapters.kube import binding_connection, namespace_labels, read_binding
+from kafka_retention.adapters.kube import (
+    binding_connection,
+    namespace_labels,
+    read_binding,
+    resolve_cluster,
+)
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.services.tenancy import Tenancy
@@ -33,5 +38,9 @@ def config(memo: kopf.Memo) -> OperatorConfig:
 def tenancy(cfg: OperatorConfig) -> Tenancy:
     """The operator's tenancy rule over the API server's KafkaClusterBindings."""
     return Tenancy(
-        cfg.tenancy, read_binding, namespace_labels, binding_connection(cfg.operator_namespace)
+        cfg.tenancy,
+        read_binding,
+        namespace_labels,
+        binding_connection(cfg.operator_namespace),
+        resolve_cluster,
     )

@@ -15,7 +15,6 @@ from kafka_retention.adapters.kube import (
     ConfigMapStore,
     SecretUnavailable,
     StatusWriter,
-    resolve_cluster,
 )
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.purge import PurgeRequest
@@ -47,13 +46,12 @@ def _admitter(rules: Tenancy, namespace: str) -> Any:
 def _connector(rules: Tenancy, namespace: str) -> Any:
     def connect(request: PurgeRequest) -> KafkaAdmin:
         try:
-            bound = rules.connection(namespace, request.cluster)
-            bootstrap, config = bound or resolve_cluster(namespace, request.cluster)
+            bootstrap, config = rules.connection(namespace, request.cluster)
         except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
             raise service.Unresolved(err.reason, str(err)) from err
         admin = KafkaAdmin(bootstrap, config)
-        if bound is not None:
-            expected = rules.binding(str(request.binding)).cluster_id
+        if request.binding is not None:
+            expected = rules.binding(request.binding).cluster_id
             try:
                 check_cluster_id(request.binding, expected, admin.cluster_id())
             except ClusterIdMismatch as err:
@@ -76,7 +74,8 @@ def purge(
     **_: Any,
 ) -> None:
     namespace = namespaced(namespace)
-    rules = tenancy(config(memo))
+    # One read of the binding for admission, connection and the cluster id check.
+    rules = tenancy(config(memo)).once()
     if status.get("phase") in FINAL_PHASES:
         return
     if not status.get("startedAt"):

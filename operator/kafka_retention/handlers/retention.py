@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, cast
@@ -28,9 +28,10 @@ from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.loss import Loss, Risk
-from kafka_retention.core.policy_spec import UNBOUND, OrphanSpec, PolicySpec
+from kafka_retention.core.policy_spec import UNBOUND, OrphanSpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
+from kafka_retention.core.specs import ClusterRef
 from kafka_retention.handlers.common import purge_ledger, tenancy
 from kafka_retention.services.cluster_ids import ClusterIds
 from kafka_retention.services.fleet import Fleet
@@ -39,18 +40,10 @@ from kafka_retention.services.orphan_watch import OrphanReport, VolumeFinder
 from kafka_retention.services.policy_batches import Environment
 from kafka_retention.services.ports import BrokerVolumes
 from kafka_retention.services.retention_run import RunOutcome
-from kafka_retention.services.tenancy import Tenancy
 from kafka_retention.services.tombstone_watch import TombstoneReport
 
 KIND = "RetentionPolicy"
 log = logging.getLogger(__name__)
-
-
-def _connection(rules: Tenancy) -> Callable[[PolicySpec, str], tuple[str, dict[str, str]]]:
-    def connection(spec: PolicySpec, namespace: str) -> tuple[str, dict[str, str]]:
-        return rules.connection(namespace, spec.cluster) or resolve_cluster(namespace, spec.cluster)
-
-    return connection
 
 
 def _volume_finder(cfg: OperatorConfig) -> VolumeFinder:
@@ -78,18 +71,21 @@ def _volume_finder(cfg: OperatorConfig) -> VolumeFinder:
 
 def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet:
     sched = cfg.scheduling
-    # Overlap and loss blame compare clusters by Kafka's own id, not by how specs name them.
-    ids = ClusterIds(
-        lambda namespace, ref: (
-            tenancy(cfg).connection(namespace, ref) or resolve_cluster(namespace, ref)
-        ),
-        KafkaAdmin,
-    )
-    if purges is not None:
-        purges.resolve_with(ids.of)
     rules = tenancy(cfg)
+    # Overlap and loss blame compare clusters by Kafka's own id, not by how specs name them.
+    ids = ClusterIds(resolve_cluster, KafkaAdmin)
+
+    def cluster_of(namespace: str, ref: ClusterRef) -> str | None:
+        # A bound resource's id is its binding's: no Secret read, no connection, and none
+        # at all for a namespace the binding does not admit.
+        if ref.binding is not None:
+            return rules.bound_cluster_id(namespace, ref)
+        return ids.of(namespace, ref)
+
+    if purges is not None:
+        purges.resolve_with(cluster_of)
     env = Environment(
-        connection=_connection(rules),
+        connection=lambda spec, namespace: rules.connection(namespace, spec.cluster),
         tenancy=rules,
         connect=KafkaAdmin,
         spark=BatchPlanner(cfg.spark),

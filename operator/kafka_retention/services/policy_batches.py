@@ -35,7 +35,7 @@ from kafka_retention.services.policy_planning import (
 )
 from kafka_retention.services.ports import PolicyKafka
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome
-from kafka_retention.services.scheduler import interleave_namespaces
+from kafka_retention.services.scheduler import interleave_namespaces, namespace_of
 from kafka_retention.services.tenancy import (
     BindingUnavailable,
     ClusterIdMismatch,
@@ -88,7 +88,7 @@ class Environment:
             # nothing contacted on behalf of a namespace the binding does not admit.
             if spec.cluster_id is not None:
                 return spec.cluster_id
-            return ids.of(key.split("/", 1)[0], spec.cluster)
+            return ids.of(namespace_of(key), spec.cluster)
 
         return PeerIndex(others, cluster)
 
@@ -101,12 +101,12 @@ class _BindingRanks:
     def __init__(self, others: Mapping[str, PolicySpec]) -> None:
         self._keys: dict[tuple[str, str | None], list[str]] = {}
         for key, spec in others.items():
-            self._keys.setdefault((key.split("/", 1)[0], spec.binding), []).append(key)
+            self._keys.setdefault((namespace_of(key), spec.binding), []).append(key)
         for keys in self._keys.values():
             keys.sort()
 
     def before(self, key: str, spec: PolicySpec) -> int:
-        return bisect.bisect_left(self._keys.get((key.split("/", 1)[0], spec.binding), []), key)
+        return bisect.bisect_left(self._keys.get((namespace_of(key), spec.binding), []), key)
 
 
 def _admitted(
@@ -119,9 +119,7 @@ def _admitted(
     admitted = {}
     for key, spec in others.items():
         try:
-            admitted[key] = tenancy.admit_policy(
-                key.split("/", 1)[0], spec, ranks.before(key, spec)
-            )
+            admitted[key] = tenancy.admit_policy(namespace_of(key), spec, ranks.before(key, spec))
         except (Refused, BindingUnavailable):
             continue
     return admitted
@@ -172,7 +170,7 @@ def run_batch(
         if tenancy is not None:
             try:
                 spec = tenancy.admit_policy(
-                    item.run.key.split("/", 1)[0], spec, ranks.before(item.run.key, spec)
+                    namespace_of(item.run.key), spec, ranks.before(item.run.key, spec)
                 )
             except (Refused, BindingUnavailable) as err:
                 outcomes[item.run.key] = retention_run.failed(
@@ -207,9 +205,6 @@ def run_batch(
                 env.cluster_ids.remember(first.namespace, first.spec.cluster, cluster_id)
         selection = select(kafka, members)
     except (SecretUnavailable, BindingUnavailable, ClusterIdMismatch) as err:
-        fail_all(keys, err.reason, err)
-        return outcomes
-    except Refused as err:
         fail_all(keys, err.reason, err)
         return outcomes
     except KafkaUnavailable as err:

@@ -65,6 +65,10 @@ def check_cluster_id(binding: str | None, expected: str | None, actual: str | No
         )
 
 
+def _no_inline(namespace: str, ref: ClusterRef) -> tuple[str, dict[str, str]]:
+    raise LookupError("no resolver for a cluster named inline was given")
+
+
 @dataclass(frozen=True)
 class Tenancy:
     """The operator's tenancy rule and how it reads what an administrator bound.
@@ -73,12 +77,15 @@ class Tenancy:
     `namespace_labels(name)`: a namespace's labels (read only for bindings that admit
     namespaces by selector), None if it does not exist.
     `resolve(binding)`: its bootstrap servers and client properties (the Secret in the
-    operator's namespace, or the Strimzi objects the binding names)."""
+    operator's namespace, or the Strimzi objects the binding names).
+    `resolve_inline(namespace, ref)`: the same for a cluster named inline (open tenancy:
+    the Secret in the resource's namespace)."""
 
     mode: Mode
     read_binding: Callable[[str], Mapping[str, Any] | None]
     namespace_labels: Callable[[str], Mapping[str, str] | None]
     resolve: Callable[[Binding], tuple[str, dict[str, str]]]
+    resolve_inline: Callable[[str, ClusterRef], tuple[str, dict[str, str]]] = _no_inline
     # Parsed bindings by name, when this rule reads each binding once (once()).
     parsed: dict[str, Binding] | None = None
 
@@ -98,7 +105,9 @@ class Tenancy:
                 labels[name] = self.namespace_labels(name)
             return labels[name]
 
-        return Tenancy(self.mode, read_binding, namespace_labels, self.resolve, {})
+        return Tenancy(
+            self.mode, read_binding, namespace_labels, self.resolve, self.resolve_inline, {}
+        )
 
     def check_spec(self, spec: Mapping[str, Any]) -> None:
         """Refuse a cluster named inline under strict tenancy, from the raw spec."""
@@ -196,16 +205,28 @@ class Tenancy:
         orphans = _bound_orphans(binding, spec.orphans)
         return replace(spec, topics=topics, orphans=orphans, cluster_id=binding.cluster_id)
 
-    def connection(self, namespace: str, ref: ClusterRef) -> tuple[str, dict[str, str]] | None:
-        """The binding's connection for a resource that names one; None for one named
-        inline (the caller resolves that in the resource's namespace, open tenancy)."""
+    def connection(self, namespace: str, ref: ClusterRef) -> tuple[str, dict[str, str]]:
+        """Bootstrap servers and client properties: the binding's for a resource that
+        names one, else (open tenancy only) the cluster as the spec names it."""
+        if ref.binding is not None:
+            return self.resolve(self.binding(ref.binding))
+        if self.mode == "strict":
+            raise Refused(
+                "spec.cluster.clusterRef", Reason.NOT_PERMITTED, "is required (strict tenancy)"
+            )
+        return self.resolve_inline(namespace, ref)
+
+    def bound_cluster_id(self, namespace: str, ref: ClusterRef) -> str | None:
+        """The cluster id of a resource's binding, from the binding alone (no Secret, no
+        connection), if the binding admits its namespace at all; else None."""
         if ref.binding is None:
-            if self.mode == "strict":
-                raise Refused(
-                    "spec.cluster.clusterRef", Reason.NOT_PERMITTED, "is required (strict tenancy)"
-                )
             return None
-        return self.resolve(self.binding(ref.binding))
+        try:
+            binding = self.binding(ref.binding)
+        except BindingUnavailable:
+            return None
+        labels = self.namespace_labels(namespace) if binding.needs_labels() else None
+        return binding.cluster_id if binding.operations(namespace, labels) else None
 
 
 def _acts_on_topics(spec: PolicySpec) -> bool:
