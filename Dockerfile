@@ -25,6 +25,13 @@ COPY spark-jobs/pom.xml spark-jobs/log_keys_bridge.py /src/
 RUN mvn -q -B -f /src/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
         -DoutputDirectory=/jars \
     && python /src/log_keys_bridge.py /jars
+# The group reader (group-reader/): Kafka's own Java Admin, which reads share- and
+# streams-group positions librdkafka cannot; on a class path of its own, apart from
+# Spark's (whose Kafka client is older).
+COPY group-reader /src/group-reader
+RUN mvn -q -B -f /src/group-reader/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory=/group-reader \
+    && python /src/group-reader/build.py /group-reader
 
 FROM ${BASE}
 RUN apt-get update \
@@ -52,8 +59,10 @@ RUN pip install --no-cache-dir --no-deps /wheels/*.whl && rm -rf /wheels
 # spark-submit is given the plan job as a file (local://...); the package itself is
 # installed above, so the driver's and the executors' Python import the same code.
 COPY spark-jobs/retention_jobs /opt/kafka-retention/spark-jobs/retention_jobs
+COPY --from=jars /group-reader /opt/kafka-retention/group-reader
 COPY image/entrypoint.sh /opt/kafka-retention/entrypoint.sh
 ENV JAVA_HOME=/opt/java \
+    KAFKA_RETENTION_GROUP_READER=/opt/kafka-retention/group-reader \
     SPARK_HOME=/opt/spark-home \
     PYSPARK_PYTHON=python3 \
     PYTHONUNBUFFERED=1

@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 def stack() -> Iterator[Stack]:
     s = Stack()
     started = s.up()
+    # In-process adapters read share and streams groups through the group reader, as the
+    # operator processes the tests start do (stack.env()).
+    os.environ.setdefault("KAFKA_RETENTION_GROUP_READER", str(paths.group_reader_jars()))
     s.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
     s.kubectl(
         "wait",

@@ -49,6 +49,21 @@ def spark_kafka_jars() -> Path:
     return _maven_jars(paths.SPARK_KAFKA_POM, jars, then=_log_keys_bridge)
 
 
+def group_reader_jars() -> Path:
+    jars = paths.group_reader_jars()
+    if jars.is_dir() and any(jars.glob("kafka-retention-group-reader.jar")):
+        return jars
+    _say("collecting and building the group reader's jars (first run only)")
+    return _maven_jars(paths.GROUP_READER / "pom.xml", jars, then=_group_reader)
+
+
+def _group_reader(jars: Path) -> None:
+    run(
+        [sys.executable, str(paths.GROUP_READER / "build.py"), str(jars)],
+        what="group reader",
+    )
+
+
 def _log_keys_bridge(jars: Path) -> None:
     run([sys.executable, str(paths.LOG_KEYS_BRIDGE), str(jars)], what="log keys bridge")
 
@@ -237,6 +252,7 @@ def setup() -> None:
     host_packages()
     kafka_jars()
     spark_kafka_jars()
+    group_reader_jars()
     go_binaries()
     node_binaries()
     helm()

@@ -38,7 +38,7 @@ BASE_PACKAGES = ("python3", "python3-pip", "python-is-python3", "ca-certificates
 BASE_RECIPE = "2"
 # The files the Dockerfile copies; their contents name the image.
 IMAGE_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md")
-IMAGE_DIRS = ("operator", "spark-jobs", "image")
+IMAGE_DIRS = ("operator", "spark-jobs", "group-reader", "image")
 
 
 def _say(msg: str) -> None:

@@ -19,6 +19,9 @@ POM = HACK / "kafka" / "pom.xml"
 SPARK_KAFKA_POM = REPO_ROOT / "spark-jobs" / "pom.xml"
 # Builds the jar that lets that (Spark 4.0) connector log on this Spark (built beside it).
 LOG_KEYS_BRIDGE = REPO_ROOT / "spark-jobs" / "log_keys_bridge.py"
+# The group reader: Kafka's Java Admin for share- and streams-group positions (the image
+# builds it the same way).
+GROUP_READER = REPO_ROOT / "group-reader"
 KUBE_MODULE = HACK / "go" / "kube"
 ETCD_MODULE = HACK / "go" / "etcd"
 NODE_MODULE = HACK / "go" / "node"
@@ -74,6 +77,11 @@ def kafka_libs() -> Path:
 
 def spark_kafka_jars() -> Path:
     return cache_dir() / f"spark-kafka-{_fingerprint(SPARK_KAFKA_POM, LOG_KEYS_BRIDGE)}" / "jars"
+
+
+def group_reader_jars() -> Path:
+    fp = _fingerprint(*(GROUP_READER / f for f in ("pom.xml", "build.py", "GroupPositions.java")))
+    return cache_dir() / f"group-reader-{fp}" / "jars"
 
 
 def kube_bin() -> Path:

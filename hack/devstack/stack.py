@@ -127,6 +127,7 @@ class Stack:
             "KAFKA_RETENTION_KAFKA_LIBS": str(paths.kafka_libs()),
             # Spark's Kafka source for the scans of an operator started here (local mode).
             "KAFKA_RETENTION_SPARK_JARS": str(paths.spark_kafka_jars()),
+            "KAFKA_RETENTION_GROUP_READER": str(paths.group_reader_jars()),
             # kubectl built at the pinned version comes first on PATH.
             "KAFKA_RETENTION_KUBE_BIN": str(paths.kube_bin()),
             "KAFKA_RETENTION_IMAGE": image.OPERATOR_IMAGE,

@@ -45,15 +45,16 @@ def read_facts(
     admin = KafkaAdmin(conn.bootstrap_servers, conn.client_config)
     earliest, latest = admin.log_bounds(tps)
     at_time = {t: admin.offsets_for_timestamp(tps, t) for t in times}
-    # The API takes one group at a time: each group is asked for this task's partitions
-    # of the topics whose policies name it.
+    # Each group is asked for this task's partitions of the topics whose policies name it.
     asked: dict[str, list[TopicPartition]] = {}
     for tp in tps:
         for group in groups_of_topic.get(tp.topic, ()):
             asked.setdefault(group, []).append(tp)
     committed: dict[TopicPartition, dict[str, int | None]] = {tp: {} for tp in tps}
-    for group, wanted in sorted(asked.items()):
-        for tp, offset in admin.committed(group, wanted).items():
+    # A group's position whatever its type (a share group's start offset, any other's
+    # commit): the same adapter call as the in-process planner's.
+    for group, read in admin.group_positions(asked).items():
+        for tp, offset in read.positions.items():
             committed[tp][group] = offset
     for tp in tps:
         start, err1 = _value(earliest.get(tp), f"log start of {tp}")

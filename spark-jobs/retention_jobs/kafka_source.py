@@ -29,92 +29,25 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_retention.adapters.kafka import RECORD_OVERHEAD_BYTES, key_text
+from kafka_retention.core.java_client import Unmappable, java_properties
 from retention_jobs import schemas
 from retention_jobs.request import Connection
 
 log = logging.getLogger(__name__)
-
-# librdkafka properties that reach the Java client unchanged (same name, same meaning).
-_SAME = ("security.protocol", "client.id", "ssl.key.password")
-
-
-class Unmappable(ValueError):
-    """A librdkafka property this source cannot pass to Kafka's Java client."""
-
-
-def _jaas_quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _pkcs8(key_pem: str, password: str | None) -> str:
-    """Kafka's Java PEM keystore reads PKCS#8 keys only; Strimzi and openssl often write
-    PKCS#1 ("BEGIN RSA PRIVATE KEY") or SEC1 ("BEGIN EC PRIVATE KEY")."""
-    if "BEGIN PRIVATE KEY" in key_pem or "BEGIN ENCRYPTED PRIVATE KEY" in key_pem:
-        return key_pem
-    from cryptography.hazmat.primitives import serialization
-
-    key = serialization.load_pem_private_key(
-        key_pem.encode(), password.encode() if password else None
-    )
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(password.encode())
-        if password
-        else serialization.NoEncryption(),
-    ).decode()
 
 
 def java_options(conn: Connection) -> dict[str, str]:
     """The source's `kafka.*` options for a connection given as librdkafka properties
     (what the operator resolves from spec.cluster). Raises Unmappable naming the first
     property with no Java equivalent."""
-    rd = dict(conn.client_config)
-    out = {
-        "kafka.bootstrap.servers": conn.bootstrap_servers,
-        # librdkafka reads committed records only by default; the Java client does not.
-        "kafka.isolation.level": rd.pop("isolation.level", "read_committed"),
+    # librdkafka reads committed records only by default; the Java client does not.
+    return {
+        "kafka.isolation.level": "read_committed",
+        **{
+            f"kafka.{key}": value
+            for key, value in java_properties(conn.bootstrap_servers, conn.client_config).items()
+        },
     }
-    for key in _SAME:
-        if key in rd:
-            out[f"kafka.{key}"] = rd.pop(key)
-    mechanism = rd.pop("sasl.mechanism", None) or rd.pop("sasl.mechanisms", None)
-    user, password = rd.pop("sasl.username", None), rd.pop("sasl.password", None)
-    if mechanism is not None:
-        out["kafka.sasl.mechanism"] = mechanism
-    if user is not None and password is not None:
-        module = {
-            "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
-            "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-            "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
-        }.get((mechanism or "PLAIN").upper())
-        if module is None:
-            raise Unmappable(f"sasl.mechanism {mechanism}")
-        out["kafka.sasl.jaas.config"] = (
-            f"{module} required username={_jaas_quote(user)} password={_jaas_quote(password)};"
-        )
-    if "ssl.ca.pem" in rd:
-        out["kafka.ssl.truststore.type"] = "PEM"
-        out["kafka.ssl.truststore.certificates"] = rd.pop("ssl.ca.pem")
-    if "ssl.certificate.pem" in rd or "ssl.key.pem" in rd:
-        if "ssl.certificate.pem" not in rd or "ssl.key.pem" not in rd:
-            raise Unmappable("ssl.certificate.pem without ssl.key.pem, or the reverse")
-        out["kafka.ssl.keystore.type"] = "PEM"
-        out["kafka.ssl.keystore.certificate.chain"] = rd.pop("ssl.certificate.pem")
-        out["kafka.ssl.keystore.key"] = _pkcs8(
-            rd.pop("ssl.key.pem"), out.get("kafka.ssl.key.password")
-        )
-    algorithm = rd.pop("ssl.endpoint.identification.algorithm", None)
-    if algorithm is not None:
-        out["kafka.ssl.endpoint.identification.algorithm"] = (
-            "" if algorithm.lower() == "none" else algorithm
-        )
-    timeout = rd.pop("socket.timeout.ms", None)
-    if timeout is not None:
-        out["kafka.request.timeout.ms"] = timeout
-    if rd:
-        raise Unmappable(sorted(rd)[0])
-    return out
 
 
 def source_missing(spark: SparkSession) -> str | None:

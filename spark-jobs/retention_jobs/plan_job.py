@@ -27,6 +27,7 @@ from kafka_retention.adapters.kafka import (
     KafkaUnavailable,
 )
 from kafka_retention.core import topics as topic_rules
+from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
 from retention_jobs import extract, kafka_source, scans, schemas, sinks, transforms
@@ -46,6 +47,8 @@ class PlanResult:
     # Topics matched but not planned, with the reason (compact-only, unreadable config).
     skipped: dict[str, str] = field(default_factory=dict)
     tombstones: list[dict[str, Any]] = field(default_factory=list)
+    # What each group the policy names was read as (GroupType's values).
+    group_types: dict[str, str] = field(default_factory=dict)
 
 
 def fact_tasks(partitions: int, cores: int) -> int:
@@ -112,6 +115,10 @@ def run_batch(
     planned_topics = [t for t in topics.deletable if t in topics.partitions]
     tps = [(t, p) for t in planned_topics for p in topics.partitions[t]]
     groups = list(request.groups())
+    # Each group's type, read once here for the status; the executors read positions
+    # through the same adapter call, which finds the type again for itself.
+    no_partitions: dict[str, list[TopicPartition]] = {g: [] for g in groups}
+    types = {g: str(read.type) for g, read in admin.group_positions(no_partitions).items()}
     progress(
         f"{len(request.policies)} policies, {len(planned_topics)} topics, "
         f"{len(tps)} partitions to plan, {len(groups)} groups"
@@ -171,6 +178,7 @@ def run_batch(
             ],
             {t: why for t, why in topics.problems.items() if t in matched},
             [r for r in tombstones if r["topic"] in matched],
+            {g: types[g] for g in policy.rules.groups() if g in types},
         )
     return out
 
@@ -275,13 +283,17 @@ def _tombstones(
 
 def load(result: PlanResult, output: Path) -> None:
     """JSON lines: one plan row per partition, then skipped topics and tombstone rows."""
-    output.write_text(sinks.to_json_lines(result.rows, result.skipped, result.tombstones))
+    output.write_text(
+        sinks.to_json_lines(
+            result.rows, result.skipped, result.tombstones, group_types=result.group_types
+        )
+    )
 
 
 def batch_lines(results: dict[str, PlanResult]) -> str:
     """A batch's plans as JSON lines, each line naming its policy (sinks.by_policy)."""
     return "".join(
-        sinks.to_json_lines(r.rows, r.skipped, r.tombstones, policy=pid)
+        sinks.to_json_lines(r.rows, r.skipped, r.tombstones, policy=pid, group_types=r.group_types)
         for pid, r in sorted(results.items())
     )
 

@@ -16,9 +16,10 @@ def to_json_lines(
     skipped: Mapping[str, str],
     tombstones: list[dict[str, Any]],
     policy: str | None = None,
+    group_types: Mapping[str, str] | None = None,
 ) -> str:
-    """One JSON line per plan row, skipped topic and tombstone row; with `policy`, each
-    line names the policy of a batch it belongs to."""
+    """One JSON line per plan row, skipped topic, tombstone row and group (with the type
+    it was read as); with `policy`, each line names the policy of a batch it belongs to."""
     tag = {} if policy is None else {"policy": policy}
     lines = [json.dumps({"kind": "partition", **tag, **r}) for r in rows]
     lines += [
@@ -26,15 +27,20 @@ def to_json_lines(
         for t, why in sorted(skipped.items())
     ]
     lines += [json.dumps({"kind": "tombstones", **tag, **r}) for r in tombstones]
+    lines += [
+        json.dumps({"kind": "group", **tag, "group": g, "type": t})
+        for g, t in sorted((group_types or {}).items())
+    ]
     return "".join(line + "\n" for line in lines)
 
 
-PlanParts = tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]]]
+# Rows, skipped topics, tombstone rows, and the type each group was read as.
+PlanParts = tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]], dict[str, str]]
 
 
 def from_json_lines(payload: str) -> PlanParts:
-    """Rows, skipped topics and tombstone rows back from to_json_lines' output."""
-    return by_policy(payload).get("", ([], {}, []))
+    """Rows, skipped topics, tombstone rows and group types back from to_json_lines'."""
+    return by_policy(payload).get("", ([], {}, [], {}))
 
 
 def by_policy(payload: str) -> dict[str, PlanParts]:
@@ -45,13 +51,15 @@ def by_policy(payload: str) -> dict[str, PlanParts]:
             continue
         item = json.loads(line)
         kind = item.pop("kind")
-        rows, skipped, tombstones = out.setdefault(item.pop("policy", ""), ([], {}, []))
+        rows, skipped, tombstones, types = out.setdefault(item.pop("policy", ""), ([], {}, [], {}))
         if kind == "partition":
             rows.append(item)
         elif kind == "skipped":
             skipped[item["topic"]] = item["reason"]
         elif kind == "tombstones":
             tombstones.append(item)
+        elif kind == "group":
+            types[item["group"]] = item["type"]
     return out
 
 

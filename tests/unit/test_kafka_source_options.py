@@ -10,7 +10,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from retention_jobs.kafka_source import Unmappable, java_options, long, matches, source_missing
+from kafka_retention.core.java_client import Unmappable
+from retention_jobs.kafka_source import java_options, long, matches, source_missing
 from retention_jobs.request import Connection
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.adapters.kube import ApiException, ClusterUnresolved, SecretUnavailable
-from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_states import Phase, State
 from kafka_retention.core.strimzi import StrimziError
@@ -69,10 +69,16 @@ class FakeKafka:
     ) -> dict[TopicPartition, int]:
         return dict.fromkeys(tps, -1)
 
-    def committed(
-        self, group: str, tps: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, int | None]:
-        return {tp: self.committed_offsets.get(group, {}).get(tp) for tp in tps}
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> dict[str, GroupRead]:
+        return {
+            group: GroupRead(
+                GroupType.CONSUMER if group in self.committed_offsets else GroupType.NONE,
+                {tp: self.committed_offsets.get(group, {}).get(tp) for tp in tps},
+            )
+            for group, tps in wanted.items()
+        }
 
     def delete_records(
         self, cuts: Mapping[TopicPartition, int]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
-from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done
@@ -33,6 +33,8 @@ class FakeKafka:
     def __init__(self) -> None:
         self.logs: dict[TopicPartition, list[int]] = {}
         self.commits: dict[str, dict[TopicPartition, int]] = {}
+        # What each group id names; a group with commits and no entry is a consumer group.
+        self.group_types: dict[str, GroupType] = {}
         self.times: dict[TopicPartition, dict[int, int]] = {}
         self.configs: dict[str, dict[str, str]] = {}
         # Timestamp of each partition's first record (ListOffsets for time 0).
@@ -103,11 +105,18 @@ class FakeKafka:
         self._call("first_record_times")
         return {tp: self.first_times.get(tp) for tp in tps}
 
-    def committed(
-        self, group: str, tps: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, int | None]:
-        self._call(f"committed:{group}")
-        return {tp: self.commits.get(group, {}).get(tp) for tp in tps}
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> dict[str, GroupRead]:
+        out = {}
+        for group, tps in wanted.items():
+            self._call(f"committed:{group}")
+            default = GroupType.CONSUMER if group in self.commits else GroupType.NONE
+            out[group] = GroupRead(
+                self.group_types.get(group, default),
+                {tp: self.commits.get(group, {}).get(tp) for tp in tps},
+            )
+        return out
 
     def average_record_bytes(
         self, ranges: Mapping[TopicPartition, tuple[int, int]]

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from kafka_retention.adapters.kafka import KafkaFailure, OffsetKind
 from kafka_retention.core import topics as topic_rules
-from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.overlap import PeerIndex, conservative_cut
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
@@ -673,10 +673,10 @@ class RefusingKafka:
     ]:
         raise AssertionError("a dry run read offsets")
 
-    def committed(
-        self, group: str, tps: Iterable[TopicPartition]
-    ) -> Mapping[TopicPartition, int | None]:
-        raise AssertionError("a dry run read committed offsets")
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> Mapping[str, GroupRead]:
+        raise AssertionError("a dry run read group positions")
 
     def delete_records(
         self, cuts: Mapping[TopicPartition, int]

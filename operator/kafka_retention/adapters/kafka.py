@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from confluent_kafka import (
     Consumer,
+    ConsumerGroupType,
     KafkaError,
     KafkaException,
     Message,
@@ -33,7 +34,9 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.cimpl import _AdminClientImpl
 
-from kafka_retention.core.facts import TopicPartition
+from kafka_retention.adapters import group_reader
+from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+from kafka_retention.core.java_client import Unmappable, java_properties
 
 # Errors that go away by themselves (leader moves, brokers restarting, slow networks), by
 # code: librdkafka's names differ from Kafka's (code 6 is NOT_LEADER_FOR_PARTITION here,
@@ -463,6 +466,80 @@ class KafkaAdmin:
             self._timeout,
             lambda info: offset_answer(int(info.offset), int(getattr(info, field)), empty),
         )
+
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> dict[str, GroupRead]:
+        """Each group's type and position on its partitions, whatever the type: the
+        committed offset of a consumer, classic or streams group, the share-partition
+        start offset of a share group; None where it has none.
+
+        The type is discovered, never declared. Groups librdkafka lists as consumer or
+        classic groups are read here (`committed`); the rest, share and streams groups and
+        ids no group has, go to the group reader (Kafka's Java Admin; librdkafka has no
+        share- or streams-group admin calls). An id no group has is read as before, as a
+        consumer group that never committed (the consumer handle sees a commit that
+        landed since). With no reader installed, a group that is not a listed consumer
+        group cannot be read, and this raises rather than guess."""
+        asked = {g: sorted(set(tps)) for g, tps in wanted.items()}
+        if not asked:
+            return {}
+        listed = self._consumer_group_types()
+        out: dict[str, GroupRead] = {}
+        others = {g: tps for g, tps in asked.items() if g not in listed}
+        if others:
+            out.update(self._read_with_reader(others))
+        for group, tps in asked.items():
+            found = out.get(group)
+            if found is not None and found.type is not GroupType.NONE:
+                continue
+            kind = listed.get(group, GroupType.NONE)
+            out[group] = GroupRead(kind, self.committed(group, tps))
+        return out
+
+    def _consumer_group_types(self) -> dict[str, GroupType]:
+        """Consumer and classic groups by id, as librdkafka lists them (share and streams
+        groups it leaves out). A broker that does not answer leaves its groups out: they
+        are then asked of the group reader, which lists them again."""
+        try:
+            listing = _wait(
+                self._admin.list_consumer_groups(request_timeout=self._timeout),
+                self._timeout + 5,
+            )
+        except Exception:
+            return {}
+        types: dict[str, GroupType] = {}
+        for group in listing.valid:
+            if group.type == ConsumerGroupType.CONSUMER:
+                types[group.group_id] = GroupType.CONSUMER
+            elif group.type == ConsumerGroupType.CLASSIC:
+                types[group.group_id] = GroupType.CLASSIC
+        return types
+
+    def _read_with_reader(self, asked: Mapping[str, list[TopicPartition]]) -> dict[str, GroupRead]:
+        reader = group_reader.shared()
+        names = ", ".join(sorted(asked))
+        if reader is None:
+            raise KafkaUnavailable(
+                f"group(s) {names} are not consumer groups librdkafka lists; share and "
+                f"streams groups are read with the group reader, which is not installed "
+                f"here (set {group_reader.ENV} to its jars: `make setup` builds them, the "
+                f"image has them)"
+            )
+        try:
+            properties = java_properties(self._bootstrap, self._client_config)
+        except Unmappable as err:
+            raise KafkaUnavailable(
+                f"group(s) {names}: the group reader (Kafka's Java client) has no "
+                f"equivalent of client property {err}"
+            ) from err
+        properties.pop("isolation.level", None)  # a consumer's setting, not an Admin's
+        properties["default.api.timeout.ms"] = str(int(self._timeout * 1000))
+        properties.setdefault("request.timeout.ms", str(int(self._timeout * 1000)))
+        try:
+            return reader.read(properties, asked, self._timeout)
+        except group_reader.GroupReaderError as err:
+            raise KafkaUnavailable(f"positions of group(s) {names}: {err}") from err
 
     def committed(
         self, group: str, tps: Iterable[TopicPartition]

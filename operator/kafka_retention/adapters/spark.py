@@ -236,7 +236,7 @@ def plan_in_pods(
     """Start the run (or find it started), wait for its plan ConfigMaps, read them back,
     and remove the run's ConfigMaps. A failed or timed-out run raises with its reason;
     `stopping` set ends the wait at once with Abandoned.
-    Returns (rows, skipped, tombstones) per policy of the run's batch."""
+    Returns (rows, skipped, tombstones, group types) per policy of the run's batch."""
     from retention_jobs.sinks import by_policy
 
     stopping = stopping or threading.Event()
@@ -278,6 +278,7 @@ class BatchPlan:
     rows: list[dict[str, Any]]
     skipped: dict[str, str]
     tombstones: list[dict[str, Any]]
+    group_types: dict[str, str]
 
 
 class BatchPlanner:
@@ -328,7 +329,10 @@ class BatchPlanner:
                 if self.stopping.is_set():
                     raise Abandoned("operator stopping; the local Spark job was cancelled") from err
                 raise
-            return {k: BatchPlan(r.rows, r.skipped, r.tombstones) for k, r in results.items()}
+            return {
+                k: BatchPlan(r.rows, r.skipped, r.tombstones, r.group_types)
+                for k, r in results.items()
+            }
         # Secrets stay out of the request: the driver reads clientConfigSecret itself.
         request = PlanRequest.for_policies(bootstrap, {}, specs, now_ms, scans)
         runs: KubernetesRuns | SparkOperatorRuns = (

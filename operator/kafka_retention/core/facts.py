@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import NamedTuple
 
 
@@ -13,6 +14,28 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+class GroupType(StrEnum):
+    """What a group id names on the cluster. The rules never look at it: a group's
+    position is its position whatever the type (see GroupRead)."""
+
+    CONSUMER = "consumer"  # KIP-848's consumer protocol
+    CLASSIC = "classic"  # the classic protocol, and offsets committed without joining
+    SHARE = "share"  # KIP-932
+    STREAMS = "streams"  # KIP-1071
+    NONE = "none"  # no group of that id: read as a consumer group that never committed
+
+
+@dataclass(frozen=True)
+class GroupRead:
+    """Where one group is on the partitions it was asked about: its committed offset for
+    consumer, classic and streams groups, its share-partition start offset (the earliest
+    record still undelivered or in flight; everything below is done) for share groups.
+    None where it has no position, which every rule reads as "not started here"."""
+
+    type: GroupType
+    positions: Mapping[TopicPartition, int | None]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The read every destructive step starts from: offsets and committed offsets, now."""
+"""The read every destructive step starts from: offsets and group positions, now."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def read_facts(
     tps: Sequence[TopicPartition],
     groups_of: Callable[[TopicPartition], Iterable[str]],
 ) -> tuple[dict[TopicPartition, PartitionFacts], dict[TopicPartition, str]]:
-    """Log start, high watermark and the committed offset of each partition's groups.
+    """Log start, high watermark and the position of each partition's groups (a share
+    group's share-partition start offset, any other group's committed offset).
 
     Retriable trouble raises KafkaUnavailable, so nothing is decided on a partial picture;
     a partition that fails for good is returned among the errors instead.
@@ -30,7 +31,7 @@ def read_facts(
         for group in groups_of(tp):
             wanted.setdefault(group, []).append(tp)
     committed: dict[str, Mapping[TopicPartition, int | None]] = {
-        group: kafka.committed(group, group_tps) for group, group_tps in wanted.items()
+        group: read.positions for group, read in kafka.group_positions(wanted).items()
     }
     facts: dict[TopicPartition, PartitionFacts] = {}
     errors: dict[TopicPartition, str] = {}

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from kafka_retention.adapters.kafka import KafkaFailure
 from kafka_retention.core import topics as topic_rules
-from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import Member
 from kafka_retention.services.fresh import raise_if_retriable
@@ -35,6 +35,8 @@ class PolicyPlan:
     skipped: dict[str, str] = field(default_factory=dict)
     # Tombstone scan rows, one per compacted partition (Spark plans with a scan only).
     tombstones: list[dict[str, Any]] = field(default_factory=list)
+    # What each group the policy names was read as (GroupType's values).
+    group_types: dict[str, str] = field(default_factory=dict)
 
 
 class Planned(Protocol):
@@ -43,6 +45,7 @@ class Planned(Protocol):
     rows: list[dict[str, Any]]
     skipped: dict[str, str]
     tombstones: list[dict[str, Any]]
+    group_types: dict[str, str]
 
 
 class BatchPlanner(Protocol):
@@ -117,7 +120,8 @@ def plan_in_process(
     earliest, latest = kafka.log_bounds(tps)
     times = sorted({t for m in members for t in m.spec.rules.lookup_times(now_ms)})
     at_time = {t: kafka.offsets_for_timestamp(tps, t) for t in times}
-    commits = _commits(kafka, members, selection)
+    reads = _positions(kafka, members, selection)
+    commits = {group: read.positions for group, read in reads.items()}
     plans: dict[str, PolicyPlan] = {}
     to_size: dict[TopicPartition, tuple[int, int]] = {}
     for member in members:
@@ -129,7 +133,11 @@ def plan_in_process(
                 rows.append(row)
                 if row.get("recordsToDelete"):
                     to_size[tp] = (row["logStartOffset"], row["highWatermark"])
-        plans[member.key] = PolicyPlan(rows, selection.skipped(member.key))
+        plans[member.key] = PolicyPlan(
+            rows,
+            selection.skipped(member.key),
+            group_types={g: str(reads[g].type) for g in member.spec.rules.groups() if g in reads},
+        )
     _sample_unread(kafka, members, plans)
     averages = kafka.average_record_bytes(to_size) if to_size else {}
     for plan in plans.values():
@@ -187,10 +195,11 @@ def _sample_unread(
         ]
 
 
-def _commits(
+def _positions(
     kafka: PolicyKafka, members: Sequence[Member], selection: Selection
-) -> dict[str, Mapping[TopicPartition, int | None]]:
-    """Each group's commits on the partitions of the policies that name it (one call each)."""
+) -> Mapping[str, GroupRead]:
+    """Each group's type and positions on the partitions of the policies that name it
+    (one read for the batch)."""
     wanted: dict[str, set[TopicPartition]] = {}
     for member in members:
         mine = [
@@ -200,7 +209,7 @@ def _commits(
         ]
         for group in member.spec.rules.groups():
             wanted.setdefault(group, set()).update(mine)
-    return {group: kafka.committed(group, sorted(tps)) for group, tps in sorted(wanted.items())}
+    return kafka.group_positions({group: sorted(tps) for group, tps in sorted(wanted.items())})
 
 
 def _row(

@@ -8,7 +8,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from kafka_retention.adapters.kafka import KafkaFailure, OffsetKind
-from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.orphans import Entry, LogDirIdentity
 
 
@@ -34,9 +34,9 @@ class KafkaCutter(Protocol):
     ) -> tuple[
         Mapping[TopicPartition, int | KafkaFailure], Mapping[TopicPartition, int | KafkaFailure]
     ]: ...
-    def committed(
-        self, group: str, tps: Iterable[TopicPartition]
-    ) -> Mapping[TopicPartition, int | None]: ...
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> Mapping[str, GroupRead]: ...
     def delete_records(
         self, cuts: Mapping[TopicPartition, int]
     ) -> Mapping[TopicPartition, int | KafkaFailure]: ...

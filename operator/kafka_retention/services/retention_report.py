@@ -89,3 +89,38 @@ def topic_summary(
         )
     ranked = sorted(out, key=lambda t: (-int(t.get("recordsDeletedTotal", 0)), t["name"]))
     return ranked[:MAX_TOPICS_LISTED]
+
+
+MAX_GROUPS_LISTED = 100
+
+
+def group_summary(
+    rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """One entry per group the plan read (spec.deleteConsumed and spec.notify): the type
+    it was read as (consumer, classic, share, streams, or none: no group of that id), on
+    how many planned partitions it has a position (a commit, or a share group's start
+    offset), and how many records it is behind there (high watermark minus position)."""
+    per: dict[str, dict[str, Any]] = {
+        g: {"name": g, "type": t, "partitions": 0, "withPosition": 0, "recordsBehind": 0}
+        for g, t in sorted(types.items())
+    }
+    for row in rows:
+        for g in row.get("groups") or []:
+            entry = per.get(g["group"])
+            if entry is None:
+                continue
+            entry["partitions"] += 1
+            position = g["committedOffset"]
+            if position is not None and row.get("highWatermark") is not None:
+                entry["withPosition"] += 1
+                entry["recordsBehind"] += max(0, int(row["highWatermark"]) - int(position))
+    return list(per.values())[:MAX_GROUPS_LISTED]
+
+
+def groups_line(summary: Sequence[Mapping[str, Any]], limit: int = 5) -> str:
+    """`kubectl get`'s Groups column: each group with the type it was read as."""
+    shown = [f"{g['name']} ({g['type']})" for g in summary[:limit]]
+    if len(summary) > limit:
+        shown.append(f"+{len(summary) - limit} more")
+    return ", ".join(shown)

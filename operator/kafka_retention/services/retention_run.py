@@ -198,6 +198,7 @@ def apply_plan(
     if tomb is not None:
         failures += tomb.problems
     orphans = _orphans(run, spec, kafka, find_volumes, finished, failures)
+    groups = report.group_summary(rows, plan.group_types)
     degraded = "; ".join(failures[:5])
     conditions = _conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded)
     if watched is not None:
@@ -231,6 +232,8 @@ def apply_plan(
                 "error": degraded or None,
             },
             "topics": topics,
+            "groups": groups,
+            "groupsRead": report.groups_line(groups) or None,
             "conditions": conditions,
         }
     )

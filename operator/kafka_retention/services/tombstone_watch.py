@@ -142,11 +142,12 @@ def _lags(
         tps += [TopicPartition(topic, p) for p in parts]
     ends = kafka.offsets(tps, "latest")
     lags: dict[tuple[str, TopicPartition], int] = {}
+    positions = kafka.group_positions(dict.fromkeys(groups, tps))
     for group in sorted(groups):
         # The group's next unread record on each partition where it has one: one batched
         # point read per group (groups on one partition stand at different offsets).
         batch: dict[TopicPartition, tuple[int, int]] = {}
-        for tp, committed in kafka.committed(group, tps).items():
+        for tp, committed in positions[group].positions.items():
             end = ends.get(tp)
             if committed is None or not isinstance(end, int):
                 continue

@@ -1,0 +1,212 @@
+"""The group reader: Kafka's Java Admin in a process of its own (group-reader/
+GroupPositions.java), for what librdkafka cannot read: which type a group id names, and
+where share groups (their share-partition start offsets) and streams groups are.
+
+One reader process serves the whole Python process (the operator, a CLI run, a Spark
+worker): it is started on first use, keeps an Admin per connection, and is killed and
+started again when an answer is late or malformed. It exits by itself when this process
+dies (its stdin closes). Its jars are found through KAFKA_RETENTION_GROUP_READER (the
+image sets it; `make setup` builds them and `.dev/env` names them).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+
+ENV = "KAFKA_RETENTION_GROUP_READER"
+JAR_NAME = "kafka-retention-group-reader.jar"
+# Partitions per offsets request: the coordinator answers one request for tens of
+# thousands of partitions slower than a request timeout on a busy cluster.
+PARTITIONS_PER_REQUEST = 2000
+# A small client: the reader only holds Admin clients and their metadata.
+_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+class GroupReaderError(RuntimeError):
+    """The reader could not answer: missing, dead, late, or Kafka said no. `retriable`
+    tells a cluster that may answer later from one that said no for good."""
+
+    def __init__(self, message: str, retriable: bool = True) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+def _encode(value: str) -> str:
+    return value.replace("%", "%25").replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
+
+
+def _decode(value: str) -> str:
+    if "%" not in value:
+        return value
+    out, i = [], 0
+    while i < len(value):
+        if value[i] == "%" and i + 2 < len(value):
+            out.append(chr(int(value[i + 1 : i + 3], 16)))
+            i += 3
+        else:
+            out.append(value[i])
+            i += 1
+    return "".join(out)
+
+
+def request_lines(
+    properties: Mapping[str, str],
+    asked: Mapping[str, Sequence[TopicPartition]],
+    chunk: int = PARTITIONS_PER_REQUEST,
+) -> list[str]:
+    """One request in the reader's line protocol (GroupPositions.java says it whole)."""
+    lines = [f"config\t{_encode(k)}\t{_encode(v)}" for k, v in sorted(properties.items())]
+    lines.append(f"chunk\t{chunk}")
+    for group, tps in asked.items():
+        lines.append(f"ask\t{_encode(group)}")
+        lines.extend(f"ask\t{_encode(group)}\t{_encode(tp.topic)}\t{tp.partition}" for tp in tps)
+    lines.append("end")
+    return lines
+
+
+def parse_answer(
+    lines: Iterable[str], asked: Mapping[str, Sequence[TopicPartition]]
+) -> dict[str, GroupRead]:
+    """The reader's answer as a GroupRead per asked group. Raises GroupReaderError on an
+    error line, and on an answer that leaves out a group or a partition it was asked
+    (never read as "no position": that would protect, but silently)."""
+    types: dict[str, GroupType] = {}
+    positions: dict[str, dict[TopicPartition, int | None]] = {g: {} for g in asked}
+    for line in lines:
+        fields = [_decode(f) for f in line.split("\t")]
+        if fields[0] == "error" and len(fields) == 3:
+            raise GroupReaderError(fields[2], retriable=fields[1] == "retriable")
+        if fields[0] == "type" and len(fields) == 3 and fields[1] in positions:
+            types[fields[1]] = GroupType(fields[2])
+        elif fields[0] == "offset" and len(fields) == 5 and fields[1] in positions:
+            tp = TopicPartition(fields[2], int(fields[3]))
+            positions[fields[1]][tp] = None if fields[4] == "-" else int(fields[4])
+        else:
+            raise GroupReaderError(f"group reader: unexpected answer line {line[:200]!r}")
+    out: dict[str, GroupRead] = {}
+    for group, tps in asked.items():
+        missing = [tp for tp in tps if tp not in positions[group]]
+        if group not in types or missing:
+            raise GroupReaderError(f"group reader: no answer for group {group}")
+        out[group] = GroupRead(types[group], positions[group])
+    return out
+
+
+def jars_dir() -> Path | None:
+    """The reader's jars, or None when this installation has none."""
+    configured = os.environ.get(ENV)
+    if not configured:
+        return None
+    path = Path(configured)
+    return path if (path / JAR_NAME).is_file() else None
+
+
+class GroupReader:
+    """The reader process, asked one request at a time."""
+
+    def __init__(self, jars: Path) -> None:
+        self._jars = jars
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+
+    def _start(self) -> subprocess.Popen[str]:
+        java_home = os.environ.get("JAVA_HOME")
+        java = (
+            str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java") or "java"
+        )
+        proc = subprocess.Popen(
+            [java, *_JVM_OPTIONS, "-cp", f"{self._jars}/*", "GroupPositions"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
+        self._lines = queue.Queue()
+        assert proc.stdout is not None
+        threading.Thread(
+            target=_pump, args=(proc.stdout, self._lines), daemon=True, name="group-reader"
+        ).start()
+        return proc
+
+    def stop(self) -> None:
+        with self._lock:
+            self._kill()
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def read(
+        self,
+        properties: Mapping[str, str],
+        asked: Mapping[str, Sequence[TopicPartition]],
+        timeout: float,
+    ) -> dict[str, GroupRead]:
+        """Each asked group's type and positions. The deadline grows with the number of
+        requests the reader makes (a listing, then a request a chunk of partitions)."""
+        requests = 1 + sum(1 + len(tps) // PARTITIONS_PER_REQUEST for tps in asked.values())
+        # A JVM start and an Admin's first metadata come on top of the requests.
+        deadline = 20 + timeout * requests
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            proc = self._proc
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write("\n".join(request_lines(properties, asked)) + "\n")
+                proc.stdin.flush()
+            except OSError as exc:
+                self._kill()
+                raise GroupReaderError(f"group reader: {exc}") from exc
+            answer: list[str] = []
+            while True:
+                try:
+                    line = self._lines.get(timeout=deadline)
+                except queue.Empty:
+                    self._kill()
+                    raise GroupReaderError(
+                        f"group reader: no answer within {deadline:.0f}s"
+                    ) from None
+                if line is None:
+                    self._kill()
+                    raise GroupReaderError("group reader: the process ended")
+                if line == "done":
+                    break
+                answer.append(line)
+        return parse_answer(answer, asked)
+
+
+def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+_shared: GroupReader | None = None
+_shared_lock = threading.Lock()
+
+
+def shared() -> GroupReader | None:
+    """This process's reader (None without jars): one JVM however many clients ask."""
+    global _shared
+    jars = jars_dir()
+    if jars is None:
+        return None
+    with _shared_lock:
+        if _shared is None or _shared._jars != jars:
+            _shared = GroupReader(jars)
+        return _shared
