@@ -53,6 +53,14 @@ UNREAD_AT_RISK = Gauge(
     "per group and topic; absent when none is within spec.notify.atRiskWithin.",
     ["namespace", "name", "group", "topic"],
 )
+GROUP_RECORDS_BEHIND = Gauge(
+    "kafka_retention_group_records_behind",
+    "Records between a group's position and the high watermark, summed over the "
+    "partitions a policy planned where the group has one, by the type the group was read "
+    "as (consumer, classic, share: its start offset, streams, none); spec.deleteConsumed "
+    "and spec.notify groups, at the policy's last run.",
+    ["namespace", "name", "group", "type"],
+)
 TOMBSTONE_MARGIN = Gauge(
     "kafka_retention_tombstone_margin_seconds",
     "delete.retention.ms minus a spec.tombstones group's time lag on a compacted topic "

@@ -85,13 +85,17 @@ def parse_answer(
         fields = [_decode(f) for f in line.split("\t")]
         if fields[0] == "error" and len(fields) == 3:
             raise GroupReaderError(fields[2], retriable=fields[1] == "retriable")
-        if fields[0] == "type" and len(fields) == 3 and fields[1] in positions:
-            types[fields[1]] = GroupType(fields[2])
-        elif fields[0] == "offset" and len(fields) == 5 and fields[1] in positions:
-            tp = TopicPartition(fields[2], int(fields[3]))
-            positions[fields[1]][tp] = None if fields[4] == "-" else int(fields[4])
-        else:
-            raise GroupReaderError(f"group reader: unexpected answer line {line[:200]!r}")
+        try:
+            if fields[0] == "type" and len(fields) == 3 and fields[1] in positions:
+                types[fields[1]] = GroupType(fields[2])
+                continue
+            if fields[0] == "offset" and len(fields) == 5 and fields[1] in positions:
+                tp = TopicPartition(fields[2], int(fields[3]))
+                positions[fields[1]][tp] = None if fields[4] == "-" else int(fields[4])
+                continue
+        except ValueError:
+            pass  # a type or a number that is not one: as malformed as an unknown line
+        raise GroupReaderError(f"group reader: unexpected answer line {line[:200]!r}")
     out: dict[str, GroupRead] = {}
     for group, tps in asked.items():
         missing = [tp for tp in tps if tp not in positions[group]]

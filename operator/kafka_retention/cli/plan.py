@@ -13,6 +13,7 @@ import yaml
 from kafka_retention.cli.common import UsageError
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.retention_report import group_summary
 
 
 def read_policy(path: Path) -> Mapping[str, Any]:
@@ -60,6 +61,12 @@ def run_plan(
     request = PlanRequest.for_policy(policy, dict(client_config or {}), int(time.time() * 1000))
     result = run(local_session(), request, progress)
     _print_table(result.rows, out)
+    for g in group_summary(result.rows, result.group_types):
+        print(
+            f"group {g['name']}: read as {g['type']}, a position on {g['withPosition']} of "
+            f"{g['partitions']} partitions, {g['recordsBehind']} records behind",
+            file=out,
+        )
     for topic, why in sorted(result.skipped.items()):
         print(f"skipped {topic}: {why}", file=out)
     if output is not None:

@@ -212,6 +212,7 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
         )
     if outcome.at_risk is not None:
         _set_at_risk(namespace, name, outcome.at_risk)
+    _set_groups_behind(namespace, name, outcome.groups)
     if outcome.tombstones is not None:
         _report_tombstones(body, namespace, name, outcome.tombstones)
     if outcome.orphans is not None:
@@ -246,6 +247,20 @@ def _set_at_risk(namespace: str, name: str, risks: list[Risk]) -> None:
     for (group, topic), ms in soonest.items():
         metrics.UNREAD_AT_RISK.labels(namespace, name, group, topic).set(ms / 1000)
     _AT_RISK_SERIES[(namespace, name)] = set(soonest)
+
+
+# The (group, type) series each policy's records-behind gauge has now; a group dropped
+# from the spec, or read as another type, loses its old series.
+_BEHIND_SERIES: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
+
+def _set_groups_behind(namespace: str, name: str, groups: list[dict[str, Any]]) -> None:
+    now = {(str(g["name"]), str(g["type"])): int(g["recordsBehind"]) for g in groups}
+    for group, kind in _BEHIND_SERIES.get((namespace, name), set()) - set(now):
+        metrics.GROUP_RECORDS_BEHIND.remove(namespace, name, group, kind)
+    for (group, kind), behind in now.items():
+        metrics.GROUP_RECORDS_BEHIND.labels(namespace, name, group, kind).set(behind)
+    _BEHIND_SERIES[(namespace, name)] = set(now)
 
 
 _MARGIN_SERIES: dict[tuple[str, str], set[tuple[str, str]]] = {}

@@ -73,6 +73,8 @@ class RunOutcome:
     # spec.orphanPartitions: what the check found and removed; None when unset.
     orphans: orphan_watch.OrphanReport | None = None
     failures: list[str] = field(default_factory=list)
+    # status.groups: each group read, with its type and how far behind it is.
+    groups: list[dict[str, Any]] = field(default_factory=list)
 
 
 def invalid(run: PolicyRun, err: SpecError, reason: Reason = Reason.INVALID_SPEC) -> RunOutcome:
@@ -251,6 +253,7 @@ def apply_plan(
         tombstones=tomb,
         orphans=orphans,
         failures=failures,
+        groups=groups,
     )
 
 
