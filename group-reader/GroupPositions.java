@@ -6,18 +6,22 @@
  * A long-lived process: kafka_retention/adapters/group_reader.py starts one per operator
  * process (or Spark worker) and sends requests on stdin; it keeps one Admin per
  * connection, closed after IDLE_MS unused, and exits when stdin closes (its parent died).
+ * Requests are answered concurrently (THREADS at a time), each answer written whole and
+ * tagged with its request's id, so a cluster that does not answer delays only its own
+ * reads, never another tenant's.
  *
  * Lines are tab-separated fields, each percent-encoded (%, tab, CR and LF), so group ids
  * and property values (PEM text) pass whole. A request:
  *   config KEY VALUE      (repeated: the Java client's properties)
  *   chunk N               (partitions per offsets request)
  *   ask GROUP [TOPIC PARTITION]   (repeated; a group with no partition still gets its type)
- *   end
+ *   end ID
  * The answer:
+ *   answer ID
  *   type GROUP consumer|classic|share|streams|none
  *   offset GROUP TOPIC PARTITION OFFSET|-     ("-": no position on that partition)
  *   error retriable|fatal MESSAGE              (instead of the above when the read failed)
- *   done
+ *   done ID
  * The position is the committed offset for consumer, classic and streams groups and the
  * share-partition start offset (SPSO) for share groups: records below it are done with.
  */
@@ -34,6 +38,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -50,6 +56,7 @@ import org.apache.kafka.common.errors.RetriableException;
 
 public final class GroupPositions {
     private static final long IDLE_MS = 300_000;
+    private static final int THREADS = 8;
 
     private static final class Client {
         final Admin admin;
@@ -72,6 +79,11 @@ public final class GroupPositions {
     public static void main(String[] args) throws Exception {
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         GroupPositions reader = new GroupPositions(out);
+        ExecutorService pool = Executors.newFixedThreadPool(THREADS, r -> {
+            Thread t = new Thread(r, "group-reader");
+            t.setDaemon(true);
+            return t;
+        });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         TreeMap<String, String> config = new TreeMap<>();
         Map<String, List<TopicPartition>> asked = new LinkedHashMap<>();
@@ -92,44 +104,60 @@ public final class GroupPositions {
                     }
                 }
                 case "end" -> {
-                    reader.answer(config, asked, chunk);
+                    String id = f.length > 1 ? f[1] : "0";
+                    TreeMap<String, String> c = config;
+                    Map<String, List<TopicPartition>> a = asked;
+                    int n = chunk;
+                    pool.submit(() -> reader.answer(id, c, a, n));
                     config = new TreeMap<>();
                     asked = new LinkedHashMap<>();
                     chunk = 2000;
                 }
-                default -> {
-                    out.println("error\tfatal\t" + encode("unknown request line: " + f[0]));
-                    out.println("done");
-                    out.flush();
-                }
+                default -> reader.write("answer\t0\nerror\tfatal\t"
+                    + encode("unknown request line: " + f[0]) + "\ndone\t0\n");
             }
         }
+        // stdin closed: the process that asked is gone, and nobody reads the answers.
+        pool.shutdownNow();
         reader.closeAll();
+        System.exit(0);
     }
 
-    private void answer(TreeMap<String, String> config, Map<String, List<TopicPartition>> asked, int chunk) {
+    private void write(String text) {
+        synchronized (out) {
+            out.print(text);
+            out.flush();
+        }
+    }
+
+    private void answer(String id, TreeMap<String, String> config, Map<String, List<TopicPartition>> asked,
+            int chunk) {
         List<String> lines = new ArrayList<>();
+        StringBuilder text = new StringBuilder("answer\t").append(encode(id)).append('\n');
         Client client = null;
         try {
             client = client(config);
             read(client, asked, chunk, lines);
             for (String l : lines) {
-                out.println(l);
+                text.append(l).append('\n');
             }
         } catch (Throwable t) {
             Throwable cause = t instanceof ExecutionException && t.getCause() != null ? t.getCause() : t;
             boolean retriable = cause instanceof RetriableException
                 || cause instanceof java.util.concurrent.TimeoutException
                 || cause instanceof org.apache.kafka.common.errors.TimeoutException;
-            String message = cause.getClass().getSimpleName() + ": " + cause.getMessage();
-            out.println("error\t" + (retriable ? "retriable" : "fatal") + "\t" + encode(message));
+            String message = cause.getClass().getSimpleName() + ": " + (cause.getMessage() != null
+                ? cause.getMessage()
+                : "no answer within " + config.getOrDefault("default.api.timeout.ms", "30000") + " ms");
+            text.append("error\t").append(retriable ? "retriable" : "fatal").append('\t')
+                .append(encode(message)).append('\n');
             if (client != null && !retriable) {
                 // An Admin that failed for good (bad credentials, say) is not kept.
                 dropClient(config);
             }
         }
-        out.println("done");
-        out.flush();
+        text.append("done\t").append(encode(id)).append('\n');
+        write(text.toString());
         closeIdle();
     }
 
@@ -206,7 +234,7 @@ public final class GroupPositions {
         return out;
     }
 
-    private Client client(TreeMap<String, String> config) {
+    private synchronized Client client(TreeMap<String, String> config) {
         String key = config.toString();
         Client c = clients.get(key);
         if (c == null) {
@@ -220,14 +248,14 @@ public final class GroupPositions {
         return c;
     }
 
-    private void dropClient(TreeMap<String, String> config) {
+    private synchronized void dropClient(TreeMap<String, String> config) {
         Client c = clients.remove(config.toString());
         if (c != null) {
             c.admin.close(java.time.Duration.ofSeconds(1));
         }
     }
 
-    private void closeIdle() {
+    private synchronized void closeIdle() {
         long now = System.currentTimeMillis();
         clients.entrySet().removeIf(e -> {
             if (now - e.getValue().lastUsed > IDLE_MS) {
@@ -238,7 +266,7 @@ public final class GroupPositions {
         });
     }
 
-    private void closeAll() {
+    private synchronized void closeAll() {
         for (Client c : clients.values()) {
             c.admin.close(java.time.Duration.ofSeconds(1));
         }

@@ -3,10 +3,12 @@ GroupPositions.java), for what librdkafka cannot read: which type a group id nam
 where share groups (their share-partition start offsets) and streams groups are.
 
 One reader process serves the whole Python process (the operator, a CLI run, a Spark
-worker): it is started on first use, keeps an Admin per connection, and is killed and
-started again when an answer is late or malformed. It exits by itself when this process
-dies (its stdin closes). Its jars are found through KAFKA_RETENTION_GROUP_READER (the
-image sets it; `make setup` builds them and `.dev/env` names them).
+worker): it is started on first use, keeps an Admin per connection, answers requests
+concurrently (each answer tagged with its request's id, so one cluster that does not
+answer delays only its own reads), and is started again when it has died. It exits by
+itself when this process dies (its stdin closes). Its jars are found through
+KAFKA_RETENTION_GROUP_READER (the image sets it; `make setup` builds them and `.dev/env`
+names them).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def request_lines(
     properties: Mapping[str, str],
     asked: Mapping[str, Sequence[TopicPartition]],
     chunk: int = PARTITIONS_PER_REQUEST,
+    request_id: int = 0,
 ) -> list[str]:
     """One request in the reader's line protocol (GroupPositions.java says it whole)."""
     lines = [f"config\t{_encode(k)}\t{_encode(v)}" for k, v in sorted(properties.items())]
@@ -69,7 +72,7 @@ def request_lines(
     for group, tps in asked.items():
         lines.append(f"ask\t{_encode(group)}")
         lines.extend(f"ask\t{_encode(group)}\t{_encode(tp.topic)}\t{tp.partition}" for tp in tps)
-    lines.append("end")
+    lines.append(f"end\t{request_id}")
     return lines
 
 
@@ -115,13 +118,15 @@ def jars_dir() -> Path | None:
 
 
 class GroupReader:
-    """The reader process, asked one request at a time."""
+    """The reader process; callers on several threads wait for their own answers."""
 
     def __init__(self, jars: Path) -> None:
         self._jars = jars
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        # Request id -> where its answer goes (None: the process ended first).
+        self._waiting: dict[int, queue.Queue[list[str] | None]] = {}
+        self._next_id = 0
 
     def _start(self) -> subprocess.Popen[str]:
         java_home = os.environ.get("JAVA_HOME")
@@ -137,22 +142,21 @@ class GroupReader:
             encoding="utf-8",
             bufsize=1,
         )
-        self._lines = queue.Queue()
+        # Each process answers into a table of its own: a late answer of a process that
+        # was replaced can never reach a caller of the new one.
+        self._waiting = {}
         assert proc.stdout is not None
         threading.Thread(
-            target=_pump, args=(proc.stdout, self._lines), daemon=True, name="group-reader"
+            target=_pump, args=(proc.stdout, self._waiting), daemon=True, name="group-reader"
         ).start()
         return proc
 
     def stop(self) -> None:
         with self._lock:
-            self._kill()
-
-    def _kill(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
+            if self._proc is not None:
+                self._proc.kill()
+                self._proc.wait()
+                self._proc = None
 
     def read(
         self,
@@ -165,39 +169,60 @@ class GroupReader:
         requests = 1 + sum(1 + len(tps) // PARTITIONS_PER_REQUEST for tps in asked.values())
         # A JVM start and an Admin's first metadata come on top of the requests.
         deadline = 20 + timeout * requests
+        answer: queue.Queue[list[str] | None] = queue.Queue(maxsize=1)
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
-            proc = self._proc
+            proc, waiting = self._proc, self._waiting
+            self._next_id += 1
+            request_id = self._next_id
+            waiting[request_id] = answer
             assert proc.stdin is not None
             try:
-                proc.stdin.write("\n".join(request_lines(properties, asked)) + "\n")
+                text = "\n".join(request_lines(properties, asked, request_id=request_id))
+                proc.stdin.write(text + "\n")
                 proc.stdin.flush()
             except OSError as exc:
-                self._kill()
+                waiting.pop(request_id, None)
+                proc.kill()
                 raise GroupReaderError(f"group reader: {exc}") from exc
-            answer: list[str] = []
-            while True:
-                try:
-                    line = self._lines.get(timeout=deadline)
-                except queue.Empty:
-                    self._kill()
-                    raise GroupReaderError(
-                        f"group reader: no answer within {deadline:.0f}s"
-                    ) from None
-                if line is None:
-                    self._kill()
-                    raise GroupReaderError("group reader: the process ended")
-                if line == "done":
-                    break
-                answer.append(line)
-        return parse_answer(answer, asked)
+        try:
+            lines = answer.get(timeout=deadline)
+        except queue.Empty:
+            waiting.pop(request_id, None)
+            raise GroupReaderError(f"group reader: no answer within {deadline:.0f}s") from None
+        if lines is None:
+            raise GroupReaderError("group reader: the process ended")
+        return parse_answer(lines, asked)
 
 
-def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
-    for line in stream:
-        lines.put(line.rstrip("\n"))
-    lines.put(None)
+def _pump(stream: IO[str], waiting: dict[int, queue.Queue[list[str] | None]]) -> None:
+    """Hands each whole answer to the caller waiting for its id; an answer nobody waits
+    for any more (its caller gave up) is dropped. At the end, every waiter hears None."""
+    current: int | None = None
+    lines: list[str] = []
+    for raw in stream:
+        line = raw.rstrip("\n")
+        head, _, rest = line.partition("\t")
+        if head == "answer":
+            current, lines = _request_id(rest), []
+        elif head == "done":
+            target = waiting.pop(current, None) if current is not None else None
+            if target is not None:
+                target.put(lines)
+            current, lines = None, []
+        else:
+            lines.append(line)
+    for target in list(waiting.values()):
+        target.put(None)
+    waiting.clear()
+
+
+def _request_id(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 _shared: GroupReader | None = None
