@@ -102,6 +102,7 @@ def test_a_purge_protecting_a_share_group_stops_at_its_start_offset(
     )
     obj = purge_finished(stack, e2e_ns, "protected")
     assert log_starts(admin, topic, 1) == [start]
+    assert obj["status"]["groups"] == [{"name": workers, "type": "share"}]
     assert workers in results(obj)[(topic, 0)]["note"]
 
 

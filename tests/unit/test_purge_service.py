@@ -267,6 +267,19 @@ def test_a_protected_group_without_commit_keeps_the_whole_partition() -> None:
     assert kafka.logs[T1][0] == 0
 
 
+def test_status_says_what_each_protecting_group_was_read_as() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    kafka.committed_offsets = {"audit": {T0: 40}}
+    store = Store()
+    run(explicit((0, -1), protectGroups=["ghost", "audit"]), kafka, store)
+    # "ghost" is no group at all: it protects the whole partition.
+    assert kafka.logs[T0][0] == 0
+    assert store.status["groups"] == [
+        {"name": "audit", "type": "consumer"},
+        {"name": "ghost", "type": "none"},
+    ]
+
+
 def test_retriable_failure_keeps_the_partition_pending_then_finishes() -> None:
     kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
     kafka.delete_failures[T1] = KafkaFailure("NOT_LEADER_OR_FOLLOWER", "moved", True)

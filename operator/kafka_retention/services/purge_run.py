@@ -20,9 +20,10 @@ from __future__ import annotations
 from kafka_retention.adapters.kafka import KafkaUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.purge import parse_spec
+from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.ports import KafkaCutter
 from kafka_retention.services.purge_execute import estimate, execute
 from kafka_retention.services.purge_facts import plan_entries
 from kafka_retention.services.purge_outcome import (
@@ -81,6 +82,7 @@ def reconcile(purge: Purge) -> Outcome:
             phase = Phase.PLANNING
             write_status(purge, "status", {**base, "phase": phase})
             entries = plan_entries(kafka, request)
+            base["groups"] = group_types(kafka, request)
             if len(entries) > limit and not request.dry_run:
                 return too_large(purge, len(entries), limit)
             if request.dry_run:
@@ -108,6 +110,15 @@ def reconcile(purge: Purge) -> Outcome:
     if any(e["state"] == State.RETRYING for e in entries):
         raise pending(purge, base, entries)
     return finish(purge, base, entries, dry_run=False)
+
+
+def group_types(kafka: KafkaCutter, request: PurgeRequest) -> list[dict[str, str]]:
+    """Each group the purge names and the type it was read as (status.groups)."""
+    named = sorted({g for topic in request.topic_names() for g in request.guard_groups(topic)})
+    if not named:
+        return []
+    found = kafka.group_positions({g: [] for g in named})
+    return [{"name": g, "type": str(found[g].type)} for g in named]
 
 
 def too_large(purge: Purge, planned: int, limit: int = MAX_PLANNED_PARTITIONS) -> Outcome:
