@@ -13,10 +13,19 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from kafka_retention.core.policy_spec import parse_policy_spec
+from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy_spec import Member, parse_policy_spec
+from kafka_retention.services.policy_planning import Planned, plan_in_process, select
 from retention_jobs.plan_job import PlanResult, run
 from retention_jobs.request import PlanRequest, Scans
 from tests.conftest import TopicFactory
+from tests.share_consumer import (
+    accept_below,
+    read_from_earliest,
+    start_offset_by_kafka,
+    wait_for_start_offset,
+)
 from tests.support import commit, produce
 
 HOUR = 3_600_000
@@ -31,7 +40,7 @@ def plan(
     return run(spark, PlanRequest.for_policy(policy, {}, now, scans))
 
 
-def by_partition(result: PlanResult, topic: str) -> dict[int, dict[str, Any]]:
+def by_partition(result: Planned, topic: str) -> dict[int, dict[str, Any]]:
     return {r["partition"]: r for r in result.rows if r["topic"] == topic}
 
 
@@ -57,6 +66,44 @@ def test_consumer_aware_cut_is_the_slowest_group_and_no_commit_protects(
         spark, bootstrap, topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow, idle]}
     )
     assert [r["targetOffset"] for r in held.rows] == [0, 0, 0]
+
+
+@pytest.mark.stack
+def test_a_share_group_holds_the_cut_at_its_start_offset_in_spark_and_in_process_plans(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, {0: 100, 1: 100})
+    done, share = f"{topic}-done", f"{topic}-share"
+    commit(bootstrap, done, topic, {0: 100, 1: 100})  # a consumer group that read it all
+    read_from_earliest(bootstrap, share)
+    accept_below(bootstrap, share, topic, 40, partition=0)  # partition 1's records released
+    wait_for_start_offset(bootstrap, share, TopicPartition(topic, 0), at_least=40)
+    now = int(time.time() * 1000)
+    fields: dict[str, Any] = {
+        "topics": {"names": [topic]},
+        "deleteConsumed": {"groups": [done, share]},
+    }
+
+    by_spark = plan(spark, bootstrap, now_ms=now, **fields)
+    kafka = KafkaAdmin(bootstrap)
+    members = [
+        Member("ns/p", parse_policy_spec({"cluster": {"bootstrapServers": bootstrap}, **fields}))
+    ]
+    by_core = plan_in_process(kafka, members, select(kafka, members), now)["ns/p"]
+
+    # Kafka's own tool says where the share group is ("-": nowhere yet, which protects all).
+    starts = {p: start_offset_by_kafka(bootstrap, share, topic, p) for p in (0, 1)}
+    assert starts[0] is not None
+    assert starts[0] >= 40
+    expected = {p: 0 if at is None else at for p, at in starts.items()}
+    for planned in (by_spark, by_core):
+        rows = by_partition(planned, topic)
+        assert {p: rows[p]["targetOffset"] for p in (0, 1)} == expected
+        assert {
+            p: {g["group"]: g["committedOffset"] for g in rows[p]["groups"]} for p in (0, 1)
+        } == {p: {done: 100, share: starts[p]} for p in (0, 1)}
+        assert planned.group_types == {done: "classic", share: "share"}
 
 
 @pytest.mark.stack
@@ -213,8 +260,14 @@ spec:
     assert "42 records" in done.stdout
     assert "nothing was deleted" in done.stdout
     assert "computing cuts" in done.stderr  # progress while it runs
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert f"group {group}: read as classic" in done.stdout
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    rows = [r for r in lines if r["kind"] == "partition"]
     assert [(r["partition"], r["targetOffset"]) for r in rows] == [(0, 12), (1, 30)]
+    # A line per group says what it was read as (sinks.to_json_lines).
+    assert [r for r in lines if r["kind"] == "group"] == [
+        {"kind": "group", "group": group, "type": "classic"}
+    ]
 
 
 def test_plan_command_names_the_bad_field(tmp_path: Path) -> None:
