@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from devstack import paths
+from kafka_retention.core.facts import TopicPartition
 
 SOURCE = Path(__file__).resolve().parent / "fixtures" / "streams" / "PassThrough.java"
 MAIN_CLASS = "PassThrough"
@@ -126,3 +127,61 @@ def _tail(text: str | bytes | None) -> str:
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     return "\n".join((text or "").splitlines()[-STDERR_TAIL_LINES:])
+
+
+GROUPS_COMMAND = "org.apache.kafka.tools.GroupsCommand"
+STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+
+def kafka_tool(main_class: str, bootstrap: str, *args: str) -> str:
+    """A Kafka CLI's stdout. These exit 0 even when they print an error, so a table the
+    caller expects and does not find fails its own assertion."""
+    done = subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            f"{kafka_libs()}/*",
+            main_class,
+            "--bootstrap-server",
+            bootstrap,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """The rows of a CLI table whose header names are single words, keyed by them (an
+    empty last column, such as a classic group's PROTOCOL, is left out)."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    assert lines, f"no table in {text!r}"
+    header, *rows = lines
+    return [dict(zip(header, row, strict=False)) for row in rows]
+
+
+def streams_commit_by_kafka(bootstrap: str, app_id: str, tp: TopicPartition) -> int:
+    """The streams group's commit on `tp` as StreamsGroupCommand prints it (a dry-run
+    reset to the current offsets: its describe lists nothing once the app has closed)."""
+    rows = table(
+        kafka_tool(
+            STREAMS_GROUP_COMMAND,
+            bootstrap,
+            "--reset-offsets",
+            "--group",
+            app_id,
+            "--all-input-topics",
+            "--to-current",
+            "--dry-run",
+        )
+    )
+    # `--describe --offsets` lists only the partitions of members' assignments, so nothing
+    # for a group whose application has closed; the dry-run reset (which the tool allows
+    # only on a group with no members) prints the commits instead.
+    (row,) = [r for r in rows if (r["TOPIC"], r["PARTITION"]) == (tp.topic, str(tp.partition))]
+    return int(row["NEW-OFFSET"])

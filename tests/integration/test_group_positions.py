@@ -16,14 +16,13 @@ from kafka_retention.adapters import group_reader
 from kafka_retention.adapters.kafka import KafkaAdmin, KafkaUnavailable
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from tests.conftest import TopicFactory
-from tests.integration.test_streams_app import STREAMS_GROUP_COMMAND, kafka_tool, table
 from tests.share_consumer import (
     accept_below,
     read_from_earliest,
     start_offset_by_kafka,
     wait_for_start_offset,
 )
-from tests.streams_app import run_streams_app
+from tests.streams_app import run_streams_app, streams_commit_by_kafka
 from tests.support import commit, produce
 
 
@@ -33,25 +32,6 @@ def share_group_accepting_below(bootstrap: str, group: str, tp: TopicPartition, 
     read_from_earliest(bootstrap, group)
     accept_below(bootstrap, group, tp.topic, below, partition=tp.partition)
     return wait_for_start_offset(bootstrap, group, tp, at_least=below)
-
-
-def streams_commit_by_kafka(bootstrap: str, app_id: str, tp: TopicPartition) -> int:
-    """The streams group's commit on `tp` as StreamsGroupCommand prints it (a dry-run
-    reset to the current offsets: its describe lists nothing once the app has closed)."""
-    rows = table(
-        kafka_tool(
-            STREAMS_GROUP_COMMAND,
-            bootstrap,
-            "--reset-offsets",
-            "--group",
-            app_id,
-            "--all-input-topics",
-            "--to-current",
-            "--dry-run",
-        )
-    )
-    (row,) = [r for r in rows if (r["TOPIC"], r["PARTITION"]) == (tp.topic, str(tp.partition))]
-    return int(row["NEW-OFFSET"])
 
 
 @pytest.mark.stack

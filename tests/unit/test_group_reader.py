@@ -5,13 +5,16 @@ with. The reader process itself is exercised on the real stack
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from kafka_retention.adapters import group_reader
 from kafka_retention.adapters.group_reader import GroupReaderError, parse_answer, request_lines
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
-from kafka_retention.core.java_client import java_properties
+from kafka_retention.core.java_client import Unmappable, java_properties
 from kafka_retention.services.retention_report import group_summary, groups_line
 
 PEM = "-----BEGIN CERTIFICATE-----\r\nMIIB\tx%41\n-----END CERTIFICATE-----\n"
@@ -232,3 +235,32 @@ def test_a_pkcs8_key_is_passed_as_given() -> None:
     props = java_properties("k:9093", {"ssl.certificate.pem": "CERT", "ssl.key.pem": pkcs8})
     assert props["ssl.keystore.key"] == pkcs8
     assert props["ssl.keystore.type"] == "PEM"
+
+
+def test_a_reader_that_answers_nobody_is_killed_and_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wedged reader (alive, reading its requests, answering none) must not time out
+    every later read: the read that waited in vain kills it, and the next starts anew."""
+    java_home = tmp_path / "jdk"
+    (java_home / "bin").mkdir(parents=True)
+    java = java_home / "bin" / "java"
+    # Reads every request, answers none, and keeps its stdout open (a wedged JVM).
+    java.write_text("#!/bin/sh\nwhile read -r line; do :; done\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(java_home))
+    reader = group_reader.GroupReader(tmp_path)
+    reader.startup_allowance = 0.5
+    asked = {"g": [TopicPartition("t", 0)]}
+    with pytest.raises(group_reader.GroupReaderError, match="no answer within"):
+        reader.read({"bootstrap.servers": "k:1"}, asked, timeout=0.1)
+    assert reader._proc is None  # killed, not kept for the next caller to wait on
+    with pytest.raises(group_reader.GroupReaderError, match="no answer within"):
+        reader.read({"bootstrap.servers": "k:1"}, asked, timeout=0.1)
+    reader.stop()
+
+
+@pytest.mark.parametrize("half", [{"sasl.username": "u"}, {"sasl.password": "p"}])
+def test_half_a_sasl_login_has_no_java_equivalent(half: dict[str, str]) -> None:
+    with pytest.raises(Unmappable, match=r"sasl\.username without sasl\.password"):
+        java_properties("k:1", {"security.protocol": "SASL_SSL", **half})

@@ -120,12 +120,14 @@ def jars_dir() -> Path | None:
 class GroupReader:
     """The reader process; callers on several threads wait for their own answers."""
 
+    # A JVM start and an Admin's first metadata, on top of the requests' own timeouts.
+    startup_allowance = 20.0
+
     def __init__(self, jars: Path) -> None:
         self._jars = jars
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
-        # Request id -> where its answer goes (None: the process ended first).
-        self._waiting: dict[int, queue.Queue[list[str] | None]] = {}
+        self._answers = _Answers()
         self._next_id = 0
 
     def _start(self) -> subprocess.Popen[str]:
@@ -144,10 +146,10 @@ class GroupReader:
         )
         # Each process answers into a table of its own: a late answer of a process that
         # was replaced can never reach a caller of the new one.
-        self._waiting = {}
+        self._answers = _Answers()
         assert proc.stdout is not None
         threading.Thread(
-            target=_pump, args=(proc.stdout, self._waiting), daemon=True, name="group-reader"
+            target=_pump, args=(proc.stdout, self._answers), daemon=True, name="group-reader"
         ).start()
         return proc
 
@@ -167,16 +169,17 @@ class GroupReader:
         """Each asked group's type and positions. The deadline grows with the number of
         requests the reader makes (a listing, then a request a chunk of partitions)."""
         requests = 1 + sum(1 + len(tps) // PARTITIONS_PER_REQUEST for tps in asked.values())
-        # A JVM start and an Admin's first metadata come on top of the requests.
-        deadline = 20 + timeout * requests
+        deadline = self.startup_allowance + timeout * requests
         answer: queue.Queue[list[str] | None] = queue.Queue(maxsize=1)
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
-            proc, waiting = self._proc, self._waiting
+            proc, answers = self._proc, self._answers
+            waiting = answers.waiting
             self._next_id += 1
             request_id = self._next_id
             waiting[request_id] = answer
+            answered_before = answers.count
             assert proc.stdin is not None
             try:
                 text = "\n".join(request_lines(properties, asked, request_id=request_id))
@@ -190,15 +193,33 @@ class GroupReader:
             lines = answer.get(timeout=deadline)
         except queue.Empty:
             waiting.pop(request_id, None)
+            if answers.count == answered_before:
+                # Not one answer to anybody all this while: the reader itself is stuck
+                # (its own calls are bounded by their timeouts). The next read starts a
+                # new one; an unreachable cluster only costs that restart.
+                with self._lock:
+                    if self._proc is proc:
+                        proc.kill()
+                        self._proc = None
             raise GroupReaderError(f"group reader: no answer within {deadline:.0f}s") from None
         if lines is None:
             raise GroupReaderError("group reader: the process ended")
         return parse_answer(lines, asked)
 
 
-def _pump(stream: IO[str], waiting: dict[int, queue.Queue[list[str] | None]]) -> None:
+class _Answers:
+    """One reader process's answers: who waits for which request id, and how many
+    answers it has given (a reader that gives none while callers wait is stuck)."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[int, queue.Queue[list[str] | None]] = {}
+        self.count = 0
+
+
+def _pump(stream: IO[str], answers: _Answers) -> None:
     """Hands each whole answer to the caller waiting for its id; an answer nobody waits
     for any more (its caller gave up) is dropped. At the end, every waiter hears None."""
+    waiting = answers.waiting
     current: int | None = None
     lines: list[str] = []
     for raw in stream:
@@ -207,6 +228,7 @@ def _pump(stream: IO[str], waiting: dict[int, queue.Queue[list[str] | None]]) ->
         if head == "answer":
             current, lines = _request_id(rest), []
         elif head == "done":
+            answers.count += 1
             target = waiting.pop(current, None) if current is not None else None
             if target is not None:
                 target.put(lines)

@@ -56,6 +56,8 @@ def java_properties(bootstrap_servers: str, client_config: Mapping[str, str]) ->
     user, password = rd.pop("sasl.username", None), rd.pop("sasl.password", None)
     if mechanism is not None:
         out["sasl.mechanism"] = mechanism
+    if (user is None) != (password is None):
+        raise Unmappable("sasl.username without sasl.password, or the reverse")
     if user is not None and password is not None:
         module = _LOGIN_MODULES.get((mechanism or "PLAIN").upper())
         if module is None:
