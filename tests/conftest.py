@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from devstack import paths
+from devstack import build, paths
 from devstack.stack import Stack
 from tests.broker_metadata import PartitionView, topic_partitions
 
@@ -31,7 +31,8 @@ def stack() -> Iterator[Stack]:
     started = s.up()
     # In-process adapters read share and streams groups through the group reader, as the
     # operator processes the tests start do (stack.env()).
-    os.environ.setdefault("KAFKA_RETENTION_GROUP_READER", str(paths.group_reader_jars()))
+    # Built here if `make setup` has not (a few seconds, once per change of its sources).
+    os.environ.setdefault("KAFKA_RETENTION_GROUP_READER", str(build.group_reader_jars()))
     s.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
     s.kubectl(
         "wait",
