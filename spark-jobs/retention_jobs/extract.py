@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from kafka_retention.adapters.kafka import KafkaAdmin, KafkaFailure, KafkaUnavailable
+from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from retention_jobs.request import Connection
 
 FactsRow = tuple[

@@ -20,14 +20,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_retention.adapters import kube
-from kafka_retention.adapters.kafka import (
-    COMMITTED_PER_REQUEST,
-    KafkaAdmin,
-    KafkaFailure,
-    KafkaUnavailable,
-)
+from kafka_retention.adapters.kafka import COMMITTED_PER_REQUEST, KafkaAdmin
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
 from retention_jobs import extract, kafka_source, scans, schemas, sinks, transforms

@@ -31,8 +31,9 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from devstack.stack import Stack
-from kafka_retention.adapters.kafka import KafkaAdmin, KafkaUnavailable
+from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition as Partition
+from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from tests.conftest import create_namespace
 from tests.e2e.test_policy_fleet import policy

@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kafka_retention.adapters import group_reader
-from kafka_retention.adapters.kafka import KafkaAdmin, KafkaUnavailable
+from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+from kafka_retention.core.failures import KafkaUnavailable
 from tests.conftest import TopicFactory
 from tests.share_consumer import (
     accept_below,

@@ -67,8 +67,9 @@ def test_offsets_and_deletes_sent_in_pieces_land_on_their_own_partitions(
 _READER = """
 import json, sys
 from pathlib import Path
-from kafka_retention.adapters.kafka import KafkaAdmin, KafkaUnavailable
+from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaUnavailable
 
 bootstrap, group, topic, stop = sys.argv[1:5]
 admin = KafkaAdmin(bootstrap, timeout=5)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes, VolumeError
+from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
+from kafka_retention.core.failures import VolumeError
 from kafka_retention.core.orphans import (
     NO_META,
     REMOVE_SCRIPT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from kafka_retention.adapters.kafka import KafkaUnavailable
+from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.specs import ClusterRef, parse_cluster
 from kafka_retention.services.cluster_ids import ClusterIds
 

@@ -8,13 +8,8 @@ import weakref
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_retention.adapters.kafka import (
-    ConnectionCause,
-    KafkaAdmin,
-    KafkaFailure,
-    _failure,
-    offset_answer,
-)
+from kafka_retention.adapters.kafka import ConnectionCause, KafkaAdmin, _failure, offset_answer
+from kafka_retention.core.failures import KafkaFailure
 
 # The codes a leader move produces during DeleteRecords, as seen on the real stack with a
 # broker frozen for 15 s: librdkafka names code 6 NOT_LEADER_FOR_PARTITION.

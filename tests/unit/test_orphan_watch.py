@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from kafka_retention.adapters.broker_volumes import LocalVolumes
-from kafka_retention.adapters.kube import ExecFailed
+from kafka_retention.core.failures import ExecFailed
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.services import orphan_watch
 

@@ -18,6 +18,7 @@ from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.policy_batches import Due, Environment
 from kafka_retention.services.retention_run import RunOutcome
+from tests.unit.fakes import MemoryStore
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ME = Peering("kr", "me", priority=100, lifetime_s=10, clusterwide=True)
@@ -154,6 +155,7 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
         leadership=role,  # type: ignore[arg-type]
         resync=lambda: listed,
         check_every=0.02,
+        status_store=MemoryStore,
     )
 
     async def scenario() -> None:
@@ -179,7 +181,7 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
 
 def test_the_acting_gauge_says_which_replica_runs_the_policies() -> None:
     env = Environment(connection=lambda s, n: ("", {}), connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
-    Fleet(env, lambda b, o: None, leadership=Role(), resync=list)  # type: ignore[arg-type]
+    Fleet(env, lambda b, o: None, leadership=Role(), resync=list, status_store=MemoryStore)  # type: ignore[arg-type]
     assert REGISTRY.get_sample_value("kafka_retention_acting") == 0  # peered: not yet
-    Fleet(env, lambda b, o: None)
+    Fleet(env, lambda b, o: None, status_store=MemoryStore)
     assert REGISTRY.get_sample_value("kafka_retention_acting") == 1  # standalone

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
-from kafka_retention.adapters.kube import ApiException, ClusterUnresolved, SecretUnavailable
+from kafka_retention.adapters.kube import ApiException, ClusterUnresolved
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_states import Phase, State
 from kafka_retention.core.strimzi import StrimziError

@@ -9,8 +9,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from kafka_retention.adapters import spark
+from kafka_retention.core.failures import Abandoned
 from kafka_retention.core.strimzi import StrimziRef
 from kafka_retention.kube_objects.chunks import (
     CHUNK_BYTES,
@@ -222,7 +223,7 @@ def test_a_wait_for_a_running_driver_ends_when_the_operator_stops(
     waiter.join(timeout=30)
     assert not waiter.is_alive(), "the wait did not notice the stop flag"
     assert len(raised) == 1
-    assert isinstance(raised[0], spark.Abandoned)
+    assert isinstance(raised[0], Abandoned)
     assert runs.polls == 1
 
 
@@ -233,7 +234,7 @@ def test_a_stopped_planner_ends_waits_that_start_after_the_stop(
     stopping = threading.Event()
     stopping.set()
     runs = _Runs("Running")
-    with pytest.raises(spark.Abandoned, match="left running"):
+    with pytest.raises(Abandoned, match="left running"):
         spark.plan_in_pods(runs, spec(), timeout_s=3600, poll_s=3600, stopping=stopping)  # type: ignore[arg-type]
     assert runs.polls == 0
 

@@ -26,9 +26,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_retention.adapters.kafka import KafkaFailure, OffsetKind
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
+from kafka_retention.core.failures import KafkaFailure, OffsetKind
 from kafka_retention.core.overlap import PeerIndex, conservative_cut
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec

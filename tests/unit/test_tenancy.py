@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kafka_retention.adapters.kafka import KafkaUnavailable
 from kafka_retention.core.bindings import BindingUnavailable, parse_binding, strict_refusal
+from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.policy_spec import UNBOUND, parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError, labels

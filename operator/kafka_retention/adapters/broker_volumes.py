@@ -21,6 +21,7 @@ import shutil
 import stat
 from collections.abc import Callable
 
+from kafka_retention.core.failures import VolumeError
 from kafka_retention.core.orphans import (
     NO_META,
     REMOVED,
@@ -39,11 +40,6 @@ from kafka_retention.core.orphans import (
 
 META_LIMIT = 65_536  # meta.properties is a few hundred bytes; never read a planted giant
 PARTITION_METADATA_LIMIT = 4_096
-
-
-class VolumeError(RuntimeError):
-    """A refusal or failure this module words itself: its message names log dirs and
-    directory names only, never what a broker pod printed, so it may go into status."""
 
 
 class LocalVolumes:

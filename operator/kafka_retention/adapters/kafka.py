@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from confluent_kafka import (
     Consumer,
@@ -36,6 +36,7 @@ from confluent_kafka.cimpl import _AdminClientImpl
 
 from kafka_retention.adapters import group_reader
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, OffsetKind
 from kafka_retention.core.java_client import Unmappable, java_properties
 
 # Errors that go away by themselves (leader moves, brokers restarting, slow networks), by
@@ -76,20 +77,6 @@ _RETRIABLE_CODES = frozenset(
 # Per-record bytes the log spends besides key, value and headers (varints, attributes,
 # a share of the batch header): a rough constant, good enough for an estimate.
 RECORD_OVERHEAD_BYTES = 16
-
-
-class KafkaUnavailable(RuntimeError):
-    """The cluster could not be reached or did not answer in time; try again later."""
-
-
-@dataclass(frozen=True)
-class KafkaFailure:
-    code: str
-    message: str
-    retriable: bool
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
 
 
 def _failure(exc: BaseException) -> KafkaFailure:
@@ -205,9 +192,6 @@ def _stored_size(msg: Message) -> int:
     for key, value in pairs:
         size += len(key) + len(value or b"")
     return size
-
-
-OffsetKind = Literal["earliest", "latest"]
 
 
 def kafka_uuid(value: object) -> str:

@@ -22,6 +22,7 @@ __all__ = ["ApiException"]
 
 from kafka_retention.core.bindings import Binding, BindingUnavailable
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.failures import ExecFailed, SecretUnavailable
 from kafka_retention.core.resources import GROUP, KAFKA_CLUSTER_BINDINGS, VERSION
 from kafka_retention.core.specs import ClusterRef, labels
 from kafka_retention.core.strimzi import (
@@ -38,13 +39,6 @@ from kafka_retention.kube_objects import chunks
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _api: kubernetes.client.ApiClient | None = None
-
-
-class SecretUnavailable(LookupError):
-    """The clientConfigSecret is missing or unreadable."""
-
-    # The condition reason a run that met it reports (RecordPurge and RetentionPolicy).
-    reason = Reason.SECRET_UNAVAILABLE
 
 
 def _client() -> kubernetes.client.ApiClient:
@@ -294,12 +288,6 @@ def running_pods(namespace: str, match_labels: Mapping[str, str]) -> list[str]:
         for p in found.items
         if p.metadata and p.status and p.status.phase == "Running"
     )
-
-
-class ExecFailed(RuntimeError):
-    """A command run in a pod exited non-zero, ran too long or said too much. The pod's
-    own stderr goes to the operator's log, not the message: the message reaches the
-    status of a tenant's resource."""
 
 
 # The most a command run in a broker pod may print: a listing of one log dir with 50,000

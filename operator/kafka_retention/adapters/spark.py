@@ -18,6 +18,7 @@ from typing import Any
 
 from kafka_retention.adapters import kube
 from kafka_retention.config import SparkConfig
+from kafka_retention.core.failures import Abandoned
 from kafka_retention.core.policy_spec import Member
 from kafka_retention.core.resources import API_VERSION
 from kafka_retention.kube_objects import chunks, spark_runs
@@ -218,12 +219,6 @@ def plan_locally(request: Any, progress: Any = None) -> Any:
 
 class RunGone(RuntimeError):
     """The run's driver or SparkApplication disappeared before it wrote its plan."""
-
-
-class Abandoned(RuntimeError):
-    """The operator is stopping: its wait for a plan ended early. Nothing was applied. A pod
-    run goes on in the cluster, and the next operator waits for it by its name (the same
-    batch in the same slot gets the same name); a local job is cancelled."""
 
 
 def plan_in_pods(

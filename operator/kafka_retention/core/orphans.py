@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.specs import MAX_PARTITION
 
 Kind = Literal["partition", "stray", "delete", "future", "broker_file", "unknown"]
 Verdict = Literal["orphan", "assigned", "kept", "delete_pending", "future", "unknown"]
@@ -49,7 +50,6 @@ Assignment = Mapping[str, tuple[str, Mapping[int, AbstractSet[int]]]]
 
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log: never a candidate
 MAX_TOPIC_LENGTH = 249
-MAX_PARTITION = 2**31 - 1  # Kafka partitions are Java ints
 _CHECKPOINTS = (
     "recovery-point-offset-checkpoint",
     "replication-offset-checkpoint",

@@ -13,7 +13,7 @@ from kafka_retention.core.strimzi import StrimziRef
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 # Kafka's own bounds: partitions are int32, offsets int64.
-MAX_PARTITION = 2**31 - 1
+MAX_PARTITION = 2**31 - 1  # Kafka partitions are Java ints
 MAX_OFFSET = 2**63 - 1
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

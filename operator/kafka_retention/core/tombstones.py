@@ -19,16 +19,7 @@ from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
 
-DEFAULT_DELETE_RETENTION_MS = 86_400_000  # Kafka's default delete.retention.ms (1 day)
 MINUTE_MS = 60_000
-
-
-def compacted(config: Mapping[str, str]) -> bool:
-    return "compact" in config.get("cleanup.policy", "delete")
-
-
-def delete_retention_ms(config: Mapping[str, str]) -> int:
-    return int(config.get("delete.retention.ms", str(DEFAULT_DELETE_RETENTION_MS)))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 POLICY_VIOLATION = "POLICY_VIOLATION"
-DEFAULT_DELETE_RETENTION_MS = 86_400_000
+DEFAULT_DELETE_RETENTION_MS = 86_400_000  # Kafka's default delete.retention.ms (1 day)
 
 
 def cleanup_policies(config: Mapping[str, str]) -> frozenset[str]:

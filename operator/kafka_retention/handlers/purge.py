@@ -11,12 +11,9 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import (
-    ConfigMapStore,
-    SecretUnavailable,
-    StatusWriter,
-)
+from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter
 from kafka_retention.core.conditions import EventReason
+from kafka_retention.core.failures import SecretUnavailable
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase

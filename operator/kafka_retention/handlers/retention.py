@@ -24,6 +24,7 @@ from kafka_retention.adapters.kube import (
     resolve_cluster,
     running_pods,
 )
+from kafka_retention.adapters.policy_status import PolicyStatus
 from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
@@ -111,6 +112,7 @@ def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet
         per_namespace=cfg.spark.mode != "local",
         leadership=leadership,
         resync=resync,
+        status_store=PolicyStatus,
     )
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafka_retention.adapters.kafka import KafkaFailure
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.services.ports import KafkaCutter
 
 

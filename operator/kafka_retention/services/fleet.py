@@ -21,57 +21,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafka_retention import metrics
-from kafka_retention.adapters.kube import ApiException, StatusWriter
-from kafka_retention.adapters.spark import Abandoned
-from kafka_retention.core import conditions as cond
-from kafka_retention.core.conditions import Reason
 from kafka_retention.core.durations import parse_duration_ms
+from kafka_retention.core.failures import Abandoned, StatusNotStored
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
-from kafka_retention.core.resources import RETENTION_POLICIES
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
+from kafka_retention.services.ports import PolicyStore, PolicyStores
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome, set_schedule
 from kafka_retention.services.scheduler import Entry, Scheduler
 
 log = logging.getLogger(__name__)
 Report = Callable[[Mapping[str, Any], RunOutcome], None]
-
-
-class PolicyStatus:
-    """Writes one policy's status and remembers what it wrote, so the next run starts from
-    it even before the watch delivers it back. A policy deleted meanwhile is not an error;
-    a status the API server refuses is said in the Ready condition with its cause."""
-
-    def __init__(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        self.writer = StatusWriter(RETENTION_POLICIES, namespace, name)
-        self.status: dict[str, Any] = dict(status)
-
-    def patch(self, status: Mapping[str, Any]) -> None:
-        try:
-            self.writer.patch(status)
-        except ApiException as exc:
-            if exc.status == 404:
-                return
-            self._refused(exc)
-            raise
-        self.status.update(status)
-
-    def _refused(self, exc: ApiException) -> None:
-        message = f"status not stored: HTTP {exc.status} {exc.reason}: {str(exc.body)[:500]}"
-        conditions = cond.set_condition(
-            self.status.get("conditions"),
-            "Ready",
-            "False",
-            Reason.STATE_NOT_PERSISTED,
-            message,
-            None,
-            datetime.now(UTC),
-        )
-        try:
-            self.writer.patch({"conditions": conditions})
-        except ApiException:
-            log.exception("could not store the StateNotPersisted condition either")
 
 
 def cluster_of(spec: Mapping[str, Any], namespace: str, per_namespace: bool) -> Hashable:
@@ -125,8 +86,11 @@ class Fleet:
         resync: Callable[[], list[dict[str, Any]]] | None = None,
         check_every: float = 2.0,
         max_per_namespace: int | None = 200,
+        *,
+        status_store: PolicyStores,
     ) -> None:
         self.env, self.report, self.clock = env, report, clock
+        self.status_store = status_store
         # With peering: whether this replica acts (asked every `check_every` seconds), and
         # every policy as the API server has it now, read when the replica starts acting.
         self.leadership, self.resync, self.check_every = leadership, resync, check_every
@@ -145,7 +109,7 @@ class Fleet:
         # Status chores (late marks) never queue behind busy batch workers.
         self.chores = ThreadPoolExecutor(max_workers=1, thread_name_prefix="policy-chores")
         self.valid: dict[str, PolicySpec] = {}
-        self.stores: dict[str, PolicyStatus] = {}
+        self.stores: dict[str, PolicyStore] = {}
         self._wake = asyncio.Event()
         # Set by stop(): asyncio.wait_for (before Python 3.12) swallows a cancellation
         # that arrives as the event it waits for is set, so the loop checks this too.
@@ -165,7 +129,7 @@ class Fleet:
             self.valid.pop(key, None)
         status = body.get("status") or {}
         if key not in self.stores:
-            self.stores[key] = PolicyStatus(namespace, name, status)
+            self.stores[key] = self.status_store(namespace, name, status)
         generation = meta.get("generation")
         resume_at = (
             _epoch(status.get("nextRunAt"))
@@ -290,7 +254,7 @@ class Fleet:
             )
             try:
                 store.patch({"conditions": set_schedule(store.status.get("conditions"), run)})
-            except ApiException:
+            except StatusNotStored:
                 log.exception("could not mark %s late", entry.key)
 
     async def _batch(self, batch: list[Entry]) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.services.ports import KafkaCutter
 
 

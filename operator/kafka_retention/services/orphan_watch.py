@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kafka_retention.adapters.broker_volumes import VolumeError
-from kafka_retention.adapters.kafka import KafkaUnavailable
-from kafka_retention.adapters.kube import ExecFailed
 from kafka_retention.core import conditions as cond
 from kafka_retention.core import orphans as core
+from kafka_retention.core.failures import ExecFailed, KafkaUnavailable, VolumeError
 from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
 from kafka_retention.services.ports import BrokerVolumes, OrphanKafka
 

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kafka_retention.adapters.kafka import KafkaUnavailable
-from kafka_retention.adapters.kube import SecretUnavailable
-from kafka_retention.adapters.spark import Abandoned
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.failures import Abandoned, KafkaUnavailable, SecretUnavailable
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import PurgeLedger

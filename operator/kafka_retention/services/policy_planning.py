@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafka_retention.adapters.kafka import KafkaFailure
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
+from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import Member
 from kafka_retention.services.fresh import raise_if_retriable

@@ -3,17 +3,29 @@ unit tests pass in-memory fakes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
-from kafka_retention.adapters.kafka import KafkaFailure, OffsetKind
 from kafka_retention.core.facts import GroupRead, TopicPartition
+from kafka_retention.core.failures import KafkaFailure, OffsetKind
 from kafka_retention.core.orphans import Entry, LogDirIdentity
 
 
 class StatusStore(Protocol):
     def patch(self, status: Mapping[str, Any]) -> None: ...
+
+
+class PolicyStore(StatusStore, Protocol):
+    """A policy's status store that remembers what it wrote (adapters.policy_status): the
+    next run starts from it even before the watch delivers it back. A refused write
+    raises core.failures.StatusNotStored."""
+
+    status: dict[str, Any]
+
+
+# (namespace, name, status as last seen) -> the policy's store.
+PolicyStores = Callable[[str, str, Mapping[str, Any]], PolicyStore]
 
 
 class BlobStore(Protocol):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_retention.adapters.kafka import KafkaFailure
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.purge import PartitionPlan, PurgeRequest, recheck
 from kafka_retention.core.purge_states import State
 from kafka_retention.core.topics import POLICY_VIOLATION

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from kafka_retention.adapters.kafka import KafkaFailure
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.purge import (
     UNKNOWN_TOPIC_OR_PARTITION,
     PartitionPlan,

@@ -17,9 +17,9 @@ purge_execute, what status and the plan ConfigMaps hold in purge_state, how a ru
 
 from __future__ import annotations
 
-from kafka_retention.adapters.kafka import KafkaUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from kafka_retention.adapters.kafka import KafkaFailure, KafkaUnavailable
 from kafka_retention.core import conditions as cond
 from kafka_retention.core import loss
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex, conservative_cut, overlap_note
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kafka_retention.adapters.kafka import KafkaFailure
 from kafka_retention.core import conditions as cond
 from kafka_retention.core import tombstones as ts
+from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.services.ports import PolicyKafka
 
@@ -58,8 +59,8 @@ def watch(
     for topic, config in configs.items():
         if isinstance(config, KafkaFailure):
             problems.append(f"{topic}: {config}")
-        elif ts.compacted(config):
-            retention[topic] = ts.delete_retention_ms(config)
+        elif topic_rules.is_compacted(config):
+            retention[topic] = topic_rules.delete_retention_ms(config)
     lags = _lags(kafka, sorted(retention), want.groups, now_ms, problems)
     risks = ts.at_risk(lags, retention, want.warn_at_percent)
     raised: list[Raise] = []
