@@ -20,6 +20,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
+from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from devstack.operator import OperatorProcess
@@ -352,3 +353,72 @@ def argocd_health(obj: Mapping[str, Any]) -> tuple[str, str]:
     lua.globals().obj = lua.table_from(json.loads(json.dumps(obj)), recursive=True)
     hs = lua.execute(script)
     return str(hs["status"]), str(hs["message"] or "")
+
+
+# --- the project's resources on the stack: apply, wait, read ---------------------------
+
+HOUR = 3_600_000
+NO_RETENTION = {"retention.ms": "-1"}
+
+
+def apply_policy(stack: Stack, ns: str, name: str, **spec: Any) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "interval": "10s",
+            **spec,
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def apply_purge(stack: Stack, ns: str, name: str, **spec: Any) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordPurge",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"cluster": {"bootstrapServers": stack.kafka.bootstrap_servers}, **spec},
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def eventually(check: Callable[[], bool], timeout: float = 90, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(0.5)
+
+
+def ran(stack: Stack, ns: str, name: str, after: str = "") -> dict[str, Any]:
+    """The policy once a run completed (after the given completedAt, if any)."""
+    return wait_for(
+        stack,
+        "retentionpolicy",
+        ns,
+        name,
+        lambda o: o.get("status", {}).get("lastRun", {}).get("completedAt", "") > after,
+        timeout=120,
+    )
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+
+
+def results(obj: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(r["topic"], r["partition"]): r for r in obj["status"]["results"]}
+
+
+def delete_records(admin: AdminClient, topic: str, cuts: dict[int, int]) -> None:
+    """A manual DeleteRecords, as a person with kafka-delete-records.sh would."""
+    futures = admin.delete_records([KTP(topic, p, o) for p, o in cuts.items()])
+    for fut in futures.values():
+        fut.result(timeout=30)
+
+
+def loss_events(stack: Stack, ns: str, name: str) -> list[dict[str, Any]]:
+    return [e for e in events(stack, ns, name) if e["reason"] == "UnconsumedRecordsDeleted"]

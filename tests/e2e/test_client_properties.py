@@ -12,10 +12,19 @@ from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase
 from tests.conftest import TopicFactory
-from tests.e2e.test_record_purge import apply_purge, condition
-from tests.e2e.test_retention_policy import apply_policy, eventually, ran
 from tests.integration.test_client_properties import SCRAM, store_properties
-from tests.support import commit, log_starts, produce, purge_finished, wait_for
+from tests.support import (
+    apply_policy,
+    apply_purge,
+    commit,
+    condition,
+    eventually,
+    log_starts,
+    produce,
+    purge_finished,
+    ran,
+    wait_for,
+)
 
 
 def put_secret(stack: Stack, ns: str, name: str, *files: Path) -> None:

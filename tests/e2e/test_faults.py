@@ -19,8 +19,7 @@ from confluent_kafka.admin import AdminClient
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase, State
 from tests.conftest import TopicFactory
-from tests.e2e.test_retention_policy import apply_policy
-from tests.support import commit, get, log_starts, produce, purge_finished, wait_for
+from tests.support import apply_policy, commit, get, log_starts, produce, purge_finished, wait_for
 
 PARTITIONS = 30
 RECORDS = 20

@@ -14,15 +14,6 @@ from confluent_kafka.admin import AdminClient
 from devstack.stack import Stack
 from kafka_retention.core.facts import TopicPartition
 from tests.conftest import TopicFactory
-from tests.e2e.test_loss_notify import delete_records, loss_events
-from tests.e2e.test_record_purge import apply_purge, results
-from tests.e2e.test_retention_policy import (
-    NO_RETENTION,
-    apply_policy,
-    condition,
-    eventually,
-    ran,
-)
 from tests.share_consumer import (
     accept_below,
     read_from_earliest,
@@ -30,7 +21,21 @@ from tests.share_consumer import (
     wait_for_start_offset,
 )
 from tests.streams_app import run_streams_app
-from tests.support import commit, log_starts, produce, purge_finished
+from tests.support import (
+    NO_RETENTION,
+    apply_policy,
+    apply_purge,
+    commit,
+    condition,
+    delete_records,
+    eventually,
+    log_starts,
+    loss_events,
+    produce,
+    purge_finished,
+    ran,
+    results,
+)
 
 
 def _share_group_at(bootstrap: str, group: str, topic: str, below: int, since: int = 0) -> int:

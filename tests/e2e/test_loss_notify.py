@@ -7,35 +7,28 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.e2e.test_record_purge import apply_purge
-from tests.e2e.test_retention_policy import (
+from tests.support import (
     HOUR,
     NO_RETENTION,
+    OperatorProcess,
     apply_policy,
+    apply_purge,
+    commit,
     condition,
+    delete_records,
     eventually,
+    log_starts,
+    loss_events,
+    produce,
+    purge_finished,
     ran,
 )
-from tests.support import OperatorProcess, commit, events, log_starts, produce, purge_finished
-
-
-def delete_records(admin: AdminClient, topic: str, cuts: dict[int, int]) -> None:
-    """A manual DeleteRecords, as a person with kafka-delete-records.sh would."""
-    futures = admin.delete_records([KTP(topic, p, o) for p, o in cuts.items()])
-    for fut in futures.values():
-        fut.result(timeout=30)
-
-
-def loss_events(stack: Stack, ns: str, name: str) -> list[dict[str, Any]]:
-    return [e for e in events(stack, ns, name) if e["reason"] == "UnconsumedRecordsDeleted"]
 
 
 @pytest.mark.stack

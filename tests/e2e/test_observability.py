@@ -29,9 +29,16 @@ from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
 from tests.e2e.test_orphan_partitions import HEX, create_on
-from tests.e2e.test_record_purge import apply_purge
-from tests.e2e.test_retention_policy import HOUR, NO_RETENTION, apply_policy
-from tests.support import commit_groups, get, produce, purge_finished
+from tests.support import (
+    HOUR,
+    NO_RETENTION,
+    apply_policy,
+    apply_purge,
+    commit_groups,
+    get,
+    produce,
+    purge_finished,
+)
 from tests.unit.test_monitoring import (
     BUCKET_LABEL,
     MONITORING,

@@ -26,8 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import paths
 from devstack.stack import Stack
-from tests.e2e.test_retention_policy import condition
-from tests.support import events, get, produce, wait_for
+from tests.support import condition, events, get, produce, wait_for
 
 HEX = "00112233445566778899aabbccddeeff"
 

@@ -14,12 +14,14 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.e2e.test_record_purge import apply_purge
-from tests.e2e.test_retention_policy import apply_policy, condition, eventually
 from tests.support import (
     OperatorProcess,
+    apply_policy,
+    apply_purge,
     commit,
+    condition,
     events,
+    eventually,
     get,
     log_starts,
     produce,

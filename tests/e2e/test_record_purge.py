@@ -15,8 +15,10 @@ from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from tests.conftest import TopicFactory
 from tests.support import (
     OperatorProcess,
+    apply_purge,
     argocd_health,
     commit,
+    condition,
     events,
     first_offsets_read,
     get,
@@ -24,26 +26,9 @@ from tests.support import (
     log_starts,
     produce,
     purge_finished,
+    results,
     wait_for,
 )
-
-
-def apply_purge(stack: Stack, ns: str, name: str, **spec: Any) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"cluster": {"bootstrapServers": stack.kafka.bootstrap_servers}, **spec},
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-
-
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
-
-
-def results(obj: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
-    return {(r["topic"], r["partition"]): r for r in obj["status"]["results"]}
 
 
 @pytest.mark.stack

@@ -19,7 +19,15 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from tests.conftest import TopicFactory
-from tests.support import OperatorProcess, get, log_starts, produce, produce_to_each, wait_for
+from tests.support import (
+    OperatorProcess,
+    apply_purge,
+    get,
+    log_starts,
+    produce,
+    produce_to_each,
+    wait_for,
+)
 
 TOPICS, PER_TOPIC = 100, 200  # 20,000 partitions, replication factor 1
 
@@ -80,16 +88,9 @@ def big_topics(stack: Stack, admin: AdminClient) -> Iterator[list[str]]:
 
 
 def purge_all(stack: Stack, ns: str, name: str, topics: list[str]) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "topics": [{"name": t, "before": {"highWatermark": True}} for t in topics],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply_purge(
+        stack, ns, name, topics=[{"name": t, "before": {"highWatermark": True}} for t in topics]
+    )
 
 
 @pytest.mark.stack

@@ -21,9 +21,9 @@ from kafka_retention.adapters import kube
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
 from tests.conftest import TopicFactory
-from tests.e2e.test_retention_policy import apply_policy
 from tests.support import (
     OperatorProcess,
+    apply_policy,
     commit,
     get,
     install_spark_operator_crd,

@@ -5,56 +5,27 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.support import argocd_health, commit, events, get, log_starts, produce, wait_for
-
-HOUR = 3_600_000
-NO_RETENTION = {"retention.ms": "-1"}
-
-
-def apply_policy(stack: Stack, ns: str, name: str, **spec: Any) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "interval": "10s",
-            **spec,
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-
-
-def eventually(check: Callable[[], bool], timeout: float = 90, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(0.5)
-
-
-def ran(stack: Stack, ns: str, name: str, after: str = "") -> dict[str, Any]:
-    """The policy once a run completed (after the given completedAt, if any)."""
-    return wait_for(
-        stack,
-        "retentionpolicy",
-        ns,
-        name,
-        lambda o: o.get("status", {}).get("lastRun", {}).get("completedAt", "") > after,
-        timeout=120,
-    )
-
-
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+from tests.support import (
+    HOUR,
+    NO_RETENTION,
+    apply_policy,
+    argocd_health,
+    commit,
+    condition,
+    events,
+    eventually,
+    get,
+    log_starts,
+    produce,
+    ran,
+    wait_for,
+)
 
 
 @pytest.mark.stack

@@ -22,9 +22,16 @@ from confluent_kafka.admin import AdminClient
 from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.e2e.test_record_purge import condition
-from tests.e2e.test_retention_policy import HOUR, NO_RETENTION, ran
-from tests.support import log_starts, produce, purge_finished, wait_for
+from tests.support import (
+    HOUR,
+    NO_RETENTION,
+    condition,
+    log_starts,
+    produce,
+    purge_finished,
+    ran,
+    wait_for,
+)
 
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "strimzi-crds.yaml"
 KAFKA = "local"

@@ -13,8 +13,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from devstack.stack import Stack
 from tests.conftest import TopicFactory
-from tests.e2e.test_retention_policy import apply_policy, condition, ran
-from tests.support import commit, events, produce
+from tests.support import apply_policy, commit, condition, events, produce, ran
 
 MINUTE = 60_000
 

@@ -1,4 +1,4 @@
-"""The local Kafka configuration matches what DESIGN.md promises the tests."""
+"""The local Kafka configuration is what the tests rely on (README, 'The local stack')."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Parsers: whatever a spec holds, the answer is a parsed spec or a SpecError namin
 of it; any other exception is a crash (Kopf retries it forever, and a RetentionPolicy
 batch fails with it for every policy in the batch).
 
-Planning: the safety rules of DESIGN.md, as the pure core decides them. A cut never goes
+Planning: the safety rules, as the pure core decides them. A cut never goes
 past the high watermark, never past the committed offset of a group that guards it (a
 group without one guards the whole partition), never deletes below the log start,
 minRetention holds it back, notify groups never do, overlapping policies take the lowest
