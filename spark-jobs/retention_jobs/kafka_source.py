@@ -28,7 +28,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_retention.adapters.kafka import RECORD_OVERHEAD_BYTES, key_text
+from kafka_retention.adapters.kafka_records import RECORD_OVERHEAD_BYTES, key_text
 from kafka_retention.core.java_client import Unmappable, java_properties
 from retention_jobs import schemas
 from retention_jobs.request import Connection
@@ -208,7 +208,7 @@ def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) 
 
 
 def _key_text(key: bytes | None) -> str | None:
-    """adapters.kafka.key_text, so both readers show a key the same way."""
+    """adapters.kafka_records.key_text, so both readers show a key the same way."""
     return key_text(None if key is None else bytes(key))
 
 

@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_retention.adapters import kube
-from kafka_retention.adapters.kafka import COMMITTED_PER_REQUEST, KafkaAdmin
+from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.adapters.kafka_groups import COMMITTED_PER_REQUEST
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable

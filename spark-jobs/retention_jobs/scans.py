@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kafka_retention.adapters.kafka import (
+from kafka_retention.adapters.kafka_records import (
     RecordInfo,
     RecordReader,
     average_record_sizes,

@@ -14,7 +14,7 @@ from confluent_kafka import ElectionType
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from kafka_retention.adapters import kafka
+from kafka_retention.adapters import kafka_calls, kafka_groups
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
 from tests.conftest import TopicFactory
@@ -27,7 +27,7 @@ def test_committed_offsets_asked_in_pieces_come_back_whole(
 ) -> None:
     # Two partitions a request: seven partitions take four requests, and every answer,
     # including "nothing committed", lands on its own partition.
-    monkeypatch.setattr(kafka, "COMMITTED_PER_REQUEST", 2)
+    monkeypatch.setattr(kafka_groups, "COMMITTED_PER_REQUEST", 2)
     topic = make_topic(partitions=7)
     produce(bootstrap, topic, dict.fromkeys(range(7), 20))
     group = f"{topic}-g"
@@ -45,7 +45,7 @@ def test_offsets_and_deletes_sent_in_pieces_land_on_their_own_partitions(
     # Two partitions a request: seven partitions take four ListOffsets requests a kind
     # and four DeleteRecords requests, all in flight together; each partition has its own
     # record count and cut, so an answer landing on the wrong partition shows.
-    monkeypatch.setattr(kafka, "PARTITIONS_PER_REQUEST", 2)
+    monkeypatch.setattr(kafka_calls, "PARTITIONS_PER_REQUEST", 2)
     topic = make_topic(partitions=7)
     produce(bootstrap, topic, {p: 10 + p for p in range(7)})
     tps = [TopicPartition(topic, p) for p in range(7)]

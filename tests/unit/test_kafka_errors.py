@@ -8,7 +8,9 @@ import weakref
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_retention.adapters.kafka import ConnectionCause, KafkaAdmin, _failure, offset_answer
+from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.adapters.kafka_calls import ConnectionCause, offset_answer
+from kafka_retention.adapters.kafka_calls import failure as _failure
 from kafka_retention.core.failures import KafkaFailure
 
 # The codes a leader move produces during DeleteRecords, as seen on the real stack with a
@@ -111,7 +113,7 @@ def test_a_partition_the_reply_leaves_out_is_a_retriable_failure_not_a_gap(
 
     from confluent_kafka import TopicPartition as KTP
 
-    from kafka_retention.adapters import kafka as adapter
+    from kafka_retention.adapters import kafka_calls
     from kafka_retention.core.facts import TopicPartition
 
     class LowWatermark:
@@ -122,7 +124,7 @@ def test_a_partition_the_reply_leaves_out_is_a_retriable_failure_not_a_gap(
         done.set_result({items[0]: LowWatermark()})  # the second partition is left out
         return done
 
-    monkeypatch.setattr(adapter, "_submit", reply)
+    monkeypatch.setattr(kafka_calls, "submit", reply)
     admin = KafkaAdmin("127.0.0.1:1", timeout=1)
     a, b = TopicPartition("t", 0), TopicPartition("t", 1)
     out = admin.delete_records({a: 7, b: 9})
