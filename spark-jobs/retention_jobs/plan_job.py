@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_retention.adapters import kube
+from kafka_retention.adapters import kube_clusters
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kafka_groups import COMMITTED_PER_REQUEST
 from kafka_retention.core import topics as topic_rules
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             StrimziRef(**json.loads(args.strimzi)) if args.strimzi else None,
         )
         request = replace(
-            request, connection=Connection(*kube.resolve_cluster(args.namespace, cluster))
+            request, connection=Connection(*kube_clusters.resolve_cluster(args.namespace, cluster))
         )
     # The image carries the Kafka source's jars in Spark's own jars directory, so the
     # driver and executor pods have them on the class path from the start.

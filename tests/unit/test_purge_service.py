@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kafka_retention.adapters.kube import ApiException, ClusterUnresolved
+from kafka_retention.adapters.kube import ApiException
+from kafka_retention.adapters.kube_clusters import ClusterUnresolved
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
 from kafka_retention.core.purge import PurgeRequest

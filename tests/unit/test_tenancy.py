@@ -443,7 +443,7 @@ def test_another_namespaces_kafkauser_secret_is_not_read_without_its_consent(
 ) -> None:
     """Open tenancy: a RetentionPolicy in team-a names team-b's KafkaUser. The user has
     not consented, so its Secret (the credentials) is never even read."""
-    from kafka_retention.adapters import kube
+    from kafka_retention.adapters import kube_clusters as kube
     from kafka_retention.core.strimzi import StrimziRef
 
     objects = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import kopf
 
-from kafka_retention.adapters.kube import (
+from kafka_retention.adapters.kube_clusters import (
     binding_connection,
     namespace_labels,
     read_binding,

@@ -16,14 +16,9 @@ import kopf
 from kafka_retention import metrics
 from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import (
-    drop_finalizer,
-    exec_in_pod,
-    list_custom_objects,
-    read_peering,
-    resolve_cluster,
-    running_pods,
-)
+from kafka_retention.adapters.kube import drop_finalizer, list_custom_objects, read_peering
+from kafka_retention.adapters.kube_clusters import resolve_cluster
+from kafka_retention.adapters.kube_exec import exec_in_pod, running_pods
 from kafka_retention.adapters.policy_status import PolicyStatus
 from kafka_retention.adapters.spark import BatchPlanner
 from kafka_retention.config import OperatorConfig
