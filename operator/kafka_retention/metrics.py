@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
+
 from prometheus_client import Counter, Gauge, Histogram
 
 RECORDS_DELETED = Counter(
@@ -138,3 +141,28 @@ def forget_policy(namespace: str, name: str) -> None:
         ]
         for values in stale:
             gauge.remove(*values)
+
+
+class PolicySeries:
+    """A gauge whose series a policy replaces at each run: the series it set last time and
+    does not set now are removed (a group that caught up, a topic dropped from the spec),
+    so a cleared risk does not linger at its last value."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge = gauge
+        self._lock = threading.Lock()
+        self._now: dict[tuple[str, str], set[tuple[str, ...]]] = {}
+
+    def replace(self, namespace: str, name: str, values: Mapping[tuple[str, ...], float]) -> None:
+        """The policy's series are now exactly `values` (extra labels -> value)."""
+        with self._lock:
+            for gone in self._now.get((namespace, name), set()) - set(values):
+                self.gauge.remove(namespace, name, *gone)
+            for labels, value in values.items():
+                self.gauge.labels(namespace, name, *labels).set(value)
+            self._now[(namespace, name)] = set(values)
+
+
+AT_RISK_SERIES = PolicySeries(UNREAD_AT_RISK)
+BEHIND_SERIES = PolicySeries(GROUP_RECORDS_BEHIND)
+MARGIN_SERIES = PolicySeries(TOMBSTONE_MARGIN)

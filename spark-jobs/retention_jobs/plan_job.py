@@ -86,7 +86,7 @@ def _read_topics(admin: KafkaAdmin, request: PlanRequest) -> _Topics:
     configs: dict[str, Mapping[str, str] | str] = {}
     for topic, config in admin.topic_configs(union).items():
         configs[topic] = str(config) if isinstance(config, KafkaFailure) else config
-    classes = topic_rules.classify(configs)
+    classes = topic_rules.classify_topics(configs)
     problems, deletable, compacted = classes.problems, classes.deletable, classes.compacted
     delete_retention = sorted(classes.delete_retention_ms.items())
     partitions: dict[str, list[int]] = {}

@@ -16,7 +16,7 @@ from kafka_retention.services import fleet as fleet_module
 from kafka_retention.services.fleet import Fleet, cluster_of
 from kafka_retention.services.policy_batches import Due, Environment
 from kafka_retention.services.retention_run import RunOutcome
-from kafka_retention.services.scheduler import Entry, Scheduler, interleave_namespaces
+from kafka_retention.services.scheduler import Scheduled, Scheduler, interleave_namespaces
 from tests.unit.fakes import MemoryStore
 
 
@@ -24,7 +24,7 @@ def add(s: Scheduler, key: str, cluster: str, interval: float = 60, due: float =
     s.upsert(key, cluster, interval, 1, {}, now=due)
 
 
-def keys(batch: list[Entry]) -> list[str]:
+def keys(batch: list[Scheduled]) -> list[str]:
     return [e.key for e in batch]
 
 

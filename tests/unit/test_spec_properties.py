@@ -1016,7 +1016,7 @@ def test_policy_never_selects_an_internal_or_excluded_topic(
 def test_compact_only_topic_is_never_planned_for_delete_records(
     configs: dict[str, dict[str, str]],
 ) -> None:
-    classes = topic_rules.classify(configs)
+    classes = topic_rules.classify_topics(configs)
     for topic, config in configs.items():
         policies = {p.strip() for p in config.get("cleanup.policy", "delete").split(",")}
         if "delete" in policies:

@@ -506,7 +506,7 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
         }
     )
     member = Member("team-a/p", replace(policy, binding=binding), "uid", 1)
-    spark.BatchPlanner(SparkConfig(mode="kubernetes"))([member], "k:9092", config, 0)
+    spark.SparkBatchPlanner(SparkConfig(mode="kubernetes"))([member], "k:9092", config, 0)
     assert where == (["pods"] if in_pods else ["local"])
 
 

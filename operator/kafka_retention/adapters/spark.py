@@ -276,7 +276,7 @@ class BatchPlan:
     group_types: dict[str, str]
 
 
-class BatchPlanner:
+class SparkBatchPlanner:
     """Plans a batch of policies (one cluster, one tick) in one Spark job, where the
     operator's --spark-mode says: the local session, spark-submit pods, or a
     SparkApplication. Called with (members, client config, now in ms)."""

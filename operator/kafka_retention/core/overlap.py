@@ -26,7 +26,7 @@ OTHER_NAMESPACE_POLICIES = "policies in other namespaces"
 
 
 @dataclass(frozen=True)
-class Decision:
+class CutDecision:
     target: int
     # Peers (keys) whose own cut was lower than this policy's and so held it back. Keys
     # name other namespaces: for logs and tests, not for status (see overlap_note).
@@ -39,7 +39,7 @@ def conservative_cut(
     rules: RetentionRules,
     peers: Mapping[str, RetentionRules],
     now_ms: int,
-) -> Decision:
+) -> CutDecision:
     """The lowest of the planned cut, this policy's cut from fresh facts and every peer's
     cut from the same facts. `facts` must carry the committed offsets and the offsets for
     the times that every one of these rules asks for."""
@@ -50,7 +50,7 @@ def conservative_cut(
         if theirs < target:
             target = theirs
             held.append(name)
-    return Decision(target, tuple(held))
+    return CutDecision(target, tuple(held))
 
 
 def namespace_of(key: str) -> str | None:

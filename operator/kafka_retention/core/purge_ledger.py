@@ -77,7 +77,7 @@ def seen_from(namespace: str | None, key: str) -> str:
     return OTHER_NAMESPACE_PURGE
 
 
-def named_cluster(namespace: str, ref: ClusterRef) -> str | None:
+def purge_cluster(namespace: str, ref: ClusterRef) -> str | None:
     """A cluster as the spec names it (no lookup), the default key."""
     return ref.identity(namespace)
 
@@ -93,7 +93,7 @@ class PurgeLedger:
     def __init__(self) -> None:
         self._done: dict[str, PurgeDone] = {}
         self._lock = threading.Lock()
-        self._cluster_of: Callable[[str, ClusterRef], str | None] = named_cluster
+        self._cluster_of: Callable[[str, ClusterRef], str | None] = purge_cluster
 
     def resolve_with(self, cluster_of: Callable[[str, ClusterRef], str | None]) -> None:
         self._cluster_of = cluster_of

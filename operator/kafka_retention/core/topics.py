@@ -54,7 +54,7 @@ class TopicClasses:
     problems: dict[str, str] = field(default_factory=dict)  # topic -> why it is not planned
 
 
-def classify(configs: Mapping[str, Mapping[str, str] | str]) -> TopicClasses:
+def classify_topics(configs: Mapping[str, Mapping[str, str] | str]) -> TopicClasses:
     """Each topic by its config; a string instead of a config is why it could not be read."""
     out = TopicClasses()
     for topic, config in sorted(configs.items()):

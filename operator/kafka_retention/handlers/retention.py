@@ -20,7 +20,7 @@ from kafka_retention.adapters.kube import drop_finalizer, list_custom_objects, r
 from kafka_retention.adapters.kube_clusters import resolve_cluster
 from kafka_retention.adapters.kube_exec import exec_in_pod, running_pods
 from kafka_retention.adapters.policy_status import PolicyStatus
-from kafka_retention.adapters.spark import BatchPlanner
+from kafka_retention.adapters.spark import SparkBatchPlanner
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.loss import Loss, Risk
@@ -84,7 +84,7 @@ def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet
         connection=lambda spec, namespace: rules.connection(namespace, spec.cluster),
         tenancy=rules,
         connect=KafkaAdmin,
-        spark=BatchPlanner(cfg.spark),
+        spark=SparkBatchPlanner(cfg.spark),
         in_process_max_partitions=sched.in_process_max_partitions,
         apply_workers=sched.apply_workers,
         purges=purges,
@@ -230,41 +230,24 @@ def _describe(lost: Loss) -> str:
     )
 
 
-# The (group, topic) series each policy's at-risk gauge has now, to drop those that clear.
-_AT_RISK_SERIES: dict[tuple[str, str], set[tuple[str, str]]] = {}
-
-
 def _set_at_risk(namespace: str, name: str, risks: list[Risk]) -> None:
-    soonest: dict[tuple[str, str], int] = {}
+    soonest: dict[tuple[str, ...], int] = {}
     for risk in risks:
         key = (risk.group, risk.tp.topic)
         soonest[key] = min(soonest.get(key, risk.within_ms), risk.within_ms)
-    for group, topic in _AT_RISK_SERIES.get((namespace, name), set()) - set(soonest):
-        metrics.UNREAD_AT_RISK.remove(namespace, name, group, topic)
-    for (group, topic), ms in soonest.items():
-        metrics.UNREAD_AT_RISK.labels(namespace, name, group, topic).set(ms / 1000)
-    _AT_RISK_SERIES[(namespace, name)] = set(soonest)
-
-
-# The (group, type) series each policy's records-behind gauge has now; a group dropped
-# from the spec, or read as another type, loses its old series.
-_BEHIND_SERIES: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    metrics.AT_RISK_SERIES.replace(namespace, name, {k: ms / 1000 for k, ms in soonest.items()})
 
 
 def _set_groups_behind(namespace: str, name: str, groups: list[dict[str, Any]]) -> None:
-    now = {(str(g["name"]), str(g["type"])): int(g["recordsBehind"]) for g in groups}
-    for group, kind in _BEHIND_SERIES.get((namespace, name), set()) - set(now):
-        metrics.GROUP_RECORDS_BEHIND.remove(namespace, name, group, kind)
-    for (group, kind), behind in now.items():
-        metrics.GROUP_RECORDS_BEHIND.labels(namespace, name, group, kind).set(behind)
-    _BEHIND_SERIES[(namespace, name)] = set(now)
-
-
-_MARGIN_SERIES: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    # A group dropped from the spec, or read as another type, loses its old series.
+    behind: dict[tuple[str, ...], float] = {
+        (str(g["name"]), str(g["type"])): float(g["recordsBehind"]) for g in groups
+    }
+    metrics.BEHIND_SERIES.replace(namespace, name, behind)
 
 
 def _report_tombstones(body: kopf.Body, namespace: str, name: str, report: TombstoneReport) -> None:
-    margins: dict[tuple[str, str], int] = {}
+    margins: dict[tuple[str, ...], int] = {}
     for risk in report.risks:
         key = (risk.group, risk.tp.topic)
         margins[key] = min(margins.get(key, risk.margin_ms), risk.margin_ms)
@@ -284,11 +267,7 @@ def _report_tombstones(body: kopf.Body, namespace: str, name: str, report: Tombs
             message=f"delete.retention.ms of {raised.topic} raised from {raised.from_ms} "
             f"to {raised.to_ms} so the slowest listed group stays inside it",
         )
-    for group, topic in _MARGIN_SERIES.get((namespace, name), set()) - set(margins):
-        metrics.TOMBSTONE_MARGIN.remove(namespace, name, group, topic)
-    for (group, topic), ms in margins.items():
-        metrics.TOMBSTONE_MARGIN.labels(namespace, name, group, topic).set(ms / 1000)
-    _MARGIN_SERIES[(namespace, name)] = set(margins)
+    metrics.MARGIN_SERIES.replace(namespace, name, {k: ms / 1000 for k, ms in margins.items()})
 
 
 def _report_orphans(body: kopf.Body, namespace: str, name: str, report: OrphanReport) -> None:

@@ -29,7 +29,7 @@ from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.ports import PolicyStore, PolicyStores
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome, set_schedule
-from kafka_retention.services.scheduler import Entry, Scheduler
+from kafka_retention.services.scheduler import Scheduled, Scheduler
 
 log = logging.getLogger(__name__)
 Report = Callable[[Mapping[str, Any], RunOutcome], None]
@@ -237,7 +237,7 @@ class Fleet:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait)
 
-    def _say_late(self, late: list[Entry], now: float) -> None:
+    def _say_late(self, late: list[Scheduled], now: float) -> None:
         """A policy that cannot start on time says so while it waits."""
         for entry in late:
             store = self.stores.get(entry.key)
@@ -257,7 +257,7 @@ class Fleet:
             except StatusNotStored:
                 log.exception("could not mark %s late", entry.key)
 
-    async def _batch(self, batch: list[Entry]) -> None:
+    async def _batch(self, batch: list[Scheduled]) -> None:
         cluster = batch[0].cluster
         started = self.clock()
         due = []

@@ -100,7 +100,7 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
             configs[topic] = str(config)
         else:
             configs[topic] = config
-    classes = topic_rules.classify(configs)
+    classes = topic_rules.classify_topics(configs)
     problems, deletable = classes.problems, classes.deletable
     partitions: dict[str, list[int]] = {}
     for topic, found in kafka.topic_partitions(deletable).items():

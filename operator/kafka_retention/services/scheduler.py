@@ -67,7 +67,7 @@ def interleave_namespaces(keys: Iterable[str]) -> list[str]:
 
 
 @dataclass
-class Entry:
+class Scheduled:
     key: str
     cluster: Hashable
     interval_s: float
@@ -96,7 +96,7 @@ class Scheduler:
     # Due policies of one namespace a batch takes on a cluster other namespaces use too
     # (None: all of them).
     max_per_namespace: int | None = None
-    entries: dict[str, Entry] = field(default_factory=dict)
+    entries: dict[str, Scheduled] = field(default_factory=dict)
     _heap: list[tuple[float, int, str]] = field(default_factory=list)
     _busy: set[Hashable] = field(default_factory=set)
     # The namespaces in each cluster's batch in flight.
@@ -120,7 +120,7 @@ class Scheduler:
         entry = self.entries.get(key)
         if entry is None:
             due = now if resume_at is None else max(now, resume_at)
-            entry = Entry(key, cluster, interval_s, generation, body, due)
+            entry = Scheduled(key, cluster, interval_s, generation, body, due)
             self.entries[key] = entry
             self._push(entry)
             return
@@ -143,15 +143,15 @@ class Scheduler:
         self.entries.clear()
         self._heap.clear()
 
-    def take(self, now: float) -> list[list[Entry]]:
+    def take(self, now: float) -> list[list[Scheduled]]:
         """Batches to start now: per cluster without a batch in flight, policies due now or
         within the window, as many batches as workers are free, namespaces in turn (see
         the module's notes). They are marked running until `finish`."""
         free = math.inf if self.workers is None else self.workers - len(self._busy)
         if free <= 0 or self.next_due() > now:
             return []
-        waiting: dict[Hashable, list[Entry]] = {}  # per free cluster, within the window
-        due: dict[str, list[Entry]] = {}  # per namespace, due now on a free cluster
+        waiting: dict[Hashable, list[Scheduled]] = {}  # per free cluster, within the window
+        due: dict[str, list[Scheduled]] = {}  # per namespace, due now on a free cluster
         tenants: dict[Hashable, set[str]] = {}  # namespaces with policies on each cluster
         active: set[str] = set()  # namespaces with a policy that will run
         for entry in self.entries.values():
@@ -181,7 +181,7 @@ class Scheduler:
         return batches
 
     def _pick(
-        self, due: Mapping[str, list[Entry]], active: set[str], free: float
+        self, due: Mapping[str, list[Scheduled]], active: set[str], free: float
     ) -> list[Hashable]:
         """Clusters to start batches on: namespaces in turn, least recently served first,
         each its earliest due cluster not picked yet; the last free worker only for a
@@ -209,11 +209,11 @@ class Scheduler:
             turns.append(ns)
         return picked
 
-    def _members(self, waiting: list[Entry], shared: bool) -> list[Entry]:
+    def _members(self, waiting: list[Scheduled], shared: bool) -> list[Scheduled]:
         """A cluster's batch: its waiting policies, at most `max_per_namespace` of each
         namespace (earliest due first) where namespaces share the cluster; namespaces
         interleaved, each in key order."""
-        by_namespace: dict[str, list[Entry]] = {}
+        by_namespace: dict[str, list[Scheduled]] = {}
         for e in sorted(waiting, key=lambda e: (e.due, e.key)):
             by_namespace.setdefault(e.namespace, []).append(e)
         cap = max(1, self.max_per_namespace) if shared and self.max_per_namespace else None
@@ -235,7 +235,7 @@ class Scheduler:
             entry.changed = False
             self._push(entry)
 
-    def late(self, now: float) -> list[Entry]:
+    def late(self, now: float) -> list[Scheduled]:
         """Policies waiting past their slack that were not reported late yet."""
         found = [e for e in self._waiting(now) if now - e.due > e.slack and not e.late_reported]
         for e in found:
@@ -257,15 +257,15 @@ class Scheduler:
             return due
         return math.inf
 
-    def _waiting(self, now: float) -> Iterator[Entry]:
+    def _waiting(self, now: float) -> Iterator[Scheduled]:
         return (e for e in self.entries.values() if not e.running and e.due <= now)
 
-    def _due(self, now: float) -> Iterator[Entry]:
+    def _due(self, now: float) -> Iterator[Scheduled]:
         for entry in list(self.entries.values()):
             if not entry.running and entry.due <= now:
                 yield entry
 
-    def _push(self, entry: Entry) -> None:
+    def _push(self, entry: Scheduled) -> None:
         entry.version += 1
         if math.isfinite(entry.due):
             heapq.heappush(self._heap, (entry.due, entry.version, entry.key))
