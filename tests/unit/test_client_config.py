@@ -29,6 +29,13 @@ from cryptography.x509.oid import NameOID
 from kafka_retention.adapters.keystores import Stores, read_file
 from kafka_retention.cli.common import UsageError, read_properties
 from kafka_retention.core.client_config import (
+    parse_jaas,
+    parse_properties,
+    secret_file,
+    secret_properties,
+    to_librdkafka,
+)
+from kafka_retention.core.client_properties import (
     ALLOWED_PROPERTIES,
     CONSUMED,
     JAVA_DEFAULTS,
@@ -38,12 +45,7 @@ from kafka_retention.core.client_config import (
     REACHES_LIBRDKAFKA,
     RENAMED,
     ClientPropertyError,
-    parse_jaas,
-    parse_properties,
     refuse_local_resources,
-    secret_file,
-    secret_properties,
-    to_librdkafka,
 )
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -29,7 +29,8 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
-from kafka_retention.core.client_config import ClientPropertyError, KeyStore, TrustStore
+from kafka_retention.core.client_config import KeyStore, TrustStore
+from kafka_retention.core.client_properties import ClientPropertyError
 
 JKS_MAGIC = 0xFEEDFEED
 JCEKS_MAGIC = 0xCECECECE

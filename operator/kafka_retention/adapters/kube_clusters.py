@@ -33,7 +33,7 @@ def read_client_config(namespace: str, name: str) -> dict[str, str]:
     client.properties, with the stores they name (core/client_config.py says how).
     Values are secrets: never log them."""
     from kafka_retention.adapters.keystores import Stores
-    from kafka_retention.core import client_config
+    from kafka_retention.core import client_config, client_properties
 
     core = kubernetes.client.CoreV1Api(api_client())
     try:
@@ -47,9 +47,9 @@ def read_client_config(namespace: str, name: str) -> dict[str, str]:
         props = client_config.secret_properties(data)
         stores = Stores(lambda prop, location: client_config.secret_file(data, prop, location))
         config = client_config.to_librdkafka(props, stores)
-        client_config.refuse_local_resources(config)
+        client_properties.refuse_local_resources(config)
         return config
-    except client_config.ClientPropertyError as exc:
+    except client_properties.ClientPropertyError as exc:
         # Not a missing Secret, but the same remedy: the user fixes it, the next run reads it.
         raise SecretUnavailable(
             f"Secret {namespace}/{name} (spec.cluster.clientConfigSecret): {exc}"

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_retention.core.client_config import (
-    ClientPropertyError,
-    parse_properties,
-    to_librdkafka,
-)
+from kafka_retention.core.client_config import parse_properties, to_librdkafka
+from kafka_retention.core.client_properties import ClientPropertyError
 
 
 class UsageError(ValueError):
