@@ -16,15 +16,19 @@ from pathlib import Path
 import pytest
 
 from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
+from kafka_retention.adapters.volume_commands import (
+    REMOVE_SCRIPT,
+)
 from kafka_retention.core.failures import VolumeError
+from kafka_retention.core.orphan_guards import (
+    decide,
+    identity_block,
+)
 from kafka_retention.core.orphans import (
     NO_META,
-    REMOVE_SCRIPT,
     Entry,
     LogDirIdentity,
     classify,
-    decide,
-    identity_block,
 )
 
 Volumes = LocalVolumes | ExecVolumes

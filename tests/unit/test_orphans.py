@@ -5,14 +5,32 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_retention.core.orphans import (
+from kafka_retention.adapters.volume_commands import (
     LIST_SCRIPT,
-    MIN_REMOVAL_ALLOWANCE,
-    NO_META,
     READ_META_SCRIPT,
     REMOVE_SCRIPT,
-    Assignment,
+    list_argv,
+    listing_complete,
+    parse_listing,
+    parse_meta_answer,
+    read_meta_argv,
+    remove_argv,
+    safe_child,
+)
+from kafka_retention.core.orphan_guards import (
+    MIN_REMOVAL_ALLOWANCE,
     Decision,
+    cluster_change_block,
+    decide,
+    identity_block,
+    metadata_block,
+    removal_allowance,
+    removal_cap_block,
+    still_orphan,
+)
+from kafka_retention.core.orphans import (
+    NO_META,
+    Assignment,
     DirName,
     Entry,
     Finding,
@@ -20,25 +38,11 @@ from kafka_retention.core.orphans import (
     OrphanKey,
     carry_first_seen,
     classify,
-    cluster_change_block,
-    decide,
     decode_first_seen,
     encode_first_seen,
-    identity_block,
     identity_from_meta,
-    list_argv,
-    listing_complete,
-    metadata_block,
     node_id_from_meta,
-    parse_listing,
-    parse_meta_answer,
     parse_name,
-    read_meta_argv,
-    removal_allowance,
-    removal_cap_block,
-    remove_argv,
-    safe_child,
-    still_orphan,
     topic_id_from_partition_metadata,
 )
 

@@ -21,13 +21,8 @@ import shutil
 import stat
 from collections.abc import Callable
 
-from kafka_retention.core.failures import VolumeError
-from kafka_retention.core.orphans import (
-    NO_META,
+from kafka_retention.adapters.volume_commands import (
     REMOVED,
-    Entry,
-    LogDirIdentity,
-    identity_from_meta,
     list_argv,
     listing_complete,
     parse_listing,
@@ -35,6 +30,13 @@ from kafka_retention.core.orphans import (
     read_meta_argv,
     remove_argv,
     safe_child,
+)
+from kafka_retention.core.failures import VolumeError
+from kafka_retention.core.orphans import (
+    NO_META,
+    Entry,
+    LogDirIdentity,
+    identity_from_meta,
     topic_id_from_partition_metadata,
 )
 

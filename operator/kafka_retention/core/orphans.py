@@ -9,17 +9,16 @@ Deleting a directory a broker still serves loses data for good, so every rule le
 keeping: a name the parser does not recognise, a symlink, a `-future` directory (a log
 dir move in progress) are reported and never removed; a candidate waits `removalDelay`
 of continuous orphanhood and `minAge` past its newest file, and the caller re-reads the
-cluster metadata just before the delete (`still_orphan`). The adapters get paths only
-from `safe_child` and the exec scripts take names as positional parameters, so no shell
-string is ever built from a name found on a disk.
+cluster metadata just before the delete (`orphan_guards.still_orphan`). The adapters get
+paths only from `adapters.volume_commands.safe_child`, and its exec scripts take names as
+positional parameters, so no shell string is ever built from a name found on a disk.
 
 Whose disk it is comes first: a check pointed at one cluster's metadata and another
 cluster's broker volumes would find every live directory unassigned. So a log dir is
 judged only when its `meta.properties` names the `cluster.id` the metadata came from and
-the `node.id` of a broker whose `log.dirs` names that dir (`identity_block`), and
-circuit breakers hold everything when the metadata looks wrong in bulk: no topics but
-internal ones (`metadata_block`), or a broker losing more than a bounded share of its
-partition directories (`removal_cap_block`). A `Block` says what was held and why.
+the `node.id` of a broker whose `log.dirs` names that dir, and circuit breakers hold
+everything when the metadata looks wrong in bulk (core/orphan_guards.py: identity,
+metadata and removal-cap blocks, and the decision that follows).
 
 Kafka facts relied on (checked in Kafka's LocalLog and PartitionMetadataFile):
 - the 32 hex of `-stray`/`-delete`/`-future` names is a fresh random UUID, not the topic
@@ -30,7 +29,6 @@ Kafka facts relied on (checked in Kafka's LocalLog and PartitionMetadataFile):
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -38,12 +36,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
-from kafka_retention.core.conditions import Reason
 from kafka_retention.core.specs import MAX_PARTITION
 
 Kind = Literal["partition", "stray", "delete", "future", "broker_file", "unknown"]
 Verdict = Literal["orphan", "assigned", "kept", "delete_pending", "future", "unknown"]
-State = Literal["Pending", "Remove", "Kept"]
 
 # topic name -> (live topic id, {partition: replica broker ids}), as the cluster says now.
 Assignment = Mapping[str, tuple[str, Mapping[int, AbstractSet[int]]]]
@@ -62,11 +58,11 @@ BROKER_FILES = frozenset(
     {"meta.properties", ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint", *_CHECKPOINTS}
     | {f"{c}.tmp" for c in _CHECKPOINTS}
 )
-_LEGAL = re.compile(r"[A-Za-z0-9._-]+")
+LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _PARTITION = r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>0|[1-9][0-9]{0,9})"
 _PLAIN = re.compile(_PARTITION)
 _SUFFIXED = re.compile(_PARTITION + r"\.[0-9a-f]{32}-(?P<kind>stray|delete|future)")
-_TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}")
+TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}")
 _SUFFIX_KINDS: Mapping[str, Kind] = {"stray": "stray", "delete": "delete", "future": "future"}
 
 
@@ -90,7 +86,7 @@ def parse_name(name: str) -> DirName:
     character or name) and partition numbers with leading zeros."""
     if name in BROKER_FILES:
         return DirName("broker_file")
-    if len(name) > 255 or not _LEGAL.fullmatch(name):
+    if len(name) > 255 or not LEGAL_NAME.fullmatch(name):
         return DirName("unknown")
     match = _SUFFIXED.fullmatch(name) or _PLAIN.fullmatch(name)
     if not match or not _legal_topic(match["topic"]) or int(match["partition"]) > MAX_PARTITION:
@@ -108,7 +104,7 @@ def topic_id_from_partition_metadata(text: str) -> str | None:
         key, sep, value = line.partition(":")
         if sep and key.strip() == "topic_id":
             value = value.strip()
-            return value if _TOPIC_ID.fullmatch(value) else None
+            return value if TOPIC_ID.fullmatch(value) else None
     return None
 
 
@@ -211,7 +207,7 @@ def orphan_reason(
         return "topic no longer exists"
     live_id, replicas = live
     # An id we could not read on either side proves nothing: never an orphan by id alone.
-    if topic_id and _TOPIC_ID.fullmatch(live_id) and topic_id != live_id:
+    if topic_id and TOPIC_ID.fullmatch(live_id) and topic_id != live_id:
         return f"topic id {topic_id} differs from live topic id {live_id}"
     partition = dir_name.partition
     if partition is None or broker_id not in replicas.get(partition, ()):
@@ -219,7 +215,7 @@ def orphan_reason(
     return None
 
 
-def _judge(broker_id: int, entry: Entry, assignment: Assignment, stray_dirs: bool) -> Finding:
+def judge(broker_id: int, entry: Entry, assignment: Assignment, stray_dirs: bool) -> Finding:
     dir_name = parse_name(entry.name)
 
     def found(verdict: Verdict, reason: str) -> Finding:
@@ -256,189 +252,9 @@ def classify(
     """Every entry of one log dir judged against the cluster's assignment, in name
     order; the broker's own files (checkpoints, meta.properties, the metadata log) are
     left out. Only `orphan` findings are candidates for removal."""
-    findings = (_judge(broker_id, e, assignment, stray_dirs) for e in entries)
+    findings = (judge(broker_id, e, assignment, stray_dirs) for e in entries)
     kept = (f for f in findings if f.kind != "broker_file" or f.entry.is_symlink)
     return sorted(kept, key=lambda f: f.entry.name)
-
-
-def still_orphan(
-    finding: Finding,
-    fresh_assignment: Assignment,
-    broker_id: int,
-    cluster_id: str,
-    fresh_cluster_id: str,
-) -> bool:
-    """The last check before a delete, against metadata read just now: the partition may
-    have been assigned back (or its topic re-created) since the finding was made, and the
-    fresh read must come from the cluster the finding was judged for (`cluster_id`, which
-    the log dir's meta.properties named) and list topics at all."""
-    if finding.verdict != "orphan" or not cluster_id or fresh_cluster_id != cluster_id:
-        return False
-    if metadata_block(fresh_cluster_id, fresh_assignment) is not None:
-        return False
-    return _judge(broker_id, finding.entry, fresh_assignment, True).verdict == "orphan"
-
-
-# --- circuit breakers ------------------------------------------------------------------
-
-# At most this share of a broker's partition directories may be orphans for anything to
-# be removed on it. A broker rarely holds more than a few stale copies (a reassignment
-# done while it was down, a topic deleted while it was away); metadata that disowns a
-# quarter or more of what a broker holds is far likelier to be wrong (another cluster, a
-# half-read or freshly restored metadata log) than right, and what it would delete is
-# gone for good. A broker that really was drained while down stays as it is, reported
-# with RemovalCapReached, until someone looks.
-MAX_REMOVAL_PERCENT = 25
-# The share alone would forbid every removal on a broker holding fewer than four
-# partition directories (small and development clusters, a broker just added), which is
-# exactly where one or two stale copies are the visible share. So a broker may always
-# lose up to this many; a wrong read costs a tiny broker at most two directories, and
-# only after the cluster.id, node.id and no-topics checks, removalDelay, minAge and the
-# fresh read just before the delete have all agreed.
-MIN_REMOVAL_ALLOWANCE = 2
-
-
-@dataclass(frozen=True)
-class Block:
-    """Why nothing is removed on some brokers this run (`brokers`), or on any
-    (`brokers` None). The message names brokers, log dirs and ids only."""
-
-    reason: Reason
-    message: str
-    brokers: frozenset[int] | None = None
-
-    def holds(self, broker: int) -> bool:
-        return self.brokers is None or broker in self.brokers
-
-
-def _named(brokers: Iterable[int]) -> str:
-    ids = sorted(brokers)
-    return f"broker{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids)) or 'none'}"
-
-
-def identity_block(
-    log_dir: str, identity: LogDirIdentity, cluster_id: str, owners: AbstractSet[int]
-) -> Block | None:
-    """Whether a log dir may be judged at all: its meta.properties must name the
-    metadata's cluster id and the node id of one of `owners`, the live brokers whose
-    log.dirs name it. A foreign cluster id holds the whole run (the volumes or the
-    bootstrap servers point somewhere else, and nothing this check saw can be trusted);
-    anything else holds the brokers the log dir could belong to."""
-    node = identity.node_id
-    suspects = frozenset(owners | ({node} if node is not None else set()))
-    if not identity.meta_found:
-        return Block(
-            Reason.META_PROPERTIES_MISSING,
-            f"log dir {log_dir} of {_named(owners)} has no meta.properties: "
-            f"nothing removed on {_named(suspects)}",
-            suspects,
-        )
-    if identity.cluster_id is None:
-        return Block(
-            Reason.CLUSTER_ID_MISSING,
-            f"meta.properties of log dir {log_dir} ({_named(owners)}) names no "
-            f"cluster.id, the metadata came from cluster {cluster_id}: nothing removed on "
-            f"{_named(suspects)}",
-            suspects,
-        )
-    if identity.cluster_id != cluster_id:
-        return Block(
-            Reason.CLUSTER_ID_MISMATCH,
-            f"meta.properties of log dir {log_dir} ({_named(owners)}, node.id "
-            f"{'none' if node is None else node}) names cluster.id {identity.cluster_id}, "
-            f"the metadata came from cluster {cluster_id}: nothing removed on any broker",
-        )
-    if node is None or node not in owners:
-        return Block(
-            Reason.NODE_ID_MISMATCH,
-            f"meta.properties of log dir {log_dir} names node.id "
-            f"{'none' if node is None else node}, the log.dirs of {_named(owners)} "
-            f"name it: nothing removed on {_named(suspects)}",
-            suspects,
-        )
-    return None
-
-
-def cluster_change_block(cluster_id: str, later_cluster_id: str) -> Block | None:
-    """Reads of one check that came from different clusters: nothing holds together."""
-    if later_cluster_id == cluster_id:
-        return None
-    return Block(
-        Reason.CLUSTER_ID_MISMATCH,
-        f"the cluster id changed from {cluster_id} to {later_cluster_id} between reads of "
-        "the same check: nothing removed on any broker",
-    )
-
-
-def metadata_block(cluster_id: str, assignment: Assignment) -> Block | None:
-    """A metadata read with no topics but internal ones disowns every directory at once:
-    a new or wrong cluster, or a read that lost its topics; never a reason to delete."""
-    if any(not topic.startswith("__") for topic in assignment):
-        return None
-    return Block(
-        Reason.NO_TOPICS_IN_METADATA,
-        f"the metadata of cluster {cluster_id} lists no topics but internal ones: "
-        "nothing removed on any broker",
-    )
-
-
-def removal_allowance(partition_dirs: int) -> int:
-    """How many orphans a broker holding `partition_dirs` may have and still lose them."""
-    return max(partition_dirs * MAX_REMOVAL_PERCENT // 100, MIN_REMOVAL_ALLOWANCE)
-
-
-def removal_cap_block(broker_id: int, findings: Iterable[Finding]) -> Block | None:
-    """The circuit breaker for one broker, over every finding of all its listed log
-    dirs: more orphans than `removal_allowance` of its partition directories (every kind,
-    assigned or not; not symlinks, files or unknown names) removes nothing on it. All
-    orphans count, not only those due this run, so metadata that disowns a broker's data
-    in bulk cannot chip it away as delays run out one by one."""
-    judged = [f for f in findings if f.verdict != "unknown"]
-    orphans = sum(1 for f in judged if f.verdict == "orphan")
-    allowed = removal_allowance(len(judged))
-    if orphans <= allowed:
-        return None
-    return Block(
-        Reason.REMOVAL_CAP_REACHED,
-        f"{orphans} of the {len(judged)} partition directories of broker {broker_id} look "
-        f"orphaned, more than the {allowed} allowed ({MAX_REMOVAL_PERCENT}% of them, at "
-        f"least {MIN_REMOVAL_ALLOWANCE}): nothing removed on broker {broker_id}",
-        frozenset({broker_id}),
-    )
-
-
-@dataclass(frozen=True)
-class Decision:
-    state: State
-    reason: str
-    remove_after_ms: int | None = None
-
-
-def decide(
-    finding: Finding,
-    first_seen_ms: int | None,
-    now_ms: int,
-    removal_delay_ms: int,
-    min_age_ms: int,
-    dry_run: bool,
-) -> Decision:
-    """KIP-370's rule for one finding. `first_seen_ms` must come from
-    `carry_first_seen`, i.e. the start of this finding's unbroken run as an orphan;
-    None counts as first seen now. remove_after is the earliest time both clocks allow
-    (the delay since first seen, minAge since the newest file)."""
-    if finding.verdict != "orphan":
-        return Decision("Kept", "assigned again" if first_seen_ms is not None else finding.reason)
-    first_seen = now_ms if first_seen_ms is None else first_seen_ms
-    newest = finding.entry.newest_segment_mtime_ms
-    aged_at = newest + min_age_ms if newest is not None else 0
-    remove_after = max(first_seen + removal_delay_ms, aged_at)
-    if now_ms < first_seen + removal_delay_ms:
-        return Decision("Pending", "removal delay", remove_after)
-    if now_ms < aged_at:
-        return Decision("Pending", "segments younger than minAge", remove_after)
-    if dry_run:
-        return Decision("Kept", "dry run", remove_after)
-    return Decision("Remove", finding.reason, remove_after)
 
 
 class OrphanKey(NamedTuple):
@@ -488,136 +304,3 @@ def _rfc3339(ms: int) -> str:
 def _parse_rfc3339(text: str) -> int:
     parsed = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     return int(parsed.timestamp()) * 1000
-
-
-def _checked_log_dir(log_dir: str) -> str:
-    if not log_dir.startswith("/") or "\0" in log_dir or posixpath.normpath(log_dir) != log_dir:
-        raise ValueError(f"log dir {log_dir!r} is not an absolute, normalised path")
-    return log_dir
-
-
-def safe_child(log_dir: str, name: str) -> str:
-    """The path of a removable directory: `name` must be one legal path component that
-    parses as a partition or stray directory (so no `/`, `..`, NUL or shell
-    metacharacter), `log_dir` absolute and normalised. ValueError otherwise."""
-    if parse_name(name).kind not in ("partition", "stray"):
-        raise ValueError(f"{name!r} is not a removable partition directory name")
-    return posixpath.join(_checked_log_dir(log_dir), name)
-
-
-# Exec access: constant POSIX sh scripts, the log dir and the name passed as positional
-# parameters ($1, $2; "kr" is $0). They use only what busybox and GNU coreutils share
-# (no `find -printf`, no awk). LC_ALL=C keeps bracket ranges to ASCII.
-LIST_SCRIPT = r"""export LC_ALL=C
-cd -- "$1" || exit 3
-total() { s=0 m=; while read -r a b; do s=$((s + a))
-  if [ -z "$m" ] || [ "$b" -gt "$m" ]; then m=$b; fi; done; printf '%s\t%s' "$s" "$m"; }
-for e in * .[!.]* ..?*; do
-  [ -e "$e" ] || [ -L "$e" ] || continue
-  n=$e i=
-  case $e in *[!A-Za-z0-9._-]*) n=hex:$(printf %s "$e" | od -An -v -tx1 | tr -d ' \n') ;; esac
-  if [ -L "$e" ]; then t=l sm=$(printf '0\t')
-  elif [ -d "$e" ]; then
-    t=d sm=$(find "./$e" -type f -exec stat -c '%s %Y' {} + 2>/dev/null | total)
-    if [ -f "./$e/partition.metadata" ] && [ ! -L "./$e/partition.metadata" ]; then
-      i=$(head -c 4096 "./$e/partition.metadata" | sed -n 's/^topic_id: *//p' \
-        | head -n 1 | tr -cd 'A-Za-z0-9_-')
-    fi
-  else t=f sm=$(printf '%s\t' "$(stat -c %s "./$e")")
-  fi
-  printf '%s\t%s\t%s\t%s\t.\n' "$n" "$t" "$sm" "$i"
-done
-echo '#end'
-"""
-# The checks repeat safe_child's on the broker's side of the exec, then refuse a symlink
-# or anything but a directory. `rm -r` never follows symlinks inside the tree, and should
-# the directory be swapped for a symlink after the check, rm removes the link, not its
-# target.
-REMOVE_SCRIPT = r"""export LC_ALL=C
-case $1 in /*) ;; *) echo 'refused: log dir not absolute' >&2; exit 2 ;; esac
-case $2 in ''|.|..|*[!A-Za-z0-9._-]*) echo 'refused: illegal name' >&2; exit 2 ;; esac
-if [ -L "$1/$2" ]; then echo 'refused: symlink' >&2; exit 4; fi
-if [ ! -d "$1/$2" ]; then echo 'refused: not a directory' >&2; exit 5; fi
-rm -rf -- "$1/$2" && [ ! -e "$1/$2" ] && echo removed
-"""
-# Says which of three things it found, so a log dir that is simply not in this pod (a
-# pod of another broker) is told apart from one whose meta.properties is missing: the
-# latter holds the broker, the former is skipped. A symlink or a FIFO planted as
-# meta.properties is not a regular file: never followed, never opened.
-READ_META_SCRIPT = r"""export LC_ALL=C
-if [ ! -d "$1" ]; then echo '#no-log-dir'; exit 0; fi
-if [ -L "$1/meta.properties" ] || [ ! -f "$1/meta.properties" ]; then
-  echo '#no-meta'; exit 0
-fi
-echo '#meta'
-head -c 65536 -- "$1/meta.properties"
-"""
-LISTING_END = "#end"
-REMOVED = "removed"
-
-
-def list_argv(log_dir: str) -> list[str]:
-    return ["sh", "-c", LIST_SCRIPT, "kr", _checked_log_dir(log_dir)]
-
-
-def remove_argv(log_dir: str, name: str) -> list[str]:
-    safe_child(log_dir, name)
-    return ["sh", "-c", REMOVE_SCRIPT, "kr", log_dir, name]
-
-
-def read_meta_argv(log_dir: str) -> list[str]:
-    return ["sh", "-c", READ_META_SCRIPT, "kr", _checked_log_dir(log_dir)]
-
-
-def parse_meta_answer(text: str) -> LogDirIdentity | None:
-    """READ_META_SCRIPT's output: None when the log dir is not there, NO_META when it
-    has no meta.properties, else what the file names. ValueError for anything else (a
-    transport that mangled the answer must not read as "no log dir here")."""
-    marker, _, rest = text.partition("\n")
-    if marker == "#no-log-dir":
-        return None
-    if marker == "#no-meta":
-        return NO_META
-    if marker == "#meta":
-        return identity_from_meta(rest)
-    raise ValueError("unexpected answer to the meta.properties read")
-
-
-def listing_complete(text: str) -> bool:
-    """Whether the listing ran to its end: a cut-off listing misses entries."""
-    return text.rstrip("\n").endswith("\n" + LISTING_END) or text.strip() == LISTING_END
-
-
-def parse_listing(text: str) -> list[Entry]:
-    """Entries from LIST_SCRIPT's output, skipping any line that does not read. Names
-    outside Kafka's characters arrive hex-encoded, so no name can forge a line; a line
-    must end with its `.` field, so a cut-off line never yields a truncated topic id."""
-    entries = (_listing_entry(line.split("\t")) for line in text.splitlines())
-    return [e for e in entries if e is not None]
-
-
-def _listing_entry(fields: list[str]) -> Entry | None:
-    if len(fields) != 6 or fields[5] != "." or fields[1] not in ("d", "l", "f"):
-        return None
-    name, kind, size, mtime, topic_id = fields[:5]
-    decoded = _listing_name(name)
-    if decoded is None or not size.isdigit() or not (mtime.isdigit() or mtime == ""):
-        return None
-    return Entry(
-        name=decoded,
-        is_dir=kind == "d",
-        is_symlink=kind == "l",
-        size_bytes=int(size),
-        # Rounded up: a file must never look older than it is.
-        newest_segment_mtime_ms=(int(mtime) + 1) * 1000 if mtime else None,
-        topic_id=topic_id if _TOPIC_ID.fullmatch(topic_id) else None,
-    )
-
-
-def _listing_name(name: str) -> str | None:
-    if not name.startswith("hex:"):
-        return name if _LEGAL.fullmatch(name) else None
-    try:
-        return bytes.fromhex(name[4:]).decode("utf-8", "surrogateescape")
-    except ValueError:
-        return None

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafka_retention.core import conditions as cond
+from kafka_retention.core import orphan_guards as guards
 from kafka_retention.core import orphans as core
 from kafka_retention.core.failures import ExecFailed, KafkaUnavailable, VolumeError
 from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
@@ -67,7 +68,7 @@ class OrphanReport:
     orphans: int
     problems: list[str] = field(default_factory=list)
     # What held removals this run, on some brokers or on all (core.orphans.Block).
-    blocked: list[core.Block] = field(default_factory=list)
+    blocked: list[guards.Block] = field(default_factory=list)
     # False when the check stopped before judging anything (another cluster's log dir,
     # metadata without topics): status then stays as the last trusted check left it.
     judged: bool = True
@@ -108,7 +109,7 @@ def check(
         return _stopped(status, blocks, problems)
     seen = _list_all(owned, problems)
     assignment = kafka.placements()
-    stop = core.cluster_change_block(cluster_id, kafka.cluster_id()) or core.metadata_block(
+    stop = guards.cluster_change_block(cluster_id, kafka.cluster_id()) or guards.metadata_block(
         cluster_id, assignment
     )
     if stop is not None:
@@ -135,7 +136,7 @@ def check(
     orphan_keys = [s.key for s in findings if s.finding.verdict == "orphan"]
     first_seen = core.carry_first_seen(previous, orphan_keys, now_ms)
     decided = {
-        s.key: core.decide(
+        s.key: guards.decide(
             s.finding,
             first_seen.get(s.key) if s.finding.verdict == "orphan" else previous.get(s.key),
             now_ms,
@@ -178,7 +179,7 @@ def check(
 
 
 def _stopped(
-    status: Mapping[str, Any], blocks: Sequence[core.Block], problems: list[str]
+    status: Mapping[str, Any], blocks: Sequence[guards.Block], problems: list[str]
 ) -> OrphanReport:
     """A check that judged nothing: no status change (first-seen clocks neither start
     nor reset on reads that cannot be trusted), no gauges; the blocks say why."""
@@ -186,7 +187,7 @@ def _stopped(
     return OrphanReport({}, [], {}, count, problems, _unique(blocks), judged=False)
 
 
-def _unique(blocks: Iterable[core.Block]) -> list[core.Block]:
+def _unique(blocks: Iterable[guards.Block]) -> list[guards.Block]:
     return list(dict.fromkeys(blocks))
 
 
@@ -207,14 +208,14 @@ def _identify(
     owners: Mapping[str, frozenset[int]],
     cluster_id: str,
     problems: list[str],
-) -> tuple[dict[tuple[int, str], BrokerVolumes], list[core.Block]]:
+) -> tuple[dict[tuple[int, str], BrokerVolumes], list[guards.Block]]:
     """(node id, log dir) -> the volume holding it, for each log dir whose
     meta.properties names this cluster and one of the dir's owners; the blocks the others
-    raise (core.identity_block). A volume without the log dir (a pod of another broker, a
+    raise (guards.identity_block). A volume without the log dir (a pod of another broker, a
     path of another machine) is skipped quietly; one whose meta.properties cannot be read
     is a problem, and nothing in that log dir is judged."""
     owned: dict[tuple[int, str], BrokerVolumes] = {}
-    blocks: list[core.Block] = []
+    blocks: list[guards.Block] = []
     for volume in volumes:
         for log_dir, nodes in owners.items():
             try:
@@ -224,7 +225,7 @@ def _identify(
                 continue
             if identity is None:
                 continue
-            block = core.identity_block(log_dir, identity, cluster_id, nodes)
+            block = guards.identity_block(log_dir, identity, cluster_id, nodes)
             if block is not None:
                 blocks.append(block)
             elif identity.node_id is not None:
@@ -257,8 +258,8 @@ def _said(err: Exception) -> str:
     return f"{type(err).__name__} (details in the operator's log)"
 
 
-def _caps(by_broker: Mapping[int, Sequence[core.Finding]]) -> list[core.Block]:
-    caps = (core.removal_cap_block(node, found) for node, found in sorted(by_broker.items()))
+def _caps(by_broker: Mapping[int, Sequence[core.Finding]]) -> list[guards.Block]:
+    caps = (guards.removal_cap_block(node, found) for node, found in sorted(by_broker.items()))
     return [b for b in caps if b is not None]
 
 
@@ -282,12 +283,12 @@ def _wanted_min_age(want: OrphanSpec, broker: Mapping[str, str]) -> int:
 
 def _remove_due(
     findings: Sequence[_Seen],
-    decided: Mapping[core.OrphanKey, core.Decision],
+    decided: Mapping[core.OrphanKey, guards.Decision],
     kafka: OrphanKafka,
     seen: Mapping[tuple[int, str], _LogDir],
     cluster_id: str,
     stray_dirs: bool,
-    blocks: list[core.Block],
+    blocks: list[guards.Block],
     problems: list[str],
 ) -> dict[core.OrphanKey, Removed]:
     """Removes what is due on brokers no block holds, after the safety rule's fresh reads:
@@ -297,7 +298,7 @@ def _remove_due(
     due = [
         s
         for s in findings
-        if decided.get(s.key, core.Decision("Kept", "")).state == "Remove"
+        if decided.get(s.key, guards.Decision("Kept", "")).state == "Remove"
         and not any(b.holds(s.key.broker) for b in blocks)
     ]
     if not due:
@@ -308,7 +309,9 @@ def _remove_due(
     except KafkaUnavailable as err:
         problems.append(f"no fresh metadata before removing orphans: {err}")
         return {}
-    stop = core.cluster_change_block(cluster_id, fresh_id) or core.metadata_block(fresh_id, fresh)
+    stop = guards.cluster_change_block(cluster_id, fresh_id) or guards.metadata_block(
+        fresh_id, fresh
+    )
     if stop is not None:
         blocks.append(stop)
         return {}
@@ -330,7 +333,7 @@ def _remove_due(
         where = (s.key.broker, s.key.log_dir)
         if any(b.holds(s.key.broker) for b in blocks):
             continue
-        if not core.still_orphan(s.finding, fresh, s.key.broker, cluster_id, fresh_id):
+        if not guards.still_orphan(s.finding, fresh, s.key.broker, cluster_id, fresh_id):
             continue
         volume = seen[where].volume
         if where not in confirmed:
@@ -352,7 +355,7 @@ def _still_theirs(
     volume: BrokerVolumes,
     key: core.OrphanKey,
     cluster_id: str,
-    blocks: list[core.Block],
+    blocks: list[guards.Block],
     problems: list[str],
 ) -> bool:
     """The log dir's identity read again just before its first removal this run, through
@@ -365,7 +368,7 @@ def _still_theirs(
     if identity is None:
         problems.append(f"log dir {key.log_dir} of broker {key.broker} is gone")
         return False
-    block = core.identity_block(key.log_dir, identity, cluster_id, frozenset({key.broker}))
+    block = guards.identity_block(key.log_dir, identity, cluster_id, frozenset({key.broker}))
     if block is not None:
         blocks.append(block)
     return block is None
@@ -373,10 +376,10 @@ def _still_theirs(
 
 def _entry(
     seen: _Seen,
-    decision: core.Decision,
+    decision: guards.Decision,
     first_seen: int | None,
     removed: Mapping[core.OrphanKey, Removed],
-    blocks: Sequence[core.Block],
+    blocks: Sequence[guards.Block],
 ) -> dict[str, Any]:
     f = seen.finding
     state = "Removed" if seen.key in removed else decision.state
@@ -384,7 +387,7 @@ def _entry(
     if state == "Remove" and held is not None:
         # Due, but a block held its broker: kept this run, its first sighting kept too.
         state = "Kept"
-        decision = core.Decision("Kept", f"held: {held.reason}", decision.remove_after_ms)
+        decision = guards.Decision("Kept", f"held: {held.reason}", decision.remove_after_ms)
     out: dict[str, Any] = {
         "broker": seen.key.broker,
         "logDir": seen.key.log_dir,
@@ -404,7 +407,7 @@ def _entry(
     return out
 
 
-def _why(f: core.Finding, decision: core.Decision) -> str:
+def _why(f: core.Finding, decision: guards.Decision) -> str:
     if f.verdict == "orphan":
         return f"{f.reason}; {decision.reason}"
     return decision.reason
