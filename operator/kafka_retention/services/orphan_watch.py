@@ -17,7 +17,6 @@ times live in status, so a restart neither resets a directory's clock nor skips 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,11 +25,17 @@ from typing import Any
 from kafka_retention.core import conditions as cond
 from kafka_retention.core import orphan_guards as guards
 from kafka_retention.core import orphans as core
-from kafka_retention.core.failures import ExecFailed, KafkaUnavailable, VolumeError
 from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
+from kafka_retention.services.orphan_removal import (
+    LogDir,
+    Removed,
+    Seen,
+    caps,
+    remove_due,
+    said,
+)
 from kafka_retention.services.ports import BrokerVolumes, OrphanKafka
 
-log = logging.getLogger(__name__)
 MAX_LISTED = 300
 MAX_BLOCKS_IN_MESSAGE = 5
 _ORDER = {"Removed": 0, "Pending": 1, "Kept": 2}
@@ -50,15 +55,6 @@ _BLOCK_ORDER = (
 VolumeFinder = Callable[[OrphanSpec, str], Sequence[BrokerVolumes]]
 
 
-@dataclass(frozen=True)
-class Removed:
-    broker: int
-    log_dir: str
-    name: str
-    size_bytes: int
-    reason: str
-
-
 @dataclass
 class OrphanReport:
     status: dict[str, Any]
@@ -72,21 +68,6 @@ class OrphanReport:
     # False when the check stopped before judging anything (another cluster's log dir,
     # metadata without topics): status then stays as the last trusted check left it.
     judged: bool = True
-
-
-@dataclass(frozen=True)
-class _Seen:
-    key: core.OrphanKey
-    finding: core.Finding
-
-
-@dataclass(frozen=True)
-class _LogDir:
-    """A listed log dir, whose meta.properties named this cluster and one of its owners,
-    and the volume it was listed through (the only one a removal in it goes through)."""
-
-    volume: BrokerVolumes
-    entries: list[core.Entry]
 
 
 def check(
@@ -115,14 +96,14 @@ def check(
     if stop is not None:
         return _stopped(status, [*blocks, stop], problems)
     findings = [
-        _Seen(core.OrphanKey(node, log_dir, f.entry.name), f)
+        Seen(core.OrphanKey(node, log_dir, f.entry.name), f)
         for (node, log_dir), listed in seen.items()
         for f in core.classify(node, listed.entries, assignment, want.stray_dirs)
     ]
     by_broker: dict[int, list[core.Finding]] = {node: [] for node, _ in seen}
     for s in findings:
         by_broker[s.key.broker].append(s.finding)
-    blocks += _caps(by_broker)
+    blocks += caps(by_broker)
     if want.topics is not None:
         # Under a binding, only directories of topics it lets the tenant touch are acted
         # on or shown (the cap above still counts every directory of the broker).
@@ -147,7 +128,7 @@ def check(
         for s in findings
         if s.finding.verdict != "assigned" or s.key in previous
     }
-    removed = _remove_due(
+    removed = remove_due(
         findings, decided, kafka, seen, cluster_id, want.stray_dirs, blocks, problems
     )
     entries = [
@@ -221,7 +202,7 @@ def _identify(
             try:
                 identity = volume.identity(log_dir)
             except Exception as err:
-                problems.append(f"reading meta.properties of log dir {log_dir}: {_said(err)}")
+                problems.append(f"reading meta.properties of log dir {log_dir}: {said(err)}")
                 continue
             if identity is None:
                 continue
@@ -235,32 +216,16 @@ def _identify(
 
 def _list_all(
     owned: Mapping[tuple[int, str], BrokerVolumes], problems: list[str]
-) -> dict[tuple[int, str], _LogDir]:
+) -> dict[tuple[int, str], LogDir]:
     """(node id, log dir) -> its entries. One that cannot be listed is a problem, and
     its directories are judged at the next check."""
-    out: dict[tuple[int, str], _LogDir] = {}
+    out: dict[tuple[int, str], LogDir] = {}
     for (node, log_dir), volume in owned.items():
         try:
-            out[(node, log_dir)] = _LogDir(volume, volume.list(log_dir))
+            out[(node, log_dir)] = LogDir(volume, volume.list(log_dir))
         except Exception as err:
-            problems.append(f"listing {log_dir} of broker {node}: {_said(err)}")
+            problems.append(f"listing {log_dir} of broker {node}: {said(err)}")
     return out
-
-
-def _said(err: Exception) -> str:
-    """What status may say about a failure on a broker volume: the adapters' own words
-    (ExecFailed keeps the pod's stderr out of its message), or this machine's OS error;
-    of anything else only its kind, since it may carry what a pod printed, and the pod
-    may be another team's. The operator's log has it all."""
-    log.warning("broker volume: %s", err)
-    if isinstance(err, VolumeError | ExecFailed | ValueError | OSError):
-        return str(err)
-    return f"{type(err).__name__} (details in the operator's log)"
-
-
-def _caps(by_broker: Mapping[int, Sequence[core.Finding]]) -> list[guards.Block]:
-    caps = (guards.removal_cap_block(node, found) for node, found in sorted(by_broker.items()))
-    return [b for b in caps if b is not None]
 
 
 def _min_age(want: OrphanSpec, broker: Mapping[str, str]) -> int:
@@ -281,101 +246,8 @@ def _wanted_min_age(want: OrphanSpec, broker: Mapping[str, str]) -> int:
     return DEFAULT_LOG_RETENTION_MS if not hours else int(hours) * 3_600_000
 
 
-def _remove_due(
-    findings: Sequence[_Seen],
-    decided: Mapping[core.OrphanKey, guards.Decision],
-    kafka: OrphanKafka,
-    seen: Mapping[tuple[int, str], _LogDir],
-    cluster_id: str,
-    stray_dirs: bool,
-    blocks: list[guards.Block],
-    problems: list[str],
-) -> dict[core.OrphanKey, Removed]:
-    """Removes what is due on brokers no block holds, after the safety rule's fresh reads:
-    the metadata (from the same cluster, with topics, the cap checked again against it)
-    and each log dir's meta.properties (still this cluster and this broker). Blocks met
-    on the way are added to `blocks`."""
-    due = [
-        s
-        for s in findings
-        if decided.get(s.key, guards.Decision("Kept", "")).state == "Remove"
-        and not any(b.holds(s.key.broker) for b in blocks)
-    ]
-    if not due:
-        return {}
-    try:
-        fresh = kafka.placements()  # the safety rule's fresh read, just before removing
-        fresh_id = kafka.cluster_id()
-    except KafkaUnavailable as err:
-        problems.append(f"no fresh metadata before removing orphans: {err}")
-        return {}
-    stop = guards.cluster_change_block(cluster_id, fresh_id) or guards.metadata_block(
-        fresh_id, fresh
-    )
-    if stop is not None:
-        blocks.append(stop)
-        return {}
-    nodes = {s.key.broker for s in due}
-    blocks += _caps(
-        {
-            node: [
-                f
-                for (n, _), listed in seen.items()
-                if n == node
-                for f in core.classify(node, listed.entries, fresh, stray_dirs)
-            ]
-            for node in nodes
-        }
-    )
-    removed: dict[core.OrphanKey, Removed] = {}
-    confirmed: dict[tuple[int, str], bool] = {}
-    for s in due:
-        where = (s.key.broker, s.key.log_dir)
-        if any(b.holds(s.key.broker) for b in blocks):
-            continue
-        if not guards.still_orphan(s.finding, fresh, s.key.broker, cluster_id, fresh_id):
-            continue
-        volume = seen[where].volume
-        if where not in confirmed:
-            confirmed[where] = _still_theirs(volume, s.key, fresh_id, blocks, problems)
-        if not confirmed[where]:
-            continue
-        try:
-            volume.remove(s.key.log_dir, s.key.name)
-        except Exception as err:
-            problems.append(f"removing {s.key.name} from broker {s.key.broker}: {_said(err)}")
-            continue
-        removed[s.key] = Removed(
-            s.key.broker, s.key.log_dir, s.key.name, s.finding.entry.size_bytes, s.finding.reason
-        )
-    return removed
-
-
-def _still_theirs(
-    volume: BrokerVolumes,
-    key: core.OrphanKey,
-    cluster_id: str,
-    blocks: list[guards.Block],
-    problems: list[str],
-) -> bool:
-    """The log dir's identity read again just before its first removal this run, through
-    the volume that listed it: it must still name this cluster and this broker."""
-    try:
-        identity = volume.identity(key.log_dir)
-    except Exception as err:
-        problems.append(f"reading meta.properties of log dir {key.log_dir}: {_said(err)}")
-        return False
-    if identity is None:
-        problems.append(f"log dir {key.log_dir} of broker {key.broker} is gone")
-        return False
-    block = guards.identity_block(key.log_dir, identity, cluster_id, frozenset({key.broker}))
-    if block is not None:
-        blocks.append(block)
-    return block is None
-
-
 def _entry(
-    seen: _Seen,
+    seen: Seen,
     decision: guards.Decision,
     first_seen: int | None,
     removed: Mapping[core.OrphanKey, Removed],
