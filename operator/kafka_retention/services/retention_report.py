@@ -4,8 +4,11 @@ summary in status (bounded; the busiest topics first)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
 
+from kafka_retention.core import conditions as cond
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.policy_spec import PolicySpec
 
@@ -124,3 +127,80 @@ def groups_line(summary: Sequence[Mapping[str, Any]], limit: int = 5) -> str:
     if len(summary) > limit:
         shown.append(f"+{len(summary) - limit} more")
     return ", ".join(shown)
+
+
+@dataclass
+class Deleted:
+    """What a run's deletes moved: records, their estimated bytes, per topic."""
+
+    records: int = 0
+    bytes_estimate: int = 0
+    partitions_cut: int = 0
+    by_topic: dict[str, int] = field(default_factory=dict)
+
+
+def deleted(
+    rows: Sequence[Mapping[str, Any]], moved: Mapping[TopicPartition, tuple[int, int]]
+) -> Deleted:
+    """Records each log start moved past, and bytes by the plan's estimate for its row."""
+    by_row = {(r["topic"], r["partition"]): r for r in rows}
+    out = Deleted()
+    for tp, (before, after) in moved.items():
+        n = max(0, after - before)
+        out.records += n
+        out.by_topic[tp.topic] = out.by_topic.get(tp.topic, 0) + n
+        out.partitions_cut += 1 if after > before else 0
+        row = by_row[(tp.topic, tp.partition)]
+        if row.get("recordsToDelete") and row.get("bytesToDeleteEstimate") is not None:
+            out.bytes_estimate += int(row["bytesToDeleteEstimate"] * n / row["recordsToDelete"])
+    return out
+
+
+class Plan(Protocol):
+    """What the status needs of a plan (policy_planning.Planned)."""
+
+    rows: list[dict[str, Any]]
+    skipped: dict[str, str]
+
+
+def run_status(
+    status: Mapping[str, Any],
+    generation: int | None,
+    spec: PolicySpec,
+    plan: Plan,
+    rows: Sequence[Mapping[str, Any]],
+    moved: Mapping[TopicPartition, tuple[int, int]],
+    done: Deleted,
+    lost: Sequence[Mapping[str, Any]],
+    notes: Mapping[str, str],
+    groups: Sequence[Mapping[str, Any]],
+    *,
+    started: datetime,
+    finished: datetime,
+    next_run: datetime,
+    degraded: str,
+) -> dict[str, Any]:
+    """The status a completed run writes (besides its watches' fields and conditions)."""
+    return {
+        "observedGeneration": generation,
+        "consecutiveFailures": 0,
+        "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
+        "recordsDeletedTotal": int(status.get("recordsDeletedTotal") or 0) + done.records,
+        "nextRunAt": cond.timestamp(next_run),
+        "lastRun": {
+            "startedAt": cond.timestamp(started),
+            "completedAt": cond.timestamp(finished),
+            "partitionsPlanned": len(plan.rows),
+            "partitionsCut": done.partitions_cut,
+            "recordsDeleted": done.records,
+            "bytesReclaimedEstimate": done.bytes_estimate,
+            "unconsumedDeleted": list(lost[:MAX_LOSSES_LISTED]),
+            # A merge patch keeps fields it does not name: null clears an old error.
+            "error": degraded or None,
+        },
+        "topics": topic_summary(
+            status.get("topics") or [], spec, rows, plan.skipped, moved, done.by_topic, notes
+        ),
+        "groups": list(groups),
+        "groupsRead": groups_line(groups) or None,
+    }

@@ -25,7 +25,7 @@ from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services import loss_watch, orphan_watch, tombstone_watch
+from kafka_retention.services import orphan_watch, run_watches, tombstone_watch
 from kafka_retention.services import retention_report as report
 from kafka_retention.services.cutting import delete_and_verify
 from kafka_retention.services.fresh import read_facts
@@ -157,130 +157,64 @@ def apply_plan(
     moved, delete_failures = _delete(kafka, cuts, spec.dry_run)
     failures += delete_failures
     finished = run.now()
-    by_row = {(r["topic"], r["partition"]): r for r in rows}
-    records = bytes_ = 0
-    by_topic: dict[str, int] = {}
-    for tp, (before, after) in moved.items():
-        n = max(0, after - before)
-        records += n
-        by_topic[tp.topic] = by_topic.get(tp.topic, 0) + n
-        row = by_row[(tp.topic, tp.partition)]
-        if row.get("recordsToDelete") and row.get("bytesToDeleteEstimate") is not None:
-            bytes_ += int(row["bytesToDeleteEstimate"] * n / row["recordsToDelete"])
-    partitions_cut = sum(1 for before, after in moved.values() if after > before)
+    deleted = report.deleted(rows, moved)
     lost = report.losses(rows, cuts, moved, spec)
-    topics = report.topic_summary(
-        run.status.get("topics") or [], spec, rows, plan.skipped, moved, by_topic, notes
-    )
     if spec.dry_run:
         would = sum(target - before for before, target in cuts.values())
         message = f"dry run: would delete {would} records from {len(cuts)} partitions"
     else:
-        message = f"deleted {records} records from {len(by_topic)} topics"
-    interval = spec.interval_ms / 1000
-    watched = loss_watch.watch(
-        spec,
-        run.status,
-        rows,
-        moved,
-        kafka,
-        finished,
-        purges,
-        peers.cluster(run.key, spec),
-        namespace=run.key.split("/", 1)[0],
+        message = f"deleted {deleted.records} records from {len(deleted.by_topic)} topics"
+    watches = run_watches.watch(
+        run, spec, plan, rows, moved, kafka, peers, finished, purges, find_volumes
     )
-    tomb = tombstone_watch.watch(
-        spec,
-        run.status,
-        {r["topic"] for r in rows} | set(plan.skipped),
-        kafka,
-        finished,
-        plan.tombstones,
-    )
-    if tomb is not None:
-        failures += tomb.problems
-    orphans = _orphans(run, spec, kafka, find_volumes, finished, failures)
+    failures += watches.problems
     groups = report.group_summary(rows, plan.group_types)
     degraded = "; ".join(failures[:5])
-    conditions = _conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded)
-    if watched is not None:
-        conditions = loss_watch.data_loss_condition(conditions, watched, run.generation, finished)
-        conditions = loss_watch.at_risk_condition(
-            conditions, watched, spec, run.generation, finished
-        )
-    if tomb is not None:
-        conditions = tombstone_watch.condition(conditions, tomb, run.generation, finished)
-    if orphans is not None:
-        conditions = orphan_watch.condition(conditions, orphans, run.generation, finished)
+    interval = spec.interval_ms / 1000
     run.store.patch(
         {
-            **(watched.status if watched is not None else {}),
-            **(tomb.status if tomb is not None else {}),
-            **(orphans.status if orphans is not None else {}),
-            "observedGeneration": run.generation,
-            "consecutiveFailures": 0,
-            "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
-            "recordsDeletedTotal": int(run.status.get("recordsDeletedTotal") or 0) + records,
-            "nextRunAt": cond.timestamp(finished + timedelta(seconds=interval)),
-            "lastRun": {
-                "startedAt": cond.timestamp(started),
-                "completedAt": cond.timestamp(finished),
-                "partitionsPlanned": len(plan.rows),
-                "partitionsCut": partitions_cut,
-                "recordsDeleted": records,
-                "bytesReclaimedEstimate": bytes_,
-                "unconsumedDeleted": lost[: report.MAX_LOSSES_LISTED],
-                # A merge patch keeps fields it does not name: null clears an old error.
-                "error": degraded or None,
-            },
-            "topics": topics,
-            "groups": groups,
-            "groupsRead": report.groups_line(groups) or None,
-            "conditions": conditions,
+            **watches.status(),
+            **report.run_status(
+                run.status,
+                run.generation,
+                spec,
+                plan,
+                rows,
+                moved,
+                deleted,
+                lost,
+                notes,
+                groups,
+                started=started,
+                finished=finished,
+                next_run=finished + timedelta(seconds=interval),
+                degraded=degraded,
+            ),
+            "conditions": watches.conditions(
+                _conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded),
+                spec,
+                run.generation,
+                finished,
+            ),
         }
     )
+    watched = watches.losses
     return RunOutcome(
         True,
         message,
         next_run_in=interval,
-        records_deleted=records,
-        bytes_reclaimed=bytes_,
-        partitions_cut=partitions_cut,
-        deleted_by_topic=by_topic,
+        records_deleted=deleted.records,
+        bytes_reclaimed=deleted.bytes_estimate,
+        partitions_cut=deleted.partitions_cut,
+        deleted_by_topic=deleted.by_topic,
         losses=lost,
         notify_losses=watched.new if watched is not None else [],
         at_risk=watched.risks if watched is not None else None,
-        tombstones=tomb,
-        orphans=orphans,
+        tombstones=watches.tombstones,
+        orphans=watches.orphans,
         failures=failures,
         groups=groups,
     )
-
-
-def _orphans(
-    run: PolicyRun,
-    spec: PolicySpec,
-    kafka: PolicyKafka,
-    find_volumes: orphan_watch.VolumeFinder | None,
-    now: datetime,
-    failures: list[str],
-) -> orphan_watch.OrphanReport | None:
-    """The orphan check, when asked for; a failure to reach the volumes or the metadata
-    removes nothing and is reported with the run's other problems."""
-    if spec.orphans is None:
-        return None
-    if find_volumes is None:
-        failures.append("orphanPartitions: this operator has no access to broker volumes")
-        return None
-    try:
-        volumes = find_volumes(spec.orphans, run.key.split("/", 1)[0])
-        report = orphan_watch.check(spec, run.status, kafka, volumes, now)
-    except Exception as err:  # Kafka or the Kubernetes API: nothing was removed
-        failures.append(f"orphanPartitions: {err}")
-        return None
-    if report is not None:
-        failures += report.problems
-    return report
 
 
 def _conditions(

@@ -1,0 +1,123 @@
+"""What a RetentionPolicy run watches after its deletes: unread-record losses and risk
+(spec.notify), tombstone safety (spec.tombstones) and orphan partition directories
+(spec.orphanPartitions), with the status fields and conditions each adds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.overlap import PeerIndex
+from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.core.purge_ledger import PurgeLedger
+from kafka_retention.services import loss_watch, orphan_watch, tombstone_watch
+from kafka_retention.services.policy_planning import Planned
+from kafka_retention.services.ports import PolicyKafka
+
+if TYPE_CHECKING:
+    from kafka_retention.services.retention_run import PolicyRun
+
+
+@dataclass
+class Watches:
+    """What a run's watches found after its deletes: unread-record losses and risk
+    (spec.notify), tombstone safety (spec.tombstones), orphan directories
+    (spec.orphanPartitions); None where the spec asks for none."""
+
+    losses: loss_watch.LossReport | None
+    tombstones: tombstone_watch.TombstoneReport | None
+    orphans: orphan_watch.OrphanReport | None
+    problems: list[str] = field(default_factory=list)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            **(self.losses.status if self.losses is not None else {}),
+            **(self.tombstones.status if self.tombstones is not None else {}),
+            **(self.orphans.status if self.orphans is not None else {}),
+        }
+
+    def conditions(
+        self,
+        conditions: list[dict[str, Any]],
+        spec: PolicySpec,
+        generation: int | None,
+        now: datetime,
+    ) -> list[dict[str, Any]]:
+        """Each watch's conditions over Ready's."""
+        if self.losses is not None:
+            conditions = loss_watch.data_loss_condition(conditions, self.losses, generation, now)
+            conditions = loss_watch.at_risk_condition(
+                conditions, self.losses, spec, generation, now
+            )
+        if self.tombstones is not None:
+            conditions = tombstone_watch.condition(conditions, self.tombstones, generation, now)
+        if self.orphans is not None:
+            conditions = orphan_watch.condition(conditions, self.orphans, generation, now)
+        return conditions
+
+
+def watch(
+    run: PolicyRun,
+    spec: PolicySpec,
+    plan: Planned,
+    rows: Sequence[Mapping[str, Any]],
+    moved: Mapping[TopicPartition, tuple[int, int]],
+    kafka: PolicyKafka,
+    peers: PeerIndex,
+    finished: datetime,
+    purges: PurgeLedger | None,
+    find_volumes: orphan_watch.VolumeFinder | None,
+) -> Watches:
+    problems: list[str] = []
+    losses = loss_watch.watch(
+        spec,
+        run.status,
+        rows,
+        moved,
+        kafka,
+        finished,
+        purges,
+        peers.cluster(run.key, spec),
+        namespace=run.key.split("/", 1)[0],
+    )
+    tombstones = tombstone_watch.watch(
+        spec,
+        run.status,
+        {r["topic"] for r in rows} | set(plan.skipped),
+        kafka,
+        finished,
+        plan.tombstones,
+    )
+    if tombstones is not None:
+        problems += tombstones.problems
+    orphans = _orphans(run, spec, kafka, find_volumes, finished, problems)
+    return Watches(losses, tombstones, orphans, problems)
+
+
+def _orphans(
+    run: PolicyRun,
+    spec: PolicySpec,
+    kafka: PolicyKafka,
+    find_volumes: orphan_watch.VolumeFinder | None,
+    now: datetime,
+    failures: list[str],
+) -> orphan_watch.OrphanReport | None:
+    """The orphan check, when asked for; a failure to reach the volumes or the metadata
+    removes nothing and is reported with the run's other problems."""
+    if spec.orphans is None:
+        return None
+    if find_volumes is None:
+        failures.append("orphanPartitions: this operator has no access to broker volumes")
+        return None
+    try:
+        volumes = find_volumes(spec.orphans, run.key.split("/", 1)[0])
+        report = orphan_watch.check(spec, run.status, kafka, volumes, now)
+    except Exception as err:  # Kafka or the Kubernetes API: nothing was removed
+        failures.append(f"orphanPartitions: {err}")
+        return None
+    if report is not None:
+        failures += report.problems
+    return report
