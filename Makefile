@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 DEVSTACK := PYTHONPATH=hack $(PY) -m devstack
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit test-stack demo bench soak crds clean
+.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit check test-stack demo bench soak crds clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -56,6 +56,8 @@ lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + t
 
 test-unit: venv ## unit tests only (no stack)
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+check: lint test-unit ## the inner loop: lint and unit tests, no stack (make test before pushing)
 
 test: setup lint ## lint + unit + integration + e2e; starts and stops the local stack itself
 	$(PY) -m pytest tests $(PYTEST_ARGS)
