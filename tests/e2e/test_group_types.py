@@ -49,17 +49,27 @@ def _share_group_at(bootstrap: str, group: str, topic: str, below: int, since: i
     return found
 
 
+def _queue(
+    make_topic: TopicFactory, bootstrap: str, records: int, accepted: int
+) -> tuple[str, str, int]:
+    """A one-partition topic of `records` records and a share group that accepted the
+    first `accepted`: (topic, group, its start offset as Kafka's tool prints it)."""
+    topic = make_topic(partitions=1, config=NO_RETENTION)
+    produce(bootstrap, topic, {0: records})
+    workers = f"{topic}-workers"
+    read_from_earliest(bootstrap, workers)
+    start = _share_group_at(bootstrap, workers, topic, accepted)
+    assert start < records
+    return topic, workers, start
+
+
 @pytest.mark.stack
 def test_a_policy_never_cuts_past_a_share_groups_start_offset_and_follows_it(
     stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    produce(bootstrap, topic, {0: 1000})
-    done, workers = f"{topic}-done", f"{topic}-workers"
+    topic, workers, start = _queue(make_topic, bootstrap, records=1000, accepted=300)
+    done = f"{topic}-done"
     commit(bootstrap, done, topic, {0: 1000})  # a consumer group that read everything
-    read_from_earliest(bootstrap, workers)
-    start = _share_group_at(bootstrap, workers, topic, 300)
-    assert start < 1000
     apply_policy(
         stack,
         e2e_ns,
@@ -92,12 +102,7 @@ def test_a_policy_never_cuts_past_a_share_groups_start_offset_and_follows_it(
 def test_a_purge_protecting_a_share_group_stops_at_its_start_offset(
     stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    produce(bootstrap, topic, {0: 500})
-    workers = f"{topic}-workers"
-    read_from_earliest(bootstrap, workers)
-    start = _share_group_at(bootstrap, workers, topic, 200)
-    assert start < 500
+    topic, workers, start = _queue(make_topic, bootstrap, records=500, accepted=200)
     apply_purge(
         stack,
         e2e_ns,
@@ -115,11 +120,7 @@ def test_a_purge_protecting_a_share_group_stops_at_its_start_offset(
 def test_a_manual_delete_past_a_watched_share_group_is_reported_once_naming_it(
     stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    produce(bootstrap, topic, {0: 500})
-    workers = f"{topic}-workers"
-    read_from_earliest(bootstrap, workers)
-    start = _share_group_at(bootstrap, workers, topic, 100)
+    topic, workers, start = _queue(make_topic, bootstrap, records=500, accepted=100)
     apply_policy(stack, e2e_ns, "watch", topics={"names": [topic]}, notify={"groups": [workers]})
     first = ran(stack, e2e_ns, "watch")
     assert condition(first, "DataLoss")["status"] == "False"
