@@ -10,17 +10,23 @@ from typing import Any
 
 import pytest
 
-from kafka_retention.adapters.kube import ApiException
 from kafka_retention.adapters.kube_clusters import ClusterUnresolved
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
-from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
+from kafka_retention.core.failures import (
+    KafkaFailure,
+    KafkaUnavailable,
+    SecretUnavailable,
+    WriteRefused,
+)
 from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.purge_entry import PurgeEntry, from_lines, to_lines
 from kafka_retention.core.purge_states import Phase, State
 from kafka_retention.core.strimzi import StrimziError
 from kafka_retention.handlers import purge as purge_handler
 from kafka_retention.kube_objects.chunks import SinkError, assemble, sink_configmaps
-from kafka_retention.services import purge_report
-from kafka_retention.services import purge_run as service
+from kafka_retention.services import purge as service
+from kafka_retention.services.purge import pipeline
+from kafka_retention.services.purge import report as purge_report
 from kafka_retention.services.tenancy import Tenancy
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -111,9 +117,9 @@ class Store:
         self.status: dict[str, Any] = {}
         self.kafka = kafka
         self.blobs: dict[str, str] = {}
-        self.refusal: ApiException | None = None  # what the API server answers a save
+        self.refusal: WriteRefused | None = None  # what the API server answers a save
         # What the API server answers a status patch (None: stored).
-        self.patch_refusal: Callable[[Mapping[str, Any]], ApiException | None] = lambda _: None
+        self.patch_refusal: Callable[[Mapping[str, Any]], WriteRefused | None] = lambda _: None
 
     def patch(self, status: Mapping[str, Any]) -> None:
         refusal = self.patch_refusal(status)
@@ -420,7 +426,7 @@ def test_results_stay_bounded_but_list_every_failure() -> None:
         for i in range(3000)
     ]
     entries += [{"topic": "t0", "partition": 9999, "state": State.FAILED, "error": "boom"}]
-    folded = purge_report.fold_results(entries, limit=1000)
+    folded = purge_report.fold_results([PurgeEntry.from_status(e) for e in entries], limit=1000)
     assert len(folded) == 4
     assert folded[0]["error"] == "boom"
     assert sum(e.get("recordsDeleted", 0) for e in folded) == 3000
@@ -449,7 +455,7 @@ def test_kafka_lost_after_planning_keeps_the_stored_plan_for_the_next_run() -> N
 def test_purge_too_large_for_its_stored_plan_fails_before_deleting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(service, "MAX_PLANNED_PARTITIONS", 1)
+    monkeypatch.setattr(pipeline, "MAX_PLANNED_PARTITIONS", 1)
     kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
     store = Store()
     outcome = run(explicit((0, 10), (1, 10)), kafka, store)
@@ -494,9 +500,9 @@ def test_status_stays_small_at_a_hundred_thousand_partitions() -> None:
     # Status lists the busiest topics and says how many more there are ...
     assert store.status["results"][-1]["note"].startswith("... and 300 more topics")
     # ... and every partition's outcome is kept beside it.
-    results = purge_report.from_lines(store.blobs["results"])
+    results = from_lines(store.blobs["results"])
     assert len(results) == 100_000
-    assert {r["state"] for r in results} == {State.PURGED}
+    assert {r.state for r in results} == {State.PURGED}
 
 
 def test_a_restart_runs_the_stored_plan_never_a_new_one() -> None:
@@ -518,10 +524,8 @@ def test_a_restart_runs_the_stored_plan_never_a_new_one() -> None:
     assert {tuple(log) for log in kafka.logs.values()} == {(5, 50)}
 
 
-def api_error(status: int, reason: str, body: str) -> ApiException:
-    exc = ApiException(status=status, reason=reason)
-    exc.body = body
-    return exc
+def api_error(status: int, reason: str, body: str) -> WriteRefused:
+    return WriteRefused(status, reason, body)
 
 
 def test_a_plan_the_api_server_refuses_fails_the_purge_naming_why_and_deletes_nothing() -> None:
@@ -596,12 +600,13 @@ def test_a_plan_of_a_hundred_thousand_partitions_fits_a_few_configmaps_and_reads
         for t in range(100)
         for p in range(1000)
     ]
-    payload = purge_report.to_lines(entries)
+    payload = to_lines([PurgeEntry.from_status(e) for e in entries])
     objects = sink_configmaps("kr-recordpurge-x", "ns", payload, suffix="plan", compress=True)
     manifest, parts = objects[-1], objects[:-1]
     assert len(payload) > 18 * 1024 * 1024  # ~190 bytes a partition: far over 1 MiB
     assert 1 <= len(parts) <= 3
-    assert purge_report.from_lines(assemble(manifest, list(reversed(parts)))) == entries
+    read_back = from_lines(assemble(manifest, list(reversed(parts))))
+    assert [e.to_status() for e in read_back] == entries
     tampered = [dict(p) for p in parts]
     tampered[0] = {**parts[0], "binaryData": {"part": base64.b64encode(b"x").decode()}}
     with pytest.raises(SinkError, match="checksum"):
@@ -631,14 +636,38 @@ def test_a_restart_resumes_the_stored_plan_exactly_with_minus_one_as_it_was_plan
         run(spec, DownAtDelete(kafka.logs), store)
     assert store.status["phase"] == Phase.PURGING
     assert store.status["planRef"]["partitions"] == 20_000
-    planned = purge_report.from_lines(store.load("plan") or "")
-    assert {e["requestedOffset"] for e in planned} == {5}
+    planned = from_lines(store.load("plan") or "")
+    assert {e.requested_offset for e in planned} == {5}
     for log in kafka.logs.values():
         log[1] = 50
     outcome = run(spec, kafka, store)
     assert outcome.phase == Phase.SUCCEEDED
     assert {tuple(log) for log in kafka.logs.values()} == {(5, 50)}
     assert outcome.records_deleted == 5 * 20_000
+
+
+def test_a_stored_plan_with_a_field_this_release_cannot_read_ends_the_purge() -> None:
+    """A plan whose checksum holds but whose entry has a key the entry type does not know
+    (written by a newer release, or by a tenant who rewrote the ConfigMaps whole): it is
+    not guessed at, and nothing is deleted."""
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.status = {"phase": Phase.PURGING, "planRef": {"configMap": "kr-recordpurge-x-plan"}}
+    store.blobs["plan"] = (
+        '{"logStartBefore": 0, "highWatermark": 100, "partition": 0, "requestedOffset": 100,'
+        ' "state": "Planned", "topic": "t", "cutAbove": 100}\n'
+    )
+    assert "cutAbove" in ended_deleting_nothing(run(explicit((0, 40)), kafka, store), kafka, store)
+
+
+def ended_deleting_nothing(outcome: service.Outcome, kafka: FakeKafka, store: Store) -> str:
+    """The purge failed before reading offsets or deleting; Ready's message."""
+    assert outcome.phase == Phase.FAILED
+    assert not any(c.startswith(("delete", "offsets")) for c in kafka.calls)
+    assert kafka.logs[T0][0] == 0
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert ready["reason"] == "StateNotPersisted"
+    return str(ready["message"])
 
 
 def test_a_damaged_stored_plan_ends_the_purge_and_deletes_nothing() -> None:
@@ -655,14 +684,9 @@ def test_a_damaged_stored_plan_ends_the_purge_and_deletes_nothing() -> None:
     info = json.loads(manifest["data"]["manifest.json"])
     manifest["data"]["manifest.json"] = json.dumps({**info, "sha256": "0" * 64})
     kafka.calls.clear()
-    outcome = run(explicit((0, 40)), kafka, store)
-    assert outcome.phase == Phase.FAILED
-    assert not any(c.startswith(("delete", "offsets")) for c in kafka.calls)
-    assert kafka.logs[T0][0] == 0
-    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
-    assert ready["reason"] == "StateNotPersisted"
-    assert "damaged" in ready["message"]
-    assert "checksum" in ready["message"]
+    message = ended_deleting_nothing(run(explicit((0, 40)), kafka, store), kafka, store)
+    assert "damaged" in message
+    assert "checksum" in message
 
 
 TOO_LARGE = "etcdserver: request is too large"
@@ -743,7 +767,7 @@ def test_status_stays_small_at_a_thousand_partitions_with_the_longest_topic_name
     size = len(json.dumps(store.status))
     assert size < 256 * 1024, size
     assert store.status["results"][0]["note"] == "summary of 1000 partitions"
-    assert len(purge_report.from_lines(store.blobs["results"])) == 1000
+    assert len(from_lines(store.blobs["results"])) == 1000
 
 
 def test_failures_are_listed_up_to_a_byte_bound_and_the_rest_counted() -> None:
@@ -758,7 +782,7 @@ def test_failures_are_listed_up_to_a_byte_bound_and_the_rest_counted() -> None:
         }
         for p in range(300)
     ]
-    folded = purge_report.fold_results(entries)
+    folded = purge_report.fold_results([PurgeEntry.from_status(e) for e in entries])
     assert len(json.dumps(folded)) < 160 * 1024
     listed = [e for e in folded if e["state"] == State.FAILED and e["partition"] >= 0]
     assert 0 < len(listed) < 200  # the byte bound, before the count bound

@@ -41,10 +41,10 @@ from kafka_retention.core.purge import (
     plan_purge,
     recheck,
 )
+from kafka_retention.core.purge_entry import planned
 from kafka_retention.core.purge_states import State
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services.purge_execute import estimate
-from kafka_retention.services.purge_facts import entry
+from kafka_retention.services.purge.execute import estimate
 from kafka_retention.services.retention_run import _delete
 
 REPO = Path(__file__).resolve().parents[2]
@@ -710,18 +710,16 @@ def test_purge_dry_run_deletes_nothing_and_leaves_no_partition_planned(
 ) -> None:
     _, request, given_ = case
     plans = plan_purge(request, given_)
-    entries = [entry(p) for p in plans]
+    entries = [planned(p) for p in plans]
     kafka = RefusingKafka()
     out = estimate(kafka, entries)
-    assert [(e["topic"], e["partition"]) for e in out] == [
-        (p.tp.topic, p.tp.partition) for p in plans
-    ]
+    assert [(e.topic, e.partition) for e in out] == [(p.tp.topic, p.tp.partition) for p in plans]
     for plan, before, after in zip(plans, entries, out, strict=True):
         if plan.error is None:
-            assert after["state"] == State.DRY_RUN
+            assert after.state == State.DRY_RUN
             # The cut shown is the plan's, untouched: the dry run reports what would go.
-            assert after["requestedOffset"] == plan.target
-            assert after["recordsToDelete"] == plan.records_to_delete
+            assert after.requested_offset == plan.target
+            assert after.records_to_delete == plan.records_to_delete
         else:
             assert after == before
     # Sizes are sampled only where records would go, from the log start to the cut.

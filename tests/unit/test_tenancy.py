@@ -16,7 +16,7 @@ from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.policy_spec import UNBOUND, parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError, labels
-from kafka_retention.services import purge_run as service
+from kafka_retention.services import purge as service
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.retention_run import PolicyRun
 from kafka_retention.services.tenancy import (

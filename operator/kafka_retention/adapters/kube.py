@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 __all__ = ["ApiException"]
 
+from kafka_retention.core.failures import WriteRefused
 from kafka_retention.core.resources import GROUP, VERSION
 from kafka_retention.kube_objects import chunks
 
@@ -55,10 +56,19 @@ class StatusWriter:
         self.plural, self.namespace, self.name = plural, namespace, name
 
     def patch(self, status: Mapping[str, Any]) -> None:
+        """A refusal raises WriteRefused (a deleted object too: status 404)."""
         api = kubernetes.client.CustomObjectsApi(api_client())
-        api.patch_namespaced_custom_object_status(
-            GROUP, VERSION, self.namespace, self.plural, self.name, {"status": dict(status)}
-        )
+        try:
+            api.patch_namespaced_custom_object_status(
+                GROUP, VERSION, self.namespace, self.plural, self.name, {"status": dict(status)}
+            )
+        except ApiException as exc:
+            raise refused(exc) from exc
+
+
+def refused(exc: ApiException) -> WriteRefused:
+    """The client's exception as the core's: the services name the cause from it."""
+    return WriteRefused(int(exc.status or 0), str(exc.reason or ""), str(exc.body or ""))
 
 
 # --- objects of Spark runs (kubernetes and spark-operator modes) ----------------------
@@ -171,7 +181,14 @@ class ConfigMapStore:
         self.namespace, self.base, self.owner = namespace, base, owner
 
     def save(self, suffix: str, payload: str) -> dict[str, Any]:
-        """Write the set (replacing an older one of that suffix); returns its reference."""
+        """Write the set (replacing an older one of that suffix); returns its reference. A
+        refusal raises WriteRefused."""
+        try:
+            return self._save(suffix, payload)
+        except ApiException as exc:
+            raise refused(exc) from exc
+
+    def _save(self, suffix: str, payload: str) -> dict[str, Any]:
         core = kubernetes.client.CoreV1Api(api_client())
         core.delete_collection_namespaced_config_map(
             self.namespace,

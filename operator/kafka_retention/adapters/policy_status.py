@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kafka_retention.adapters.kube import ApiException, StatusWriter
+from kafka_retention.adapters.kube import StatusWriter
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.failures import StatusNotStored
+from kafka_retention.core.failures import WriteRefused
 from kafka_retention.core.resources import RETENTION_POLICIES
 
 log = logging.getLogger(__name__)
@@ -29,15 +29,15 @@ class PolicyStatus:
     def patch(self, status: Mapping[str, Any]) -> None:
         try:
             self.writer.patch(status)
-        except ApiException as exc:
+        except WriteRefused as exc:
             if exc.status == 404:
                 return
             self._refused(exc)
-            raise StatusNotStored(f"HTTP {exc.status} {exc.reason}") from exc
+            raise
         self.status.update(status)
 
-    def _refused(self, exc: ApiException) -> None:
-        message = f"status not stored: HTTP {exc.status} {exc.reason}: {str(exc.body)[:500]}"
+    def _refused(self, exc: WriteRefused) -> None:
+        message = f"status not stored: HTTP {exc.status} {exc.reason}: {exc.body}"
         conditions = cond.set_condition(
             self.status.get("conditions"),
             "Ready",
@@ -49,5 +49,5 @@ class PolicyStatus:
         )
         try:
             self.writer.patch({"conditions": conditions})
-        except ApiException:
+        except WriteRefused:
             log.exception("could not store the StateNotPersisted condition either")

@@ -18,9 +18,9 @@ from typing import Any, TextIO
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.cli.common import UsageError, read_properties
 from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.purge_entry import from_lines
 from kafka_retention.core.purge_states import Phase, State
-from kafka_retention.services import purge_run as service
-from kafka_retention.services.purge_report import from_lines
+from kafka_retention.services import purge as service
 
 
 class MemoryStore:
@@ -126,7 +126,11 @@ def run_purge(
 def _print_results(store: MemoryStore, out: TextIO) -> None:
     # Status folds large results per topic; the CLI prints every partition.
     stored = store.load("results")
-    entries = from_lines(stored) if stored is not None else store.status.get("results", [])
+    entries = (
+        [e.to_status() for e in from_lines(stored)]
+        if stored is not None
+        else store.status.get("results", [])
+    )
     out.write("".join(_result_line(e) + "\n" for e in entries))
 
 

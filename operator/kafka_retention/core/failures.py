@@ -58,5 +58,12 @@ class Abandoned(RuntimeError):
     batch in the same slot gets the same name); a local job is cancelled."""
 
 
-class StatusNotStored(RuntimeError):
-    """The API server refused a status write (not a deleted object: that is no error)."""
+class WriteRefused(RuntimeError):
+    """The API server refused to store a write (status, or a ConfigMap of a purge's plan
+    or results): its HTTP status, reason and the start of its answer. The Kubernetes
+    adapter raises it in place of the client's own exception, so the services can say the
+    cause without importing that client."""
+
+    def __init__(self, status: int, reason: str, body: str = "") -> None:
+        self.status, self.reason, self.body = status, reason, body[:400]
+        super().__init__(f"HTTP {status} {reason}")

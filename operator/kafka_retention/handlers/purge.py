@@ -21,7 +21,7 @@ from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VE
 from kafka_retention.handlers.common import config, namespaced, purge_ledger, tenancy
 from kafka_retention.kube_objects.chunks import set_base
 from kafka_retention.kube_objects.owners import Owner
-from kafka_retention.services import purge_run as service
+from kafka_retention.services import purge as service
 from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
 
 KIND = "RecordPurge"

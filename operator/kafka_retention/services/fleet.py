@@ -22,7 +22,7 @@ from typing import Any
 
 from kafka_retention import metrics
 from kafka_retention.core.durations import parse_duration_ms
-from kafka_retention.core.failures import Abandoned, StatusNotStored
+from kafka_retention.core.failures import Abandoned, WriteRefused
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.leadership import Leadership
@@ -254,7 +254,7 @@ class Fleet:
             )
             try:
                 store.patch({"conditions": set_schedule(store.status.get("conditions"), run)})
-            except StatusNotStored:
+            except WriteRefused:
                 log.exception("could not mark %s late", entry.key)
 
     async def _batch(self, batch: list[Scheduled]) -> None:

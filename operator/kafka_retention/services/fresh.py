@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.facts import GroupType, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.services.ports import KafkaCutter
 
@@ -14,35 +15,50 @@ def raise_if_retriable(failure: KafkaFailure) -> None:
         raise KafkaUnavailable(str(failure))
 
 
+@dataclass
+class Fresh:
+    """What one fresh read found: facts per partition, the partitions that failed for good
+    (with why), and the type each group was read as."""
+
+    facts: dict[TopicPartition, PartitionFacts] = field(default_factory=dict)
+    errors: dict[TopicPartition, str] = field(default_factory=dict)
+    group_types: dict[str, GroupType] = field(default_factory=dict)
+
+
 def read_facts(
     kafka: KafkaCutter,
     tps: Sequence[TopicPartition],
     groups_of: Callable[[TopicPartition], Iterable[str]],
-) -> tuple[dict[TopicPartition, PartitionFacts], dict[TopicPartition, str]]:
+    also_groups: Iterable[str] = (),
+) -> Fresh:
     """Log start, high watermark and the position of each partition's groups (a share
     group's share-partition start offset, any other group's committed offset).
+    `also_groups` are typed even when no partition read names them (a purge reports the
+    type of every group it names, in the same group read).
 
     Retriable trouble raises KafkaUnavailable, so nothing is decided on a partial picture;
     a partition that fails for good is returned among the errors instead.
     """
     earliest, latest = kafka.log_bounds(tps)
-    wanted: dict[str, list[TopicPartition]] = {}
+    wanted: dict[str, list[TopicPartition]] = {g: [] for g in also_groups}
     for tp in tps:
         for group in groups_of(tp):
             wanted.setdefault(group, []).append(tp)
+    reads = kafka.group_positions(wanted) if wanted else {}
     committed: dict[str, Mapping[TopicPartition, int | None]] = {
-        group: read.positions for group, read in kafka.group_positions(wanted).items()
+        group: read.positions for group, read in reads.items()
     }
-    facts: dict[TopicPartition, PartitionFacts] = {}
-    errors: dict[TopicPartition, str] = {}
+    out = Fresh(group_types={group: read.type for group, read in reads.items()})
     for tp in tps:
         start, end = earliest.get(tp), latest.get(tp)
         problem = next((x for x in (start, end) if isinstance(x, KafkaFailure)), None)
         if problem is not None:
             raise_if_retriable(problem)
-            errors[tp] = str(problem)
+            out.errors[tp] = str(problem)
             continue
         if not isinstance(start, int) or not isinstance(end, int):
             raise KafkaUnavailable(f"no offsets returned for {tp}")
-        facts[tp] = PartitionFacts(tp, start, end, {g: committed[g].get(tp) for g in groups_of(tp)})
-    return facts, errors
+        out.facts[tp] = PartitionFacts(
+            tp, start, end, {g: committed[g].get(tp) for g in groups_of(tp)}
+        )
+    return out

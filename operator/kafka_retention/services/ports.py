@@ -13,13 +13,16 @@ from kafka_retention.core.orphans import Entry, LogDirIdentity
 
 
 class StatusStore(Protocol):
+    """A resource's status; a write the API server refuses raises
+    core.failures.WriteRefused."""
+
     def patch(self, status: Mapping[str, Any]) -> None: ...
 
 
 class PolicyStore(StatusStore, Protocol):
     """A policy's status store that remembers what it wrote (adapters.policy_status): the
     next run starts from it even before the watch delivers it back. A refused write
-    raises core.failures.StatusNotStored."""
+    raises core.failures.WriteRefused."""
 
     status: dict[str, Any]
 
@@ -29,7 +32,9 @@ PolicyStores = Callable[[str, str, Mapping[str, Any]], PolicyStore]
 
 
 class BlobStore(Protocol):
-    """Where state too large for status goes (a purge's plan and results), by name."""
+    """Where state too large for status goes (a purge's plan and results), by name. A
+    refused save raises core.failures.WriteRefused; a damaged set on load,
+    kube_objects.chunks.SinkError."""
 
     def save(self, suffix: str, payload: str) -> dict[str, Any]: ...
     def load(self, suffix: str) -> str | None: ...

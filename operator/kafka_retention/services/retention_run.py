@@ -292,15 +292,15 @@ def _safe_cuts(
             *(rules.groups() for rules in peers_by_topic[tp.topic].values())
         )
 
-    fresh, errors = read_facts(kafka, list(wanted), groups_of)
-    if errors:
-        tp, problem = next(iter(errors.items()))
+    read = read_facts(kafka, list(wanted), groups_of)
+    if read.errors:
+        tp, problem = next(iter(read.errors.items()))
         raise KafkaUnavailable(f"fresh offsets of {tp}: {problem}")
     now_ms = int(now.timestamp() * 1000)
     peer_times = _peer_times(kafka, wanted, peers_by_topic, now_ms)
     cuts: dict[TopicPartition, tuple[int, int]] = {}
     for tp, row in wanted.items():
-        facts: PartitionFacts = fresh[tp]
+        facts: PartitionFacts = read.facts[tp]
         # This policy's times as planned; the peers' read just now.
         times = {int(k): v for k, v in (row.get("timeOffsets") or {}).items()}
         facts = replace(facts, offsets_for_times={**peer_times.get(tp, {}), **times})

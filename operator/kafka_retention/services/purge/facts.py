@@ -1,4 +1,4 @@
-"""What a RecordPurge plans from: every fact read now, then one entry per partition.
+"""Stages 1 and 2 of a RecordPurge: every fact read now, then one entry per partition.
 
 Retriable trouble aborts the whole read (KafkaUnavailable), so nothing is ever planned
 from a partial picture; a topic or partition that fails for good becomes a failed entry.
@@ -6,32 +6,40 @@ from a partial picture; a topic or partition that fails for good becomes a faile
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
-from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.purge import (
     UNKNOWN_TOPIC_OR_PARTITION,
-    PartitionPlan,
     PlanInput,
     PurgeRequest,
     plan_purge,
 )
-from kafka_retention.core.purge_states import State
+from kafka_retention.core.purge_entry import PurgeEntry, planned
 from kafka_retention.core.topics import delete_refusal
 from kafka_retention.services.fresh import raise_if_retriable, read_facts
 from kafka_retention.services.ports import KafkaPlanner
 
 
-def plan_entries(kafka: KafkaPlanner, request: PurgeRequest) -> list[dict[str, Any]]:
-    """The plan, one status-shaped entry per partition (or per unplannable topic)."""
-    return [entry(plan) for plan in plan_purge(request, gather_facts(kafka, request))]
+@dataclass(frozen=True)
+class Planned:
+    """The plan, and the type each named group was read as (status.groups)."""
+
+    entries: list[PurgeEntry]
+    groups: list[dict[str, str]]
 
 
-def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
-    """Every fact the plan depends on, read now."""
+def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
+    given, group_types = gather_facts(kafka, request)
+    entries = [planned(p) for p in plan_purge(request, given)]
+    named = request.all_groups()
+    return Planned(entries, [{"name": g, "type": group_types.get(g, "none")} for g in named])
+
+
+def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput, dict[str, str]]:
+    """Every fact the plan depends on, read now; and the named groups' types, from the
+    same group read."""
     given = PlanInput()
     topics = sorted(request.topic_names())
     for topic, parts in kafka.topic_partitions(topics).items():
@@ -49,6 +57,22 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
         refusal = delete_refusal(topic, config)
         if refusal is not None:
             given.topic_errors[topic] = refusal
+    tps = _partitions_to_read(request, given)
+    for_times = _offsets_for_times(kafka, request, given, tps)
+    fresh = read_facts(
+        kafka, tps, lambda tp: request.guard_groups(tp.topic), also_groups=request.all_groups()
+    )
+    given.partition_errors.update(fresh.errors)
+    given.facts = fresh.facts
+    for tp, fact in given.facts.items():
+        if tp in for_times:
+            given.facts[tp] = replace(fact, offsets_for_times=for_times[tp])
+    return given, {g: str(t) for g, t in fresh.group_types.items()}
+
+
+def _partitions_to_read(request: PurgeRequest, given: PlanInput) -> list[TopicPartition]:
+    """The partitions the request covers on topics that exist and may be cut; a named
+    partition the topic lacks becomes an error instead."""
     tps: list[TopicPartition] = []
     for cut in request.partitions:
         known = given.topic_partitions.get(cut.tp.topic)
@@ -64,6 +88,13 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
             tps += [
                 TopicPartition(tcut.topic, p) for p in given.topic_partitions.get(tcut.topic, [])
             ]
+    return tps
+
+
+def _offsets_for_times(
+    kafka: KafkaPlanner, request: PurgeRequest, given: PlanInput, tps: list[TopicPartition]
+) -> dict[TopicPartition, dict[int, int | None]]:
+    """The offset at each timestamp cut's time, per partition of that topic."""
     tps_of_topic: dict[str, list[TopicPartition]] = {}
     for tp in tps:
         tps_of_topic.setdefault(tp.topic, []).append(tp)
@@ -79,45 +110,4 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> PlanInput:
                 given.partition_errors[tp] = str(off)
             else:
                 for_times.setdefault(tp, {})[ts] = off if off >= 0 else None
-    given.facts = read_partition_facts(kafka, request, tps, given.partition_errors)
-    for tp, fact in given.facts.items():
-        if tp in for_times:
-            given.facts[tp] = replace(fact, offsets_for_times=for_times[tp])
-    return given
-
-
-def read_partition_facts(
-    kafka: KafkaPlanner,
-    request: PurgeRequest,
-    tps: Sequence[TopicPartition],
-    errors: dict[TopicPartition, str],
-) -> dict[TopicPartition, PartitionFacts]:
-    """Log start, high watermark and the guard groups' committed offsets, read now."""
-    facts, failed = read_facts(kafka, tps, lambda tp: request.guard_groups(tp.topic))
-    errors.update(failed)
-    return facts
-
-
-def entry(plan: PartitionPlan) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "topic": plan.tp.topic,
-        "partition": plan.tp.partition,
-        "state": str(State.FAILED if plan.error else State.PLANNED),
-    }
-    if plan.error:
-        out["error"] = plan.error
-    else:
-        out |= {
-            "requestedOffset": plan.target,
-            "logStartBefore": plan.log_start,
-            "highWatermark": plan.high_watermark,
-            "recordsToDelete": plan.records_to_delete,
-            "reason": plan.reason,
-        }
-    if plan.notes:
-        out["note"] = "; ".join(plan.notes)
-    return out
-
-
-def tp_of(item: dict[str, Any]) -> TopicPartition:
-    return TopicPartition(str(item["topic"]), int(item["partition"]))
+    return for_times

@@ -1,4 +1,4 @@
-"""How a RecordPurge run ends: finished (phase, conditions, bounded results, the full
+"""Stage 7 of a RecordPurge, how a run ends: finished (phase, conditions, bounded results, the full
 results beside them), refused before any delete, or pending with a reason to run again.
 
 A final status the API server refuses is never left to a silent retry: the cause goes
@@ -7,21 +7,17 @@ into the Ready condition at once, beside the counts of what was deleted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.failures import WriteRefused
+from kafka_retention.core.purge_entry import PurgeEntry, to_lines
 from kafka_retention.core.purge_states import Phase, State
-from kafka_retention.services import purge_report as report
-from kafka_retention.services.purge_state import (
-    NotPersisted,
-    Purge,
-    ready,
-    refusals,
-    write_status,
-)
+from kafka_retention.services.purge import report
+from kafka_retention.services.purge.store import NotPersisted, Purge, ready, write_status
 
 
 class Retry(Exception):
@@ -82,11 +78,11 @@ def not_ready(
     )
 
 
-def pending(purge: Purge, base: Mapping[str, Any], entries: list[dict[str, Any]]) -> Retry:
+def pending(purge: Purge, base: Mapping[str, Any], entries: Sequence[PurgeEntry]) -> Retry:
     """Status for a run that left partitions to retry, and the Retry to raise."""
-    retrying = [e for e in entries if e["state"] == State.RETRYING]
-    names = ", ".join(f"{e['topic']}-{e['partition']}" for e in retrying[:10])
-    message = f"{len(retrying)} partitions still pending ({names}): {retrying[0].get('error')}"
+    retrying = [e for e in entries if e.state == State.RETRYING]
+    names = ", ".join(f"{e.topic}-{e.partition}" for e in retrying[:10])
+    message = f"{len(retrying)} partitions still pending ({names}): {retrying[0].error}"
     try:
         write_status(
             purge,
@@ -105,7 +101,7 @@ def pending(purge: Purge, base: Mapping[str, Any], entries: list[dict[str, Any]]
 
 
 def finish(
-    purge: Purge, base: Mapping[str, Any], entries: list[dict[str, Any]], *, dry_run: bool
+    purge: Purge, base: Mapping[str, Any], entries: Sequence[PurgeEntry], *, dry_run: bool
 ) -> Outcome:
     totals = report.summary(entries)
     failed, total = totals["failed"], totals["partitions"]
@@ -125,10 +121,10 @@ def finish(
         phase = Phase.FAILED if failed == total else Phase.PARTIALLY_SUCCEEDED
         ok = "False"
         reason = Reason.FAILED if failed == total else Reason.PARTIALLY_FAILED
-        first = next(e for e in entries if e["state"] == State.FAILED)
+        first = next(e for e in entries if e.state == State.FAILED)
         message = (
             f"{failed} of {total} partitions failed, first "
-            f"{first['topic']}-{first['partition']}: {first.get('error')}; "
+            f"{first.topic}-{first.partition}: {first.error}; "
             f"deleted {totals['recordsDeleted']} records"
         )
     now = purge.now()
@@ -150,11 +146,11 @@ def finish(
         "summary": totals,
         "conditions": succeeded,
     }
-    if results != entries:
+    if len(results) != len(entries) or results != [e.to_status() for e in entries]:
         # Status holds the folded results; every partition's outcome is kept beside it.
         try:
-            document["resultsRef"] = purge.blobs.save("results", report.to_lines(entries))
-        except refusals() as exc:
+            document["resultsRef"] = purge.blobs.save("results", to_lines(entries))
+        except WriteRefused as exc:
             document["resultsRef"] = None
             message += f"; per-partition results not stored: HTTP {exc.status} {exc.reason}"
     try:
@@ -166,9 +162,7 @@ def finish(
         message,
         finished=True,
         failures=[
-            f"{e['topic']}-{e['partition']}: {e.get('error')}"
-            for e in entries
-            if e["state"] == State.FAILED
+            f"{e.topic}-{e.partition}: {e.error}" for e in entries if e.state == State.FAILED
         ],
         records_deleted=totals["recordsDeleted"],
         partitions_purged=totals["purged"],

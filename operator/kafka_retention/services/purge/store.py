@@ -1,30 +1,30 @@
-"""One RecordPurge object and the state it keeps in the API server: status, and the plan
-in its own ConfigMaps (a plan of 100,000 partitions does not fit in status).
+"""Stage 3 of a RecordPurge, and what every later stage writes through: one RecordPurge
+object and the state it keeps in the API server, status and the plan in its own
+ConfigMaps (a plan of 100,000 partitions does not fit in status).
 
 The plan is written before anything is deleted: its ConfigMaps (parts, then manifest),
 then status pointing at them with phase Purging. A run that finds a stored plan reads it
-back, checksum verified, and never plans again. Any write the API server refuses becomes
-NotPersisted, carrying the API server's answer, so the caller can name the cause.
+back, checksum verified, and never plans again. Any write the API server refuses
+(core.failures.WriteRefused) becomes NotPersisted, carrying the API server's answer, so
+the caller can name the cause.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.failures import WriteRefused
 from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.purge_entry import PurgeEntry, from_lines, to_lines
 from kafka_retention.core.purge_states import Phase
 from kafka_retention.kube_objects.chunks import SinkError
-from kafka_retention.services import purge_report as report
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
-
-if TYPE_CHECKING:
-    from kafka_retention.adapters.kube import ApiException
+from kafka_retention.services.purge import report
 
 # API server answers that mean "try again" rather than "this can never be stored".
 _TRANSIENT = {409, 429, 500, 502, 503, 504}
@@ -50,15 +50,6 @@ class Purge:
     admit: Callable[[Mapping[str, Any], PurgeRequest], int] | None = None
 
 
-def refusals() -> tuple[type[ApiException], ...]:
-    """What the API server's refusal of a write is raised as: the Kubernetes client's
-    ApiException. Looked up, not imported: `kafka-retention purge` keeps its state in
-    memory and never loads that client (half a second of start-up), and a process that has
-    not loaded it cannot have been refused by it."""
-    client = sys.modules.get("kubernetes.client.exceptions")
-    return (client.ApiException,) if client is not None else ()
-
-
 class Unresolved(Exception):
     """The purge's cluster cannot be named yet (its Strimzi resources, or the Secret with
     its client settings, unreadable); `reason` says which. Tried again later."""
@@ -71,10 +62,10 @@ class Unresolved(Exception):
 class NotPersisted(Exception):
     """The API server refused to store the purge's state."""
 
-    def __init__(self, what: str, exc: ApiException) -> None:
-        body = str(exc.body or "")[:400]
-        super().__init__(f"{what} not stored: HTTP {exc.status} {exc.reason}: {body}".strip())
-        self.transient = exc.status in _TRANSIENT and _NEVER_FITS not in body
+    def __init__(self, what: str, refused: WriteRefused) -> None:
+        answer = f"HTTP {refused.status} {refused.reason}: {refused.body}"
+        super().__init__(f"{what} not stored: {answer}".strip())
+        self.transient = refused.status in _TRANSIENT and _NEVER_FITS not in refused.body
 
 
 class PlanLost(Exception):
@@ -86,11 +77,11 @@ def write_status(purge: Purge, what: str, status: Mapping[str, Any]) -> None:
     """Patch status; a refusal becomes NotPersisted naming `what` and the answer."""
     try:
         purge.store.patch(status)
-    except refusals() as exc:
-        raise NotPersisted(what, exc) from exc
+    except WriteRefused as refused:
+        raise NotPersisted(what, refused) from refused
 
 
-def stored_plan(purge: Purge) -> list[dict[str, Any]] | None:
+def stored_plan(purge: Purge) -> list[PurgeEntry] | None:
     """The plan a previous run stored, or None when there is none yet."""
     if purge.status.get("phase") != Phase.PURGING:
         return None
@@ -101,20 +92,26 @@ def stored_plan(purge: Purge) -> list[dict[str, Any]] | None:
             raise PlanLost(f"the stored plan is damaged ({err})") from err
         if payload is None:
             raise PlanLost(f"the stored plan {purge.status['planRef'].get('configMap')} is gone")
-        return report.from_lines(payload)
+        try:
+            return from_lines(payload)
+        except ValueError as err:
+            raise PlanLost(f"the stored plan cannot be read ({err})") from err
     # Purges stored by earlier versions kept the plan in status.results.
     if purge.status.get("results"):
-        return [dict(e) for e in purge.status["results"]]
+        try:
+            return [PurgeEntry.from_status(e) for e in purge.status["results"]]
+        except ValueError as err:
+            raise PlanLost(f"the plan in status.results cannot be read ({err})") from err
     return None
 
 
-def store_plan(purge: Purge, base: Mapping[str, Any], entries: list[dict[str, Any]]) -> None:
+def store_plan(purge: Purge, base: Mapping[str, Any], entries: Sequence[PurgeEntry]) -> None:
     """The plan in the purge's ConfigMaps, then status pointing at it: both before any
     delete."""
     try:
-        ref = purge.blobs.save("plan", report.to_lines(entries))
-    except refusals() as exc:
-        raise NotPersisted("the plan", exc) from exc
+        ref = purge.blobs.save("plan", to_lines(entries))
+    except WriteRefused as refused:
+        raise NotPersisted("the plan", refused) from refused
     write_status(
         purge,
         "status with the plan",

@@ -10,9 +10,14 @@ Each run re-reads offsets and committed offsets right before deleting and may on
 a planned cut. State that cannot be stored stops the purge before any delete, with the
 API server's answer in a condition.
 
-Where each job lives: the facts and the plan in purge_facts, the deletes in
-purge_execute, what status and the plan ConfigMaps hold in purge_state, how a run ends
-(finished, refused, pending) in purge_outcome, the bounded results in purge_report.
+`reconcile` reads as the stages, top to bottom, each in its own module:
+
+    1-2. gather facts, plan ........ facts.plan
+    3.   persist the plan .......... store.store_plan
+    4-6. re-check, delete, fold .... execute.execute
+    7.   status .................... outcome.finish / pending / refuse
+
+Each partition travels as a frozen core.purge_entry.PurgeEntry.
 """
 
 from __future__ import annotations
@@ -20,13 +25,12 @@ from __future__ import annotations
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.failures import KafkaUnavailable
-from kafka_retention.core.purge import PurgeRequest, parse_spec
+from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services.ports import KafkaCutter
-from kafka_retention.services.purge_execute import estimate, execute
-from kafka_retention.services.purge_facts import plan_entries
-from kafka_retention.services.purge_outcome import (
+from kafka_retention.services.purge.execute import estimate, execute
+from kafka_retention.services.purge.facts import plan
+from kafka_retention.services.purge.outcome import (
     Outcome,
     Retry,
     finish,
@@ -34,7 +38,7 @@ from kafka_retention.services.purge_outcome import (
     pending,
     refuse,
 )
-from kafka_retention.services.purge_state import (
+from kafka_retention.services.purge.store import (
     NotPersisted,
     PlanLost,
     Purge,
@@ -45,7 +49,7 @@ from kafka_retention.services.purge_state import (
 )
 from kafka_retention.services.tenancy import BindingUnavailable, Refused
 
-__all__ = ["MAX_PLANNED_PARTITIONS", "Outcome", "Purge", "Retry", "Unresolved", "reconcile"]
+__all__ = ["MAX_PLANNED_PARTITIONS", "reconcile", "too_large"]
 
 # The largest purge the tests prove: 100,000 partitions through the service (unit test,
 # in-memory Kafka); on the real local cluster 20,000 (e2e and `make bench`), which is
@@ -74,15 +78,15 @@ def reconcile(purge: Purge) -> Outcome:
             limit = min(limit, purge.admit(purge.spec, request))
         kafka = purge.connect(request)
         entries = stored_plan(purge)
-        if entries is not None and not {str(e["topic"]) for e in entries} <= request.topic_names():
+        if entries is not None and not {e.topic for e in entries} <= request.topic_names():
             # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
             # ConfigMaps: a stored plan may only cut topics the (admitted) spec names.
             raise PlanLost("the stored plan names topics the spec does not")
         if entries is None:
             phase = Phase.PLANNING
             write_status(purge, "status", {**base, "phase": phase})
-            entries = plan_entries(kafka, request)
-            base["groups"] = group_types(kafka, request)
+            planned = plan(kafka, request)
+            entries, base["groups"] = planned.entries, planned.groups
             if len(entries) > limit and not request.dry_run:
                 return too_large(purge, len(entries), limit)
             if request.dry_run:
@@ -107,18 +111,9 @@ def reconcile(purge: Purge) -> Outcome:
         reason = Reason.KAFKA_UNAVAILABLE if isinstance(err, KafkaUnavailable) else err.reason
         not_ready(purge, base, phase, reason, str(err))
         raise Retry(f"{reason}: {err}", purge.retry_delay) from err
-    if any(e["state"] == State.RETRYING for e in entries):
+    if any(e.state == State.RETRYING for e in entries):
         raise pending(purge, base, entries)
     return finish(purge, base, entries, dry_run=False)
-
-
-def group_types(kafka: KafkaCutter, request: PurgeRequest) -> list[dict[str, str]]:
-    """Each group the purge names and the type it was read as (status.groups)."""
-    named = sorted({g for topic in request.topic_names() for g in request.guard_groups(topic)})
-    if not named:
-        return []
-    found = kafka.group_positions({g: [] for g in named})
-    return [{"name": g, "type": str(found[g].type)} for g in named]
 
 
 def too_large(purge: Purge, planned: int, limit: int = MAX_PLANNED_PARTITIONS) -> Outcome:

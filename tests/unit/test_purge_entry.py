@@ -1,0 +1,99 @@
+"""A RecordPurge entry and its stored form: plans written by the previous release read
+back unchanged, and each stage's step does what its name says."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.purge import PartitionPlan
+from kafka_retention.core.purge_entry import PurgeEntry, from_lines, planned, to_lines
+from kafka_retention.core.purge_states import State
+
+# Written by the release before the typed entry (commit 8765032's purge_facts.entry,
+# purge_execute.purged/failed and purge_report.to_lines): a planned cut with a note, an
+# unplannable topic, a purged partition, one left to retry, and a dry run's estimate.
+STORED_BEFORE = (
+    '{"highWatermark": 100, "logStartBefore": 10, "note": "held by g2 at 60", "partition": 0, '
+    '"reason": "committed by g1", "recordsToDelete": 50, "requestedOffset": 60, '
+    '"state": "Planned", "topic": "orders"}\n'
+    '{"error": "UNKNOWN_TOPIC_OR_PARTITION: topic gone does not exist", "partition": -1, '
+    '"state": "Failed", "topic": "gone"}\n'
+    '{"highWatermark": 50, "logStartBefore": 0, "lowWatermark": 50, "partition": 1, '
+    '"reason": "high watermark (-1)", "recordsDeleted": 50, "recordsToDelete": 50, '
+    '"requestedOffset": 50, "state": "Purged", "topic": "orders"}\n'
+    '{"error": "NOT_LEADER_OR_FOLLOWER: moving", "highWatermark": 50, "logStartBefore": 5, '
+    '"partition": 2, "reason": "", "recordsToDelete": 35, "requestedOffset": 40, '
+    '"state": "Retrying", "topic": "orders"}\n'
+    '{"bytesToDeleteEstimate": 3500, "highWatermark": 50, "logStartBefore": 5, "partition": 3, '
+    '"reason": "before 2026-01-01T00:00:00+00:00", "recordsToDelete": 35, '
+    '"requestedOffset": 40, "state": "DryRun", "topic": "orders"}\n'
+)
+
+
+def test_a_plan_stored_by_the_previous_release_reads_back_and_rewrites_byte_for_byte() -> None:
+    entries = from_lines(STORED_BEFORE)
+    assert [(e.topic, e.partition, e.state) for e in entries] == [
+        ("orders", 0, State.PLANNED),
+        ("gone", -1, State.FAILED),
+        ("orders", 1, State.PURGED),
+        ("orders", 2, State.RETRYING),
+        ("orders", 3, State.DRY_RUN),
+    ]
+    assert entries[0].requested_offset == 60
+    assert entries[0].log_start_before == 10
+    assert entries[0].note == "held by g2 at 60"
+    assert entries[3].reason == ""  # an empty reason is kept, not dropped
+    assert to_lines(entries) == STORED_BEFORE
+
+
+def test_the_plan_made_from_a_partition_plan_is_what_the_previous_release_stored() -> None:
+    cut = PartitionPlan(
+        TopicPartition("orders", 0), 10, 100, 60, "committed by g1", ("held by g2 at 60",)
+    )
+    error = PartitionPlan(
+        TopicPartition("gone", -1),
+        -1,
+        -1,
+        -1,
+        "not planned",
+        error="UNKNOWN_TOPIC_OR_PARTITION: topic gone does not exist",
+    )
+    assert to_lines([planned(cut), planned(error)]) == "".join(STORED_BEFORE.splitlines(True)[:2])
+
+
+def test_an_entry_with_a_key_this_release_does_not_know_is_refused() -> None:
+    item = json.loads(STORED_BEFORE.splitlines()[0]) | {"requestedOfset": 99}
+    with pytest.raises(ValueError, match="requestedOfset"):
+        PurgeEntry.from_status(item)
+
+
+def test_purged_counts_records_up_to_the_cut_only() -> None:
+    entry = from_lines(STORED_BEFORE)[0]  # log start 10, cut 60
+    done = entry.purged(75)  # retention moved the log start past the cut meanwhile
+    assert (done.state, done.low_watermark, done.records_deleted) == (State.PURGED, 75, 50)
+    assert done.error is None
+    assert entry.state == State.PLANNED  # the stored entry itself is unchanged
+
+
+def test_a_lowered_cut_keeps_the_plan_note_and_says_from_where() -> None:
+    entry = from_lines(STORED_BEFORE)[0]
+    lowered = entry.lowered(40, ["group g2 is at 40"])
+    assert lowered.requested_offset == 40
+    assert lowered.note == "held by g2 at 60; lowered from 60 at purge time; group g2 is at 40"
+
+
+def test_a_retriable_failure_leaves_the_partition_to_retry_and_a_final_one_fails_it() -> None:
+    entry = from_lines(STORED_BEFORE)[0]
+    assert entry.failed("NOT_LEADER_OR_FOLLOWER: x", retriable=True).state == State.RETRYING
+    assert entry.failed("TOPIC_AUTHORIZATION_FAILED: x").state == State.FAILED
+    assert entry.failed("x", retriable=True).pending
+    assert not entry.failed("x").pending
+
+
+def test_an_entry_without_a_cut_has_no_target() -> None:
+    unplannable = from_lines(STORED_BEFORE)[1]
+    with pytest.raises(ValueError, match="no planned cut"):
+        _ = unplannable.target
