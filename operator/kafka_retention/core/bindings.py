@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kafka_retention.core import specs
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.patterns import PatternError, compile_pattern, first_match
 from kafka_retention.core.specs import (
@@ -37,7 +38,7 @@ from kafka_retention.core.specs import (
     objects,
     text,
 )
-from kafka_retention.core.strimzi import BROKER_CONTAINER, StrimziRef
+from kafka_retention.core.strimzi import StrimziRef
 
 
 class BindingUnavailable(LookupError):
@@ -104,16 +105,6 @@ class Tenant:
 
 
 @dataclass(frozen=True)
-class BindingBrokers:
-    """spec.brokers: where the log dirs are, as the administrator says."""
-
-    access: str  # exec or local
-    namespace: str | None
-    match_labels: tuple[tuple[str, str], ...]
-    container: str = BROKER_CONTAINER
-
-
-@dataclass(frozen=True)
 class Binding:
     name: str
     cluster_id: str
@@ -121,7 +112,7 @@ class Binding:
     tenants: tuple[Tenant, ...]
     allow: tuple[str, ...] = ()  # patterns; () allows every unprotected topic
     protect: tuple[str, ...] = ()
-    brokers: BindingBrokers | None = None
+    brokers: specs.BrokerAccess | None = None  # spec.brokers
     min_removal_delay_ms: int = DEFAULT_MIN_REMOVAL_DELAY_MS
     min_orphan_age_ms: int = DEFAULT_MIN_ORPHAN_AGE_MS
     partitions_per_purge: int = DEFAULT_PARTITIONS_PER_PURGE
@@ -255,20 +246,8 @@ def _topics(raw: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return _patterns(raw.get("allow"), "spec.topics.allow"), protect
 
 
-def _brokers(value: Any) -> BindingBrokers | None:
-    if value is None:
-        return None
-    raw = obj(value, "spec.brokers")
-    access = raw.get("access", "exec")
-    if access not in ("exec", "local"):
-        raise SpecError("spec.brokers.access", f"{access!r} is not exec or local")
-    selector = obj(raw.get("podSelector"), "spec.brokers.podSelector")
-    pairs = labels(selector.get("matchLabels"), "spec.brokers.podSelector.matchLabels")
-    namespace = raw.get("namespace")
-    if namespace is not None:
-        namespace = namespace_name(namespace, "spec.brokers.namespace")
-    container = text(raw.get("container", BROKER_CONTAINER), "spec.brokers.container")
-    return BindingBrokers(access, namespace, pairs, container)
+def _brokers(value: Any) -> specs.BrokerAccess | None:
+    return None if value is None else specs.parse_brokers(value, "spec.brokers")
 
 
 def _duration(value: Any, field_path: str, default: int) -> int:

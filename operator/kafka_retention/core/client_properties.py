@@ -77,6 +77,35 @@ _LIBRDKAFKA_NAMES = """
 """
 LIBRDKAFKA_PROPERTIES = frozenset(_LIBRDKAFKA_NAMES.split())
 
+# Java's trust and key store properties.
+TRUSTSTORE = (
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.type",
+    "ssl.truststore.certificates",
+)
+KEYSTORE = (
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.type",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+)
+# Connection tuning whose value is an integer, under the same name in Java and librdkafka
+# (Java's request.timeout.ms and *.buffer.bytes are renamed, see RENAMED).
+TUNING_INTEGERS = (
+    "socket.timeout.ms",
+    "socket.connection.setup.timeout.ms",
+    "metadata.max.age.ms",
+    "connections.max.idle.ms",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "retry.backoff.ms",
+    "retry.backoff.max.ms",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+)
+
 # Every client property accepted, in Java's names or librdkafka's, from a Secret or a
 # --command-config file alike. Nothing here names a file, URL, library, engine, provider
 # or command that librdkafka would use: the Java `*.location` properties are read by this
@@ -98,15 +127,8 @@ ALLOWED_PROPERTIES = frozenset(
         # Java's trust and key stores, read here (from a key of the Secret that the
         # location names by base name, or the CLI user's own file) and handed to
         # librdkafka as ssl.ca.pem, ssl.certificate.pem and ssl.key.pem.
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
-        "ssl.truststore.certificates",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
+        *TRUSTSTORE,
+        *KEYSTORE,
         # librdkafka's inline PEM forms of the same (never its *.location file paths), and
         # the password of an encrypted key, in both names' sense.
         "ssl.ca.pem",
@@ -128,18 +150,9 @@ ALLOWED_PROPERTIES = frozenset(
         # request.timeout.ms and *.buffer.bytes are renamed, see RENAMED).
         "client.id",
         "request.timeout.ms",
-        "socket.timeout.ms",
-        "socket.connection.setup.timeout.ms",
-        "metadata.max.age.ms",
-        "connections.max.idle.ms",
-        "reconnect.backoff.ms",
-        "reconnect.backoff.max.ms",
-        "retry.backoff.ms",
-        "retry.backoff.max.ms",
         "send.buffer.bytes",
         "receive.buffer.bytes",
-        "socket.send.buffer.bytes",
-        "socket.receive.buffer.bytes",
+        *TUNING_INTEGERS,
         "socket.keepalive.enable",
     }
 )
@@ -175,19 +188,6 @@ JAVA_DEFAULTS: Mapping[str, frozenset[str]] = {
     "ssl.trustmanager.algorithm": frozenset({"PKIX"}),
 }
 
-TRUSTSTORE = (
-    "ssl.truststore.location",
-    "ssl.truststore.password",
-    "ssl.truststore.type",
-    "ssl.truststore.certificates",
-)
-KEYSTORE = (
-    "ssl.keystore.location",
-    "ssl.keystore.password",
-    "ssl.keystore.type",
-    "ssl.keystore.certificate.chain",
-    "ssl.keystore.key",
-)
 CONSUMED = frozenset({*TRUSTSTORE, *KEYSTORE, "sasl.jaas.config"})
 LOCATIONS = ("ssl.truststore.location", "ssl.keystore.location")
 STORE_TYPES = frozenset({"JKS", "PKCS12", "PEM"})
@@ -205,20 +205,7 @@ REACHES_LIBRDKAFKA = frozenset(
     | {target for target, _ in RENAMED.values()}
 )
 _BOOLEANS = frozenset({"enable.ssl.certificate.verification", "socket.keepalive.enable"})
-_INTEGERS = frozenset(
-    {
-        "socket.timeout.ms",
-        "socket.connection.setup.timeout.ms",
-        "metadata.max.age.ms",
-        "connections.max.idle.ms",
-        "reconnect.backoff.ms",
-        "reconnect.backoff.max.ms",
-        "retry.backoff.ms",
-        "retry.backoff.max.ms",
-        "socket.send.buffer.bytes",
-        "socket.receive.buffer.bytes",
-    }
-)
+_INTEGERS = frozenset(TUNING_INTEGERS)
 _INTEGER = re.compile(r"[0-9]{1,10}")
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka_retention.core.patterns import PatternError, compile_pattern, first_match
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.specs import (
     STRIMZI_FIELDS,
+    BrokerAccess,
     ClusterRef,
     Shape,
     SpecError,
@@ -19,15 +20,14 @@ from kafka_retention.core.specs import (
     integer,
     is_topic_name,
     known_fields,
-    labels,
     names,
-    namespace_name,
     obj,
+    parse_brokers,
     parse_cluster,
     parse_time,
     text,
 )
-from kafka_retention.core.strimzi import BROKER_CONTAINER, StrimziRef
+from kafka_retention.core.strimzi import StrimziRef
 
 DEFAULT_INTERVAL_MS = 5 * 60_000
 MIN_INTERVAL_MS = 10_000
@@ -79,16 +79,6 @@ class TombstoneSpec:
 # BrokerAccess.access of a policy whose brokers its KafkaClusterBinding names, until
 # services.tenancy fills them in.
 UNBOUND = "binding"
-
-
-@dataclass(frozen=True)
-class BrokerAccess:
-    """spec.cluster.brokers: how the operator reaches the brokers' log dirs."""
-
-    access: str  # "exec" or "local" (UNBOUND until a binding's brokers are filled in)
-    namespace: str | None = None  # of the broker pods; None: the policy's
-    match_labels: tuple[tuple[str, str], ...] = ()
-    container: str = "kafka"
 
 
 @dataclass(frozen=True)
@@ -311,31 +301,17 @@ def _orphans(spec: Mapping[str, Any], strimzi: StrimziRef | None) -> OrphanSpec 
     brokers = cluster.get("brokers")
     if brokers is None:
         raise SpecError("spec.cluster.brokers", "is required by spec.orphanPartitions")
-    brokers = obj(brokers, "spec.cluster.brokers")
-    access = brokers.get("access", "exec")
-    if access not in ("exec", "local"):
-        raise SpecError("spec.cluster.brokers.access", f"{access!r} is not exec or local")
-    selector = obj(brokers.get("podSelector"), "spec.cluster.brokers.podSelector")
-    pairs = labels(selector.get("matchLabels"), "spec.cluster.brokers.podSelector.matchLabels")
-    namespace = (
-        None
-        if brokers.get("namespace") is None
-        else namespace_name(brokers["namespace"], "spec.cluster.brokers.namespace")
-    )
-    if access == "exec" and not pairs:
+    access = parse_brokers(brokers, "spec.cluster.brokers")
+    if access.access == "exec" and not access.match_labels:
         if strimzi is None:
             raise SpecError("spec.cluster.brokers.podSelector", "is required with access exec")
         # A Strimzi cluster's broker pods carry its labels, in the Kafka's namespace.
-        pairs, namespace = strimzi.broker_labels(), namespace or strimzi.namespace
-    return OrphanSpec(
-        BrokerAccess(
+        access = replace(
             access,
-            namespace,
-            pairs,
-            text(brokers.get("container", BROKER_CONTAINER), "spec.cluster.brokers.container"),
-        ),
-        *timing,
-    )
+            match_labels=strimzi.broker_labels(),
+            namespace=access.namespace or strimzi.namespace,
+        )
+    return OrphanSpec(access, *timing)
 
 
 def _tombstones(raw: Mapping[str, Any] | None) -> TombstoneSpec | None:

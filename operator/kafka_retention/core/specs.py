@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
 from kafka_retention.core.durations import parse_duration_ms
-from kafka_retention.core.strimzi import StrimziRef
+from kafka_retention.core.strimzi import BROKER_CONTAINER, StrimziRef
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 # Kafka's own bounds: partitions are int32, offsets int64.
@@ -149,6 +149,32 @@ def namespace_name(value: Any, field_path: str) -> str:
 
 # Every way spec.cluster can name a cluster, credentials or broker pods other than a
 # KafkaClusterBinding (clusterRef): strict tenancy refuses each, and none combines with it.
+@dataclass(frozen=True)
+class BrokerAccess:
+    """How the operator reaches the brokers' log dirs: a policy's spec.cluster.brokers, or
+    a KafkaClusterBinding's spec.brokers (the administrator's word, which wins)."""
+
+    access: str  # "exec" or "local" (policy_spec.UNBOUND until a binding fills it in)
+    namespace: str | None = None  # of the broker pods; None: the resource's own
+    match_labels: tuple[tuple[str, str], ...] = ()
+    container: str = BROKER_CONTAINER
+
+
+def parse_brokers(value: Any, field_path: str) -> BrokerAccess:
+    """A brokers block, each field checked and named by its path."""
+    raw = obj(value, field_path)
+    access = raw.get("access", "exec")
+    if access not in ("exec", "local"):
+        raise SpecError(f"{field_path}.access", f"{access!r} is not exec or local")
+    selector = obj(raw.get("podSelector"), f"{field_path}.podSelector")
+    pairs = labels(selector.get("matchLabels"), f"{field_path}.podSelector.matchLabels")
+    namespace = raw.get("namespace")
+    if namespace is not None:
+        namespace = namespace_name(namespace, f"{field_path}.namespace")
+    container = text(raw.get("container", BROKER_CONTAINER), f"{field_path}.container")
+    return BrokerAccess(access, namespace, pairs, container)
+
+
 INLINE_FIELDS = ("bootstrapServers", "strimzi", "clientConfigSecret", "brokers")
 
 

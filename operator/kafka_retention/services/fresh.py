@@ -4,15 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kafka_retention.core.facts import GroupType, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.services.ports import KafkaCutter
 
+K = TypeVar("K")
+V = TypeVar("V")
+
 
 def raise_if_retriable(failure: KafkaFailure) -> None:
     if failure.retriable:
         raise KafkaUnavailable(str(failure))
+
+
+def answered(results: Mapping[K, V | KafkaFailure], errors: dict[K, str]) -> dict[K, V]:
+    """The values of a per-key answer. A failure that goes away by itself raises
+    KafkaUnavailable (nothing is decided on a partial picture); one that lasts is put in
+    `errors` under its key, in words."""
+    out: dict[K, V] = {}
+    for key, value in results.items():
+        if isinstance(value, KafkaFailure):
+            raise_if_retriable(value)
+            errors[key] = str(value)
+        else:
+            out[key] = value
+    return out
 
 
 @dataclass

@@ -23,7 +23,7 @@ from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import Member
-from kafka_retention.services.fresh import raise_if_retriable
+from kafka_retention.services.fresh import answered, raise_if_retriable
 from kafka_retention.services.ports import PolicyKafka
 
 
@@ -93,22 +93,15 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     names = kafka.topic_names()
     selected = {m.key: m.spec.topics.select(names) for m in members}
     union = sorted({t for ts in selected.values() for t in ts})
-    configs: dict[str, Mapping[str, str] | str] = {}
-    for topic, config in kafka.topic_configs(union).items():
-        if isinstance(config, KafkaFailure):
-            raise_if_retriable(config)
-            configs[topic] = str(config)
-        else:
-            configs[topic] = config
+    results, unreadable = kafka.topic_configs(union), dict[str, str]()
+    readable = answered(results, unreadable)
+    # In the cluster's order, each topic's config or why it could not be read.
+    configs: dict[str, Mapping[str, str] | str] = {
+        t: readable[t] if t in readable else unreadable[t] for t in results
+    }
     classes = topic_rules.classify_topics(configs)
     problems, deletable = classes.problems, classes.deletable
-    partitions: dict[str, list[int]] = {}
-    for topic, found in kafka.topic_partitions(deletable).items():
-        if isinstance(found, KafkaFailure):
-            raise_if_retriable(found)
-            problems[topic] = str(found)
-        else:
-            partitions[topic] = found
+    partitions = answered(kafka.topic_partitions(deletable), problems)
     return Selection(selected, partitions, problems)
 
 

@@ -26,9 +26,9 @@ from kafka_retention.core.bindings import (
     strict_refusal,
 )
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.policy_spec import BrokerAccess, OrphanSpec, PolicySpec, TopicSelector
+from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec, TopicSelector
 from kafka_retention.core.purge import PurgeRequest
-from kafka_retention.core.specs import ClusterRef, SpecError
+from kafka_retention.core.specs import BrokerAccess, ClusterRef, SpecError
 
 __all__ = ["BindingUnavailable", "ClusterIdMismatch", "Refused", "Tenancy", "check_cluster_id"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.purge import (
     UNKNOWN_TOPIC_OR_PARTITION,
     PlanInput,
@@ -18,7 +17,7 @@ from kafka_retention.core.purge import (
 )
 from kafka_retention.core.purge_entry import PurgeEntry, planned
 from kafka_retention.core.topics import delete_refusal
-from kafka_retention.services.fresh import raise_if_retriable, read_facts
+from kafka_retention.services.fresh import answered, read_facts
 from kafka_retention.services.ports import KafkaPlanner
 
 
@@ -42,18 +41,9 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput,
     same group read."""
     given = PlanInput()
     topics = sorted(request.topic_names())
-    for topic, parts in kafka.topic_partitions(topics).items():
-        if isinstance(parts, KafkaFailure):
-            raise_if_retriable(parts)
-            given.topic_errors[topic] = str(parts)
-        else:
-            given.topic_partitions[topic] = parts
+    given.topic_partitions = answered(kafka.topic_partitions(topics), given.topic_errors)
     existing = [t for t in topics if t in given.topic_partitions]
-    for topic, config in kafka.topic_configs(existing).items():
-        if isinstance(config, KafkaFailure):
-            raise_if_retriable(config)
-            given.topic_errors[topic] = str(config)
-            continue
+    for topic, config in answered(kafka.topic_configs(existing), given.topic_errors).items():
         refusal = delete_refusal(topic, config)
         if refusal is not None:
             given.topic_errors[topic] = refusal
@@ -104,10 +94,7 @@ def _offsets_for_times(
             by_timestamp.setdefault(tcut.timestamp_ms, []).extend(tps_of_topic.get(tcut.topic, []))
     for_times: dict[TopicPartition, dict[int, int | None]] = {}
     for ts, ts_tps in by_timestamp.items():
-        for tp, off in kafka.offsets_for_timestamp(ts_tps, ts).items():
-            if isinstance(off, KafkaFailure):
-                raise_if_retriable(off)
-                given.partition_errors[tp] = str(off)
-            else:
-                for_times.setdefault(tp, {})[ts] = off if off >= 0 else None
+        found = answered(kafka.offsets_for_timestamp(ts_tps, ts), given.partition_errors)
+        for tp, off in found.items():
+            for_times.setdefault(tp, {})[ts] = off if off >= 0 else None
     return for_times
