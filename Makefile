@@ -42,7 +42,7 @@ CHART := charts/kafka-retention-operator
 lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + template
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/crdgen.py hack/demo.py bench tests
+	$(VENV)/bin/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/crdgen.py hack/demo.py hack/testrun.py bench tests
 	$(VENV)/bin/lint-imports
 	$(PY) hack/crdgen.py --check
 	@# helm from hack/go/helm (built by `make setup`, or here on first use); the chart
@@ -59,8 +59,8 @@ test-unit: venv ## unit tests only (no stack)
 
 check: lint test-unit ## the inner loop: lint and unit tests, no stack (make test before pushing)
 
-test: setup lint ## lint + unit + integration + e2e; starts and stops the local stack itself
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+test: venv ## every phase, timed: setup, image, stack, lint, unit, integration + e2e (parallel, then serial), coverage
+	PYTHONPATH=hack $(PY) hack/testrun.py -- $(PYTEST_ARGS)
 
 demo: setup ## bring the stack up, apply the CRDs, run the scripted scenario
 	$(PY) hack/demo.py

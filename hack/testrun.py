@@ -1,0 +1,231 @@
+"""`make test`: the whole suite, phase by phase, each timed; line coverage measured in every
+Python process the tests start and held to the floor in pyproject.toml.
+
+    setup         host packages, Kafka and Spark jars, the group reader, Go binaries
+    image         the operator and pause images for the node
+    stack start   Kafka x3, etcd, kube-apiserver, the node      } at the same time as
+    lint          ruff, mypy, import-linter, CRDs, helm          } these two, which need
+    unit          tests/unit                                     } no stack
+    parallel      integration and e2e tests that share the stack, TEST_WORKERS sessions
+                  (pytest-xdist, a test module stays on one worker; each worker has its
+                  own operator watching its own namespaces)
+    serial        tests marked `serial`: faults, node restarts, cluster-wide installs,
+                  broker volumes, the largest scale tests, timing-sensitive fleets
+    stack stop    only when this run started the stack
+    coverage      combine, report, compare with the floor
+
+Every phase runs even when an earlier one failed (after setup), so one run reports all
+that is wrong; the exit status is non-zero when any phase failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / ".dev" / "test-run"
+COVERAGE_DATA = REPO / ".dev" / "coverage"
+SLOWEST = 30
+# pytest's exit status when a selection collected no test (e.g. -k matching none of a phase).
+NO_TESTS = 5
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float
+    ok: bool
+    note: str = ""
+
+
+class Phases:
+    """Each phase's wall time and result; phases may run on threads."""
+
+    def __init__(self) -> None:
+        self.done: list[Phase] = []
+        self._lock = threading.Lock()
+
+    def run(self, name: str, step: Callable[[], str | None]) -> bool:
+        """Run one phase; `step` returns a note or raises. Said as it starts and ends."""
+        print(f"=== {name}", flush=True)
+        started = time.monotonic()
+        ok, note = True, ""
+        try:
+            note = step() or ""
+        except Exception as err:  # any failure ends the phase, not the run
+            ok, note = False, f"{type(err).__name__}: {err}"
+        phase = Phase(name, time.monotonic() - started, ok, note)
+        with self._lock:
+            self.done.append(phase)
+        print(f"=== {name}: {'ok' if ok else 'FAILED'} in {phase.seconds:.0f} s {note}", flush=True)
+        return ok
+
+    def table(self, total: float) -> str:
+        lines = [f"{'phase':<12} {'seconds':>8}  result"]
+        for p in self.done:
+            lines.append(f"{p.name:<12} {p.seconds:>8.0f}  {'ok' if p.ok else 'FAILED'} {p.note}")
+        lines.append(f"{'total':<12} {total:>8.0f}  (wall; stack start overlaps lint and unit)")
+        return "\n".join(lines)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.done)
+
+
+def sh(argv: list[str], env: dict[str, str] | None = None, allow: tuple[int, ...] = ()) -> None:
+    print("+ " + shlex.join(argv), flush=True)
+    code = subprocess.call(argv, cwd=REPO, env={**os.environ, **(env or {})})
+    if code != 0 and code not in allow:
+        raise RuntimeError(f"exit {code}")
+
+
+def pytest(name: str, args: list[str], extra: list[str], env: dict[str, str] | None = None) -> None:
+    """pytest under coverage, its results kept for the slowest-tests table."""
+    sh(
+        [
+            sys.executable,
+            "-m",
+            "coverage",
+            "run",
+            "-m",
+            "pytest",
+            *args,
+            f"--junitxml={OUT / (name + '.xml')}",
+            *extra,
+        ],
+        env,
+        allow=(NO_TESTS,),
+    )
+
+
+def slowest(count: int = SLOWEST) -> str:
+    timed: list[tuple[float, str]] = []
+    for report in sorted(OUT.glob("*.xml")):
+        # pytest's own report of this run, written a moment ago: not untrusted input.
+        for case in ET.parse(report).getroot().iter("testcase"):  # noqa: S314
+            name = f"{case.get('classname', '')}::{case.get('name', '')}"
+            timed.append((float(case.get("time") or 0), f"[{report.stem}] {name}"))
+    timed.sort(reverse=True)
+    return "\n".join(f"{t:8.1f} s  {name}" for t, name in timed[:count])
+
+
+def coverage_report() -> str:
+    """Every process's data combined; the total against the floor, which may only rise."""
+    py = [sys.executable, "-m", "coverage"]
+    sh([*py, "combine", "--quiet"])
+    per_file = subprocess.run(
+        [*py, "report", "--fail-under=0", "--sort=cover"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (OUT / "coverage.txt").write_text(per_file)
+    total = float(
+        subprocess.run(
+            [*py, "report", "--format=total", "--fail-under=0", "--precision=1"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    floor = float(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["coverage"]["report"][
+            "fail_under"
+        ]
+    )
+    said = f"line coverage {total:.1f}% of operator/ and spark-jobs/ (floor {floor:.1f}%)"
+    if total < floor:
+        raise RuntimeError(f"{said}: below the floor; per file: {OUT / 'coverage.txt'}")
+    return said
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hack/testrun.py", description=__doc__)
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("TEST_WORKERS", "2")))
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to every pytest")
+    args = parser.parse_args(argv)
+    extra = [a for a in args.pytest_args if a != "--"]
+
+    sys.path.insert(0, str(REPO / "hack"))
+    from devstack import build, image
+    from devstack.stack import Stack
+
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    shutil.rmtree(COVERAGE_DATA, ignore_errors=True)
+    COVERAGE_DATA.mkdir(parents=True)
+    # Where every measured process writes (pyproject's [tool.coverage.run] data_file):
+    # absolute, since the processes the tests start run from other directories.
+    os.environ["KAFKA_RETENTION_COVERAGE"] = str(COVERAGE_DATA)
+    began = time.monotonic()
+    phases = Phases()
+    stack = Stack()
+    started: list[bool] = []
+
+    def setup() -> None:
+        build.setup(images=False)
+
+    def images() -> str:
+        return ", ".join(built.name for built in image.node_images().load)
+
+    def stop() -> None:
+        stack.down()
+
+    if not phases.run("setup", setup) or not phases.run("image", images):
+        print(phases.table(time.monotonic() - began))
+        return 1
+
+    def start() -> str:
+        started.append(stack.up())
+        return "started" if started[-1] else "reused a running stack"
+
+    starting = threading.Thread(target=phases.run, args=("stack start", start))
+    starting.start()
+    phases.run("lint", lambda: sh(["make", "--no-print-directory", "lint"]))
+    phases.run("unit", lambda: pytest("unit", ["tests/unit"], extra))
+    starting.join()
+
+    if stack.running():
+        # The sessions below share the stack this run holds: none may start or stop it.
+        shared = {"KAFKA_RETENTION_KEEP_STACK": "1", "KAFKA_RETENTION_SHARED_STACK": "1"}
+        stack_tests = ["tests/integration", "tests/e2e"]
+        phases.run(
+            "parallel",
+            lambda: pytest(
+                "parallel",
+                [*stack_tests, "-m", "not serial", f"-n={args.workers}", "--dist=loadfile"],
+                extra,
+                shared,
+            ),
+        )
+        phases.run(
+            "serial", lambda: pytest("serial", [*stack_tests, "-m", "serial"], extra, shared)
+        )
+    if started and started[0] and not os.environ.get("KAFKA_RETENTION_KEEP_STACK"):
+        phases.run("stack stop", stop)
+    phases.run("coverage", coverage_report)
+
+    total = time.monotonic() - began
+    print(f"\nThe {SLOWEST} slowest tests:\n{slowest()}\n")
+    table = phases.table(total)
+    (OUT / "phases.txt").write_text(table + "\n")
+    print(table)
+    return 0 if phases.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
