@@ -11,20 +11,16 @@ from confluent_kafka.admin import AdminClient
 from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase
-from tests.conftest import TopicFactory
-from tests.integration.test_client_properties import SCRAM, store_properties
-from tests.support import (
-    apply_policy,
-    apply_purge,
-    commit,
-    condition,
-    eventually,
-    log_starts,
-    produce,
-    purge_finished,
-    ran,
-    wait_for,
-)
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.java_properties import SCRAM, store_properties
+from tests.helpers.kube import wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy, ran
+from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
+from tests.helpers.waiting import eventually
 
 
 def put_secret(stack: Stack, ns: str, name: str, *files: Path) -> None:

@@ -18,8 +18,13 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase, State
-from tests.conftest import TopicFactory
-from tests.support import apply_policy, commit, get, log_starts, produce, purge_finished, wait_for
+from tests.helpers.commits import commit
+from tests.helpers.kube import get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy
+from tests.helpers.purges import purge_finished
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 PARTITIONS = 30
 RECORDS = 20

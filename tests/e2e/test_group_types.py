@@ -13,29 +13,21 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from kafka_retention.core.facts import TopicPartition
-from tests.conftest import TopicFactory
-from tests.share_consumer import (
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy, loss_events, ran
+from tests.helpers.purges import apply_purge, purge_finished, results
+from tests.helpers.records import delete_records, produce
+from tests.helpers.share_consumer import (
     accept_below,
     read_from_earliest,
     start_offset_by_kafka,
     wait_for_start_offset,
 )
-from tests.streams_app import run_streams_app
-from tests.support import (
-    NO_RETENTION,
-    apply_policy,
-    apply_purge,
-    commit,
-    condition,
-    delete_records,
-    eventually,
-    log_starts,
-    loss_events,
-    produce,
-    purge_finished,
-    ran,
-    results,
-)
+from tests.helpers.streams_app import run_streams_app
+from tests.helpers.topics import NO_RETENTION, TopicFactory
+from tests.helpers.waiting import eventually
 
 
 def _share_group_at(bootstrap: str, group: str, topic: str, below: int, since: int = 0) -> int:

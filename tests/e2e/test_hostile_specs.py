@@ -1,4 +1,4 @@
-"""Every spec of the hostile corpus (tests/corpus/hostile.py), applied to the real API
+"""Every spec of the hostile corpus (tests/helpers/hostile.py), applied to the real API
 server with the operator running: each is refused by `kubectl apply` (schema or CEL) or
 ends with an InvalidSpec condition naming its field, and no record of the topics the
 corpus names is deleted. The counts of both outcomes are printed for the issue note."""
@@ -13,8 +13,12 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.stack import Stack
-from tests.corpus.hostile import CORPUS, manifest
-from tests.support import argocd_health, commit, get, log_starts, produce
+from tests.helpers.argocd import argocd_health
+from tests.helpers.commits import commit
+from tests.helpers.hostile import CORPUS, manifest
+from tests.helpers.kube import get
+from tests.helpers.offsets import log_starts
+from tests.helpers.records import produce
 
 # The topics the corpus cuts, made to hold records so a wrong delete would show.
 TOPIC = "orders"

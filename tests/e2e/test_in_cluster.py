@@ -5,7 +5,6 @@ executor pods of the same image), and answers `kubectl exec`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -13,14 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import REPO, TopicFactory, create_namespace
-from tests.support import commit, get, log_starts, produce, wait_for
+from tests.helpers.commits import commit
+from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
+from tests.helpers.kube import create_namespace, get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.paths import REPO
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
-OPERATOR_NS = "kafka-retention-system"
 # Only namespaces named so: the session's own operator process watches `e2e-*`, and two
 # operators must never reconcile the same object.
 # One namespace, named exactly: the session's e2e operator watches `e2e-*`, and a replica
@@ -31,24 +33,15 @@ WATCHED = "incluster"
 def rendered_overlay(stack: Stack) -> list[dict[str, Any]]:
     """The local overlay as kubectl renders it, watching WATCHED namespaces and planning
     every policy with Spark in pods (a large policy's path, taken by a tiny one)."""
-    docs = [
-        d
-        for d in yaml.safe_load_all(
-            stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "local")).stdout
-        )
-        if d
-    ]
-    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    args = [a for a in container["args"] if a != "--all-namespaces"]
-    assert len(args) == len(container["args"]) - 1, "the overlay runs --all-namespaces"
-    container["args"] = [
-        *args,
-        f"--namespace={WATCHED}",
-        "--spark-mode=kubernetes",
-        "--in-process-max-partitions=0",
-    ]
-    return docs
+    return local_overlay(
+        stack,
+        dropped_args=("--all-namespaces",),
+        added_args=(
+            f"--namespace={WATCHED}",
+            "--spark-mode=kubernetes",
+            "--in-process-max-partitions=0",
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,59 +53,6 @@ def in_cluster(stack: Stack) -> Iterator[str]:
     stack.kubectl("apply", "-k", str(REPO / "manifests" / "spark-namespace"), "-n", WATCHED)
     with deployed(stack, rendered_overlay(stack), [WATCHED]) as pod:
         yield pod
-
-
-@contextlib.contextmanager
-def deployed(stack: Stack, docs: list[dict[str, Any]], watched: list[str]) -> Iterator[str]:
-    """The rendered objects applied, the operator Deployment Available; yields its pod's
-    name. Afterwards its logs are printed and the operator's and `watched` namespaces go."""
-    stack.kubectl(
-        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs)
-    )
-    try:
-        stack.kubectl(
-            "wait",
-            "deployment/kafka-retention-operator",
-            "-n",
-            OPERATOR_NS,
-            "--for=condition=Available",
-            "--timeout=180s",
-        )
-        pods = json.loads(
-            stack.kubectl(
-                "get",
-                "pods",
-                "-n",
-                OPERATOR_NS,
-                "-l",
-                "app.kubernetes.io/name=kafka-retention-operator",
-                "-o",
-                "json",
-            ).stdout
-        )["items"]
-        (pod,) = [p for p in pods if p["metadata"].get("deletionTimestamp") is None]
-        yield pod["metadata"]["name"]
-    finally:
-        logs = stack.kubectl(
-            "logs", "-n", OPERATOR_NS, "deployment/kafka-retention-operator", check=False
-        )
-        print(logs.stdout[-20000:])
-        # A crashed container's own words, and why it ended (exit code, OOMKilled, a
-        # failed liveness probe), for a failure seen only in CI.
-        previous = stack.kubectl(
-            "logs",
-            "-n",
-            OPERATOR_NS,
-            "deployment/kafka-retention-operator",
-            "--previous",
-            check=False,
-        )
-        print(previous.stdout[-5000:])
-        described = stack.kubectl("describe", "pods", "-n", OPERATOR_NS, check=False)
-        print(described.stdout[-8000:])
-        stack.kubectl("delete", "namespace", OPERATOR_NS, "--timeout=120s", check=False)
-        for ns in watched:
-            stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 @pytest.fixture

@@ -11,24 +11,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    OperatorProcess,
-    apply_policy,
-    apply_purge,
-    commit,
-    condition,
-    delete_records,
-    eventually,
-    log_starts,
-    loss_events,
-    produce,
-    purge_finished,
-    ran,
-)
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy, loss_events, ran
+from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.records import HOUR, delete_records, produce
+from tests.helpers.topics import NO_RETENTION, TopicFactory
+from tests.helpers.waiting import eventually
 
 
 @pytest.mark.stack

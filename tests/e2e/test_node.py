@@ -12,7 +12,7 @@ import pytest
 
 from devstack.node import NODE_IP, NODE_NAME, HostState
 from devstack.stack import Stack
-from tests.support import get
+from tests.helpers.kube import get
 
 PAUSE_PROBE = "sleep-probe"
 

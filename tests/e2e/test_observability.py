@@ -27,19 +27,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.e2e.test_orphan_partitions import HEX, create_on
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    apply_policy,
-    apply_purge,
-    commit_groups,
-    get,
-    produce,
-    purge_finished,
-)
-from tests.unit.test_monitoring import (
+from tests.helpers.commits import commit_groups
+from tests.helpers.kube import get
+from tests.helpers.monitoring import (
     BUCKET_LABEL,
     MONITORING,
     all_queries,
@@ -47,6 +37,11 @@ from tests.unit.test_monitoring import (
     problems,
     sample_names,
 )
+from tests.helpers.orphans import HEX
+from tests.helpers.policies import apply_policy
+from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.records import HOUR, produce
+from tests.helpers.topics import NO_RETENTION, TopicFactory, create_on
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "tests" / "fixtures" / "prometheusrule-crd.yaml"

@@ -10,63 +10,22 @@ Kafka's own kafka-reassign-partitions tool."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tenacity
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from devstack import paths
 from devstack.stack import Stack
-from tests.support import condition, events, get, produce, wait_for
-
-HEX = "00112233445566778899aabbccddeeff"
-
-
-def create_on(admin: AdminClient, name: str, brokers: list[int]) -> str:
-    """A one-partition topic on exactly these brokers; its topic id (Kafka's form)."""
-    admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[brokers])])[
-        name
-    ].result(timeout=30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        meta = admin.list_topics(name, timeout=10).topics.get(name)
-        if meta is not None and meta.error is None and meta.partitions[0].leader >= 0:
-            break
-        time.sleep(0.2)
-    return topic_id(admin, name)
-
-
-# A broker whose metadata has not caught up with a topic just (re-)created answers
-# UNKNOWN_TOPIC_OR_PART for a moment, even after another broker listed it (CI saw it).
-@tenacity.retry(
-    retry=tenacity.retry_if_exception_type(KafkaException),
-    stop=tenacity.stop_after_delay(30),
-    wait=tenacity.wait_fixed(0.5),
-    reraise=True,
-)
-def topic_id(admin: AdminClient, name: str) -> str:
-    from confluent_kafka import TopicCollection
-
-    desc = admin.describe_topics(TopicCollection([name]))[name].result(timeout=30)
-    return str(desc.topic_id).replace("+", "-").replace("/", "_")
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(path.rglob("*")):
-        h.update(str(f.relative_to(path)).encode())
-        if f.is_file() and not f.is_symlink():
-            h.update(f.read_bytes())
-    return h.hexdigest()
+from tests.helpers.conditions import condition
+from tests.helpers.kube import events, get, wait_for
+from tests.helpers.orphans import HEX, digest
+from tests.helpers.records import produce
+from tests.helpers.topics import create_on, topic_id, wait_for_gone
 
 
 def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None:
@@ -97,19 +56,6 @@ def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None
 
 def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
     return {(e["broker"], e["name"]): e for e in obj.get("status", {}).get("orphans", [])}
-
-
-@pytest.fixture
-def planted(stack: Stack, admin: AdminClient) -> Iterator[list[Path]]:
-    """Paths the test plants in log dirs; whatever is left is removed afterwards, so no
-    later broker restart ever loads them."""
-    made: list[Path] = []
-    yield made
-    for path in made:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            shutil.rmtree(path)
 
 
 @pytest.mark.stack
@@ -270,13 +216,6 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
         admin.delete_topics([name])[name].result(timeout=30)
     for name in (a, b, d):
         wait_for_gone(admin, name)
-
-
-def wait_for_gone(admin: AdminClient, name: str) -> None:
-    deadline = time.monotonic() + 30
-    while name in admin.list_topics(timeout=10).topics:
-        assert time.monotonic() < deadline, f"{name} was not deleted"
-        time.sleep(0.2)
 
 
 def broker_pod(namespace: str, image: str, log_dir: Path) -> str:

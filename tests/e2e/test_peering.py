@@ -12,21 +12,17 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
-    apply_policy,
-    apply_purge,
-    commit,
-    condition,
-    events,
-    eventually,
-    get,
-    log_starts,
-    produce,
-    purge_finished,
-)
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.kube import events, get
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy
+from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
+from tests.helpers.waiting import eventually
 
 PARTITIONS = 4
 LIFETIME_S = 10

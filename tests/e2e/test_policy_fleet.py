@@ -13,28 +13,15 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.stack import Stack
-from tests.support import commit_groups, log_starts, produce_to_each
+from tests.helpers.commits import commit_groups
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import policy
+from tests.helpers.records import produce_to_each
 
 POLICIES = 100
 INTERVAL_S = 20
 # The operator's stated slack for a 20 s interval (services.scheduler.slack_for): 30 s.
 SLACK_S = 30
-
-
-def policy(
-    ns: str, i: int, topic: str, group: str, bootstrap: str, interval_s: int = INTERVAL_S
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": f"p{i:03d}", "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "interval": f"{interval_s}s",
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": [group]},
-        },
-    }
 
 
 def starts_by_policy(stack: Stack, ns: str) -> dict[str, dict[str, Any]]:
@@ -58,7 +45,9 @@ def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
     body = {
         "apiVersion": "v1",
         "kind": "List",
-        "items": [policy(e2e_ns, i, t, f"{t}-g", bootstrap) for i, t in enumerate(topics)],
+        "items": [
+            policy(e2e_ns, i, t, f"{t}-g", bootstrap, INTERVAL_S) for i, t in enumerate(topics)
+        ],
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
 
@@ -105,8 +94,8 @@ def test_an_unreachable_cluster_delays_no_policy_of_another(
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
     produce_to_each(bootstrap, [(topic, 0)] * 30, b"v")
     commit_groups(admin, {topic: 10})
-    down = policy(e2e_ns, 0, "anything", "g", "127.0.0.1:1")  # nothing listens there
-    up = policy(e2e_ns, 1, topic, f"{topic}-g", bootstrap)
+    down = policy(e2e_ns, 0, "anything", "g", "127.0.0.1:1", INTERVAL_S)  # nothing listens there
+    up = policy(e2e_ns, 1, topic, f"{topic}-g", bootstrap, INTERVAL_S)
     stack.kubectl(
         "apply",
         "-f",

@@ -10,25 +10,17 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
-    apply_purge,
-    argocd_health,
-    commit,
-    condition,
-    events,
-    first_offsets_read,
-    get,
-    high_watermarks,
-    log_starts,
-    produce,
-    purge_finished,
-    results,
-    wait_for,
-)
+from tests.helpers.argocd import argocd_health
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.kube import events, get, wait_for
+from tests.helpers.offsets import high_watermarks, log_starts
+from tests.helpers.purges import apply_purge, purge_finished, results
+from tests.helpers.records import first_offsets_read, produce
+from tests.helpers.topics import TopicFactory
 
 
 @pytest.mark.stack

@@ -16,18 +16,14 @@ import pytest
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
-    apply_purge,
-    get,
-    log_starts,
-    produce,
-    produce_to_each,
-    wait_for,
-)
+from tests.helpers.kube import get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.purges import apply_purge
+from tests.helpers.records import produce, produce_to_each
+from tests.helpers.topics import TopicFactory
 
 TOPICS, PER_TOPIC = 100, 200  # 20,000 partitions, replication factor 1
 

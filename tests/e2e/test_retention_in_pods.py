@@ -16,21 +16,17 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.adapters import kube
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
-    apply_policy,
-    commit,
-    get,
-    install_spark_operator_crd,
-    log_starts,
-    produce,
-    wait_for,
-)
+from tests.helpers.commits import commit
+from tests.helpers.kube import get, install_spark_operator_crd, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 
 def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:

@@ -10,22 +10,15 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    apply_policy,
-    argocd_health,
-    commit,
-    condition,
-    events,
-    eventually,
-    get,
-    log_starts,
-    produce,
-    ran,
-    wait_for,
-)
+from tests.helpers.argocd import argocd_health
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.kube import events, get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy, ran
+from tests.helpers.records import HOUR, produce
+from tests.helpers.topics import NO_RETENTION, TopicFactory
+from tests.helpers.waiting import eventually
 
 
 @pytest.mark.stack

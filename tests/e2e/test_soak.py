@@ -30,14 +30,16 @@ import pytest
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition as Partition
 from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
-from tests.conftest import create_namespace
-from tests.e2e.test_policy_fleet import policy
-from tests.support import OperatorProcess, commit_groups, produce_to_each
+from tests.helpers.commits import commit_groups
+from tests.helpers.kube import create_namespace
+from tests.helpers.policies import policy
+from tests.helpers.records import produce_to_each
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "60"))
 POLICIES = int(os.environ.get("SOAK_POLICIES", "100"))

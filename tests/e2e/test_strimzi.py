@@ -21,17 +21,13 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    condition,
-    log_starts,
-    produce,
-    purge_finished,
-    ran,
-    wait_for,
-)
+from tests.helpers.conditions import condition
+from tests.helpers.kube import wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import ran
+from tests.helpers.purges import purge_finished
+from tests.helpers.records import HOUR, produce
+from tests.helpers.topics import NO_RETENTION, TopicFactory
 
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "strimzi-crds.yaml"
 KAFKA = "local"

@@ -22,13 +22,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.conftest import TopicFactory, create_namespace
-from tests.corpus.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
-from tests.e2e.test_orphan_partitions import create_on, digest
-from tests.support import get, log_starts, produce, purge_finished, wait_for
+from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
+from tests.helpers.kube import create_namespace, get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.orphans import digest
+from tests.helpers.purges import purge_finished
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory, cluster_id, create_on
 
 PREFIX = "tenancy"
-# The topic the corpus aims at (tests/corpus/hostile.py: `orders`, which the binding
+# The topic the corpus aims at (tests/helpers/hostile.py: `orders`, which the binding
 # allows), made to hold records so a wrong delete would show.
 TOPIC = "orders"
 
@@ -65,19 +68,6 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
     yield made
     for name in made:
         stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
-
-
-@pytest.fixture
-def planted() -> Iterator[list[Path]]:
-    """Directories the test plants in log dirs; any left are removed afterwards."""
-    made: list[Path] = []
-    yield made
-    for path in made:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def cluster_id(admin: AdminClient) -> str:
-    return str(admin.list_topics(timeout=10).cluster_id)
 
 
 def bind(stack: Stack, made: list[str], namespace: str, cluster: str, **spec: Any) -> str:
@@ -280,7 +270,7 @@ def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_not
     admin: AdminClient,
     bootstrap: str,
 ) -> None:
-    """tests/corpus/hostile.py's TENANCY entries, applied in a namespace its binding
+    """tests/helpers/hostile.py's TENANCY entries, applied in a namespace its binding
     admits: the API server refuses some (CEL), the strict operator the rest, each naming
     the field; the topic they aim at keeps every record."""
     team_a, _ = teams

@@ -15,13 +15,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import REPO, TopicFactory, create_namespace
-from tests.e2e.test_in_cluster import deployed
-from tests.support import get, log_starts, produce, purge_finished
+from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
+from tests.helpers.kube import create_namespace, get
+from tests.helpers.offsets import log_starts
+from tests.helpers.purges import purge_finished
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 # Plain names (a replica with --peering takes no patterns), watched by no other operator.
 TEAM_A, TEAM_B = "ictenant-a", "ictenant-b"
@@ -30,24 +32,12 @@ OPEN_TENANCY = "kafka-retention-open-tenancy"
 
 def strict_overlay(stack: Stack) -> list[dict[str, Any]]:
     """The local overlay as users of the local stack deploy it, back to strict tenancy."""
-    docs = [
-        d
-        for d in yaml.safe_load_all(
-            stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "local")).stdout
-        )
-        if d and d["metadata"]["name"] != OPEN_TENANCY
-    ]
-    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    args = [a for a in container["args"] if a not in ("--all-namespaces", "--tenancy=open")]
-    assert len(args) == len(container["args"]) - 2, container["args"]
-    container["args"] = [
-        *args,
-        "--tenancy=strict",
-        f"--namespace={TEAM_A}",
-        f"--namespace={TEAM_B}",
-    ]
-    return docs
+    return local_overlay(
+        stack,
+        dropped_args=("--all-namespaces", "--tenancy=open"),
+        added_args=("--tenancy=strict", f"--namespace={TEAM_A}", f"--namespace={TEAM_B}"),
+        dropped_objects=(OPEN_TENANCY,),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +113,5 @@ def test_the_deployed_operator_refuses_tenants_and_serves_the_bound_one(
     assert log_starts(admin, topic, 1) == [30]
     # The refusals stay as they were: nothing retried them into a success meanwhile.
     assert get(stack, "recordpurge", TEAM_B, "borrowed")["status"]["phase"] == "Failed"
-    (status,) = get(stack, "pod", "kafka-retention-system", strict_in_cluster)["status"][
-        "containerStatuses"
-    ]
+    (status,) = get(stack, "pod", OPERATOR_NS, strict_in_cluster)["status"]["containerStatuses"]
     assert status["restartCount"] == 0

@@ -12,8 +12,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import apply_policy, commit, condition, events, produce, ran
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.kube import events
+from tests.helpers.policies import apply_policy, ran
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 MINUTE = 60_000
 

@@ -2,72 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from devstack import paths
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import log_starts, produce
-
-
-def offset_json(tmp_path: Path, topic: str, cuts: dict[int, int]) -> Path:
-    path = tmp_path / f"{topic}.json"
-    path.write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "partitions": [
-                    {"topic": topic, "partition": p, "offset": o} for p, o in cuts.items()
-                ],
-            }
-        )
-    )
-    return path
-
-
-def ours(bootstrap: str, offsets: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("kafka-retention")
-    return subprocess.run(
-        [
-            str(exe),
-            "purge",
-            "--bootstrap-server",
-            bootstrap,
-            "--offset-json-file",
-            str(offsets),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-def reference(bootstrap: str, offsets: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{paths.kafka_libs()}/*",
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            "--bootstrap-server",
-            bootstrap,
-            "--offset-json-file",
-            str(offsets),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+from tests.helpers.offsets import log_starts
+from tests.helpers.purge_cli import offset_json, ours, reference
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 
 @pytest.mark.stack

@@ -13,54 +13,15 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import (
-    BestAvailableEncryption,
-    load_pem_private_key,
-    pkcs12,
-)
-from cryptography.x509 import load_pem_x509_certificate
 
-from devstack import paths
-from devstack.kafka import SASL_PASSWORD, SASL_USER
+from devstack.kafka import SASL_PASSWORD
 from devstack.stack import Stack
 from kafka_retention.cli.purge import run_purge
-from tests.conftest import TopicFactory
-from tests.integration.test_cli_purge import offset_json, ours
-from tests.support import log_starts, produce
-
-SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
-
-def reference(bootstrap: str, offsets: Path, config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{paths.kafka_libs()}/*",
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            "--bootstrap-server",
-            bootstrap,
-            "--offset-json-file",
-            str(offsets),
-            "--command-config",
-            str(config),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-def scram_properties(path: Path, password: str) -> Path:
-    path.write_text(
-        "security.protocol=SASL_PLAINTEXT\n"
-        "sasl.mechanism=SCRAM-SHA-512\n"
-        f'sasl.jaas.config={SCRAM} required \\\n    username="{SASL_USER}" password="{password}";\n'
-    )
-    return path
+from tests.helpers.java_properties import scram_properties, store_properties
+from tests.helpers.offsets import log_starts
+from tests.helpers.purge_cli import offset_json, ours, reference
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 
 @pytest.mark.stack
@@ -72,8 +33,9 @@ def test_purge_with_java_scram_properties_deletes_records_over_sasl(
         produce(bootstrap, topic, {0: 30, 1: 30})
     config = scram_properties(tmp_path / "client.properties", SASL_PASSWORD)
     sasl = stack.kafka.sasl_bootstrap_servers
-    done = ours(sasl, offset_json(tmp_path, mine, {0: 12, 1: -1}), "--command-config", str(config))
-    ref = reference(sasl, offset_json(tmp_path, theirs, {0: 12, 1: -1}), config)
+    command_config = ("--command-config", str(config))
+    done = ours(sasl, offset_json(tmp_path, mine, {0: 12, 1: -1}), *command_config)
+    ref = reference(sasl, offset_json(tmp_path, theirs, {0: 12, 1: -1}), *command_config)
     assert done.returncode == 0, done.stderr
     assert ref.returncode == 0, ref.stdout + ref.stderr
     assert log_starts(admin, mine, 2) == log_starts(admin, theirs, 2) == [12, 30]
@@ -105,59 +67,6 @@ def test_a_wrong_scram_password_fails_and_deletes_nothing(
     assert "Authentication failed" in err, err
 
 
-def store_properties(stack: Stack, d: Path, kind: str) -> str:
-    """Client properties for the SSL listener with the stack's CA and client certificate
-    in stores of `kind`, made the way Java users make them (keytool)."""
-    tls = stack.kafka.tls
-    if kind == "PEM":
-
-        def inline(path: Path) -> str:
-            return " \\\n    ".join(path.read_text().strip().splitlines())
-
-        return (
-            "ssl.truststore.type=PEM\n"
-            f"ssl.truststore.location={tls.ca}\n"
-            "ssl.keystore.type=PEM\n"
-            f"ssl.keystore.certificate.chain={inline(tls.client_cert)}\n"
-            f"ssl.keystore.key={inline(tls.client_key)}\n"
-        )
-    ext = kind.lower()
-    keytool = ["keytool", "-noprompt", "-storetype", kind]
-    subprocess.run(
-        [*keytool, "-importcert", "-alias", "ca", "-file", str(tls.ca),
-         "-keystore", str(d / f"trust.{ext}"), "-storepass", "trust-pass"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    key = load_pem_private_key(tls.client_key.read_bytes(), None)
-    assert isinstance(key, ec.EllipticCurvePrivateKey)
-    cert = load_pem_x509_certificate(tls.client_cert.read_bytes())
-    ca = load_pem_x509_certificate(tls.ca.read_bytes())
-    (d / "client.p12").write_bytes(
-        pkcs12.serialize_key_and_certificates(
-            b"client",
-            key,
-            cert,
-            [ca],
-            BestAvailableEncryption(b"key-pass"),
-        )
-    )
-    subprocess.run(
-        [*keytool, "-importkeystore", "-srckeystore", str(d / "client.p12"),
-         "-srcstoretype", "PKCS12", "-srcstorepass", "key-pass",
-         "-destkeystore", str(d / f"client.{ext}"), "-deststorepass", "key-pass"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return (
-        f"ssl.truststore.type={kind}\n"
-        f"ssl.truststore.location={d / f'trust.{ext}'}\n"
-        "ssl.truststore.password=trust-pass\n"
-        f"ssl.keystore.type={kind}\n"
-        f"ssl.keystore.location={d / f'client.{ext}'}\n"
-        "ssl.keystore.password=key-pass\n"
-        "ssl.key.password=key-pass\n"
-    )
-
-
 @pytest.mark.stack
 @pytest.mark.parametrize("kind", ["JKS", "PKCS12", "PEM"])
 def test_purge_with_java_stores_deletes_records_over_tls_with_a_client_certificate(
@@ -175,8 +84,9 @@ def test_purge_with_java_stores_deletes_records_over_tls_with_a_client_certifica
     # Java's default endpoint identification (https) checks the brokers' 127.0.0.1 SAN.
     config.write_text("security.protocol=SSL\n" + store_properties(stack, tmp_path, kind))
     tls = stack.kafka.ssl_bootstrap_servers
-    done = ours(tls, offset_json(tmp_path, mine, {0: 7}), "--command-config", str(config))
-    ref = reference(tls, offset_json(tmp_path, theirs, {0: 7}), config)
+    command_config = ("--command-config", str(config))
+    done = ours(tls, offset_json(tmp_path, mine, {0: 7}), *command_config)
+    ref = reference(tls, offset_json(tmp_path, theirs, {0: 7}), *command_config)
     assert done.returncode == 0, done.stderr
     assert ref.returncode == 0, ref.stdout + ref.stderr
     assert log_starts(admin, mine, 1) == log_starts(admin, theirs, 1) == [7]

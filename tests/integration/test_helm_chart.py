@@ -16,7 +16,7 @@ import yaml
 
 from devstack import build
 from devstack.stack import Stack
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 CHART = REPO / "charts" / "kafka-retention-operator"
 NAMESPACE = "kafka-retention-system"

@@ -17,8 +17,9 @@ from devstack.stack import Stack
 from kafka_retention.adapters import kafka_calls, kafka_groups
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
-from tests.conftest import TopicFactory
-from tests.support import commit, produce
+from tests.helpers.commits import commit
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 
 @pytest.mark.stack

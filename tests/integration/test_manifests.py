@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from devstack.stack import Stack
-from tests.support import install_spark_operator_crd
+from tests.helpers.kube import install_spark_operator_crd
+from tests.helpers.manifests import SA, can_i, render
+from tests.helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
-SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
 STRIMZI_CRDS = REPO / "tests" / "fixtures" / "strimzi-crds.yaml"
 RBAC = ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 # Cluster-wide: applied for real, the base's strict-tenancy policy would refuse every other
@@ -45,34 +43,6 @@ def installed(stack: Stack) -> Stack:
     )
     stack.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(docs))
     return stack
-
-
-def render(stack: Stack, path: str) -> list[dict[str, Any]]:
-    """kustomize's rendering of manifests/<path>, as objects."""
-    out = stack.kubectl("kustomize", str(REPO / "manifests" / path)).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
-
-
-def can_i(
-    stack: Stack,
-    verb: str,
-    resource: str,
-    *flags: str,
-    expect: str = "yes",
-    namespace: str = "default",
-    user: str = SA,
-) -> str:
-    """`can-i`'s answer for the operator (or `user`), once it is `expect` or after 10 s:
-    the authorizer learns of a new or deleted binding from a watch, a moment after."""
-    deadline = time.monotonic() + 10
-    while True:
-        done = stack.kubectl(
-            "auth", "can-i", verb, resource, "-n", namespace, "--as", user, *flags, check=False
-        )
-        answer = done.stdout.strip()
-        if answer == expect or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.2)
 
 
 def ident(doc: dict[str, Any]) -> tuple[str, str, str]:

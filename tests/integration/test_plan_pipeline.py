@@ -19,14 +19,15 @@ from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy_planning import Planned, plan_in_process, select
 from retention_jobs.plan_job import PlanResult, run
 from retention_jobs.request import PlanRequest, Scans
-from tests.conftest import TopicFactory
-from tests.share_consumer import (
+from tests.helpers.commits import commit
+from tests.helpers.records import produce
+from tests.helpers.share_consumer import (
     accept_below,
     read_from_earliest,
     start_offset_by_kafka,
     wait_for_start_offset,
 )
-from tests.support import commit, produce
+from tests.helpers.topics import TopicFactory
 
 HOUR = 3_600_000
 NO_RETENTION = {"retention.ms": "-1"}  # old CreateTimes must not meet broker retention

@@ -32,7 +32,8 @@ import yaml
 
 from devstack import build
 from devstack.stack import Stack
-from tests.integration.test_manifests import REPO, SA, can_i, render
+from tests.helpers.manifests import SA, can_i, render
+from tests.helpers.paths import REPO
 
 OPERATOR_NS = "kafka-retention-system"
 # The components' placeholder for the Kafka's and the brokers' namespace.

@@ -1,0 +1,57 @@
+"""RetentionPolicies on the stack: applied, and read once a run completed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from devstack.stack import Stack
+from tests.helpers.kube import events, wait_for
+
+
+def apply_policy(stack: Stack, ns: str, name: str, **spec: Any) -> None:
+    body = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "interval": "10s",
+            **spec,
+        },
+    }
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def ran(stack: Stack, ns: str, name: str, after: str = "") -> dict[str, Any]:
+    """The policy once a run completed (after the given completedAt, if any)."""
+    return wait_for(
+        stack,
+        "retentionpolicy",
+        ns,
+        name,
+        lambda o: o.get("status", {}).get("lastRun", {}).get("completedAt", "") > after,
+        timeout=120,
+    )
+
+
+def loss_events(stack: Stack, ns: str, name: str) -> list[dict[str, Any]]:
+    return [e for e in events(stack, ns, name) if e["reason"] == "UnconsumedRecordsDeleted"]
+
+
+def policy(
+    ns: str, i: int, topic: str, group: str, bootstrap: str, interval_s: int
+) -> dict[str, Any]:
+    """The i-th policy of a fleet (`p000`, `p001`, ...): deleteConsumed of one group on one
+    topic, every `interval_s` seconds."""
+    return {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": f"p{i:03d}", "namespace": ns},
+        "spec": {
+            "cluster": {"bootstrapServers": bootstrap},
+            "interval": f"{interval_s}s",
+            "topics": {"names": [topic]},
+            "deleteConsumed": {"groups": [group]},
+        },
+    }

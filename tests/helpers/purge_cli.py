@@ -1,0 +1,69 @@
+"""`kafka-retention purge` and Kafka's own kafka-delete-records.sh (DeleteRecordsCommand)
+run on the same offset JSON file, so a test can hold the one against the other."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from devstack import paths
+
+
+def offset_json(tmp_path: Path, topic: str, cuts: dict[int, int]) -> Path:
+    """An --offset-json-file as kafka-delete-records.sh reads it."""
+    path = tmp_path / f"{topic}.json"
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": topic, "partition": p, "offset": o} for p, o in cuts.items()
+                ],
+            }
+        )
+    )
+    return path
+
+
+def ours(bootstrap: str, offsets: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`kafka-retention purge` with kafka-delete-records.sh's arguments."""
+    exe = Path(sys.executable).with_name("kafka-retention")
+    return subprocess.run(
+        [
+            str(exe),
+            "purge",
+            "--bootstrap-server",
+            bootstrap,
+            "--offset-json-file",
+            str(offsets),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def reference(bootstrap: str, offsets: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Kafka's own DeleteRecordsCommand (kafka-delete-records.sh) on the same input."""
+    return subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            f"{paths.kafka_libs()}/*",
+            "org.apache.kafka.tools.DeleteRecordsCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--offset-json-file",
+            str(offsets),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
