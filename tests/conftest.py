@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import build, paths
 from devstack.stack import Stack
 from tests.helpers.broker_metadata import topic_partitions
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, slug
 from tests.helpers.paths import REPO
 from tests.helpers.topics import TopicFactory, in_sync
@@ -86,6 +87,12 @@ def make_topic(admin: AdminClient, bootstrap: str, request: pytest.FixtureReques
         return name
 
     return create
+
+
+@pytest.fixture
+def kafka(admin: AdminClient, bootstrap: str, make_topic: TopicFactory) -> Kafka:
+    """admin, bootstrap and make_topic in one, as most tests on the stack take them."""
+    return Kafka(bootstrap, admin, make_topic)
 
 
 @pytest.fixture(scope="session")

@@ -12,16 +12,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.helpers.commits import commit
 from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, get, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.paths import REPO
-from tests.helpers.records import produce
-from tests.helpers.topics import TopicFactory
+
+pytestmark = pytest.mark.stack
 
 # Only namespaces named so: the session's own operator process watches `e2e-*`, and two
 # operators must never reconcile the same object.
@@ -62,7 +62,6 @@ def ns(stack: Stack, in_cluster: str) -> Iterator[str]:
     stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", WATCHED, check=False)
 
 
-@pytest.mark.stack
 def test_operator_pod_runs_the_project_image_and_answers_exec(
     stack: Stack, in_cluster: str
 ) -> None:
@@ -83,18 +82,14 @@ def test_operator_pod_runs_the_project_image_and_answers_exec(
     assert done.stdout.split() == ["10001", "retention_jobs.plan_job"]
 
 
-@pytest.mark.stack
-def test_in_cluster_operator_purges_records(
-    stack: Stack, ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
-) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 40, 1: 40})
+def test_in_cluster_operator_purges_records(stack: Stack, ns: str, kafka: Kafka) -> None:
+    topic = kafka.topic({0: 40, 1: 40})
     body = {
         "apiVersion": "kafka-retention.io/v1alpha1",
         "kind": "RecordPurge",
         "metadata": {"name": "purge", "namespace": ns},
         "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
+            "cluster": {"bootstrapServers": kafka.bootstrap},
             "partitions": [
                 {"topic": topic, "partition": 0, "offset": 25},
                 {"topic": topic, "partition": 1, "offset": -1},
@@ -111,7 +106,7 @@ def test_in_cluster_operator_purges_records(
         timeout=90,
     )
     assert obj["status"]["phase"] == "Succeeded"
-    assert log_starts(admin, topic, 2) == [25, 40]
+    assert log_starts(kafka.admin, topic, 2) == [25, 40]
 
 
 class PodWatch:
@@ -180,20 +175,18 @@ def driver_owned(stack: Stack, namespace: str, check: bool = True) -> list[str]:
     ]
 
 
-@pytest.mark.stack
 def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applied(
-    stack: Stack, ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=3)
-    produce(bootstrap, topic, {0: 60, 1: 60, 2: 60})
+    topic = kafka.topic({0: 60, 1: 60, 2: 60})
     group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 45, 1: 10, 2: 60})
+    commit(kafka.bootstrap, group, topic, {0: 45, 1: 10, 2: 60})
     body = {
         "apiVersion": "kafka-retention.io/v1alpha1",
         "kind": "RetentionPolicy",
         "metadata": {"name": "consumed", "namespace": ns},
         "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
+            "cluster": {"bootstrapServers": kafka.bootstrap},
             "interval": "10m",
             "topics": {"names": [topic]},
             "deleteConsumed": {"groups": [group]},
@@ -224,7 +217,7 @@ def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applie
         while (owned := driver_owned(stack, ns)) and time.monotonic() < deadline:
             time.sleep(1)
     assert obj["status"]["lastRun"].get("error") is None, obj["status"]["lastRun"]
-    assert log_starts(admin, topic, 3) == [45, 10, 60]
+    assert log_starts(kafka.admin, topic, 3) == [45, 10, 60]
     assert obj["status"]["lastRun"]["recordsDeleted"] == 115
     ran = watch.roles("Running")
     assert ran.get("driver") == 1, watch.seen

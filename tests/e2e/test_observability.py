@@ -22,12 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
 from tests.helpers.commits import commit_groups
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get
 from tests.helpers.monitoring import (
     BUCKET_LABEL,
@@ -40,8 +40,10 @@ from tests.helpers.monitoring import (
 from tests.helpers.orphans import HEX
 from tests.helpers.policies import apply_policy
 from tests.helpers.purges import apply_purge, purge_finished
-from tests.helpers.records import HOUR, produce
-from tests.helpers.topics import NO_RETENTION, TopicFactory, create_on
+from tests.helpers.records import HOUR, old_then_new, produce
+from tests.helpers.topics import NO_RETENTION, create_on
+
+pytestmark = pytest.mark.stack
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "tests" / "fixtures" / "prometheusrule-crd.yaml"
@@ -96,45 +98,35 @@ def read_by_queries() -> set[str]:
 
 
 def lagging(
-    make_topic: TopicFactory,
-    admin: AdminClient,
-    bootstrap: str,
-    config: dict[str, str],
-    old: int,
-    age_ms: int,
-    read: int,
+    kafka: Kafka, config: dict[str, str], old: int, age_ms: int, read: int
 ) -> tuple[str, str]:
     """A one-partition topic with `old` keyed records written `age_ms` ago and ten new
     ones, and a group that has read the first `read`: (topic, group)."""
-    topic = make_topic(partitions=1, config=config)
-    now = int(time.time() * 1000)
-    stamps = [now - age_ms + i for i in range(old)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: old + 10}, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
+    stamps = old_then_new(old, age_ms)
+    topic = kafka.topic({0: old + 10}, config, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
     # Through the admin API, retried: on a fresh cluster the group coordinators are still
     # loading (a consumer's commit fails with NOT_COORDINATOR then).
-    commit_groups(admin, {topic: read}, suffix="-behind")
+    commit_groups(kafka.admin, {topic: read}, suffix="-behind")
     return topic, f"{topic}-behind"
 
 
-@pytest.mark.stack
 def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
-    stack: Stack,
-    metrics_operator: tuple[str, str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, metrics_operator: tuple[str, str], kafka: Kafka
 ) -> None:
     ns, url = metrics_operator
 
     # A RecordPurge: records deleted, partitions purged (and failed: none), run duration.
-    purged = make_topic(partitions=2)
-    produce(bootstrap, purged, {0: 20, 1: 20})
+    purged = kafka.topic({0: 20, 1: 20})
     apply_purge(stack, ns, "cut", partitions=[{"topic": purged, "partition": 0, "offset": 10}])
 
     # A policy whose maxRetention cuts past what its group has read: records deleted,
     # bytes reclaimed, unread records deleted and lost.
     capped, idle = lagging(
-        make_topic, admin, bootstrap, NO_RETENTION, old=20, age_ms=3 * HOUR, read=5
+        kafka,
+        NO_RETENTION,
+        old=20,
+        age_ms=3 * HOUR,
+        read=5,
     )
     # One run each (interval 1h): a second run could clear a series before the scrape.
     apply_policy(
@@ -152,7 +144,11 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     # minutes: unread records at risk.
     two_hours = {"retention.ms": str(2 * HOUR)}
     risky, behind = lagging(
-        make_topic, admin, bootstrap, two_hours, 20, 2 * HOUR - 10 * MINUTE, read=5
+        kafka,
+        two_hours,
+        20,
+        2 * HOUR - 10 * MINUTE,
+        read=5,
     )
     apply_policy(
         stack, ns, "at-risk", interval="1h", topics={"names": [risky]}, notify={"groups": [behind]}
@@ -161,9 +157,7 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     # A group 55 minutes behind on a compacted topic whose delete.retention.ms is an hour:
     # tombstones at risk, and delete.retention.ms raised.
     compact = {"cleanup.policy": "compact", "delete.retention.ms": str(60 * MINUTE)}
-    compacted, slow = lagging(
-        make_topic, admin, bootstrap, compact, old=10, age_ms=55 * MINUTE, read=2
-    )
+    compacted, slow = lagging(kafka, compact, old=10, age_ms=55 * MINUTE, read=2)
     apply_policy(
         stack,
         ns,
@@ -179,7 +173,7 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
         ns,
         "no-secret",
         interval="1h",
-        cluster={"bootstrapServers": bootstrap, "clientConfigSecret": "absent"},
+        cluster={"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "absent"},
         topics={"names": [capped]},
         notify={"groups": [idle]},
     )
@@ -187,8 +181,8 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     # A copy of a partition that only broker 2 hosts, on broker 1 under the name a KRaft
     # broker gives a stray replica: an orphan, removed once its removalDelay passed.
     elsewhere = f"orphan-{ns[-6:]}"
-    create_on(admin, elsewhere, [2])
-    produce(bootstrap, elsewhere, {0: 10})
+    create_on(kafka.admin, elsewhere, [2])
+    produce(kafka.bootstrap, elsewhere, {0: 10})
     stray = stack.kafka.node(1).log_dir / f"{elsewhere}-0.{HEX}-stray"
     shutil.copytree(stack.kafka.node(2).log_dir / f"{elsewhere}-0", stray)
     try:
@@ -197,7 +191,7 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
             "kind": "RetentionPolicy",
             "metadata": {"name": "orphans", "namespace": ns},
             "spec": {
-                "cluster": {"bootstrapServers": bootstrap, "brokers": {"access": "local"}},
+                "cluster": {"bootstrapServers": kafka.bootstrap, "brokers": {"access": "local"}},
                 "interval": "10s",
                 "orphanPartitions": {"enabled": True, "removalDelay": "10s", "minAge": "1s"},
             },
@@ -242,7 +236,6 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     )
 
 
-@pytest.mark.stack
 def test_a_metric_the_operator_does_not_export_is_named(
     stack: Stack, metrics_operator: tuple[str, str]
 ) -> None:
@@ -265,7 +258,6 @@ def test_a_metric_the_operator_does_not_export_is_named(
     ]
 
 
-@pytest.mark.stack
 def test_monitoring_manifests_are_accepted_by_the_api_server(stack: Stack) -> None:
     stack.kubectl("apply", "--server-side", "-f", str(CRDS))
     for crd in ("prometheusrules", "podmonitors"):

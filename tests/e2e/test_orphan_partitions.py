@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack import paths
 from devstack.stack import Stack
 from tests.helpers.conditions import condition
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, get, wait_for
 from tests.helpers.orphans import HEX, digest
 from tests.helpers.records import produce
 from tests.helpers.topics import create_on, topic_id, wait_for_gone
+
+pytestmark = pytest.mark.stack
 
 
 def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None:
@@ -58,28 +60,22 @@ def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
     return {(e["broker"], e["name"]): e for e in obj.get("status", {}).get("orphans", [])}
 
 
-@pytest.mark.stack
 def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    planted: list[Path],
-    tmp_path: Path,
+    stack: Stack, e2e_ns: str, kafka: Kafka, planted: list[Path], tmp_path: Path
 ) -> None:
     logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
     tag = e2e_ns[-6:]
     a, b, d = f"orphan-a-{tag}", f"orphan-b-{tag}", f"orphan-d-{tag}"
     for name in (a, b, d):
-        create_on(admin, name, [1])
-        produce(bootstrap, name, {0: 50})
+        create_on(kafka.admin, name, [1])
+        produce(kafka.bootstrap, name, {0: 50})
     # b is deleted and re-created: the copy kept from before names the old topic id.
     old_b = tmp_path / "old-b"
     shutil.copytree(logs[1] / f"{b}-0", old_b)
-    old_id = topic_id(admin, b)
-    admin.delete_topics([b])[b].result(timeout=30)
-    wait_for_gone(admin, b)
-    new_id = create_on(admin, b, [1])
+    old_id = topic_id(kafka.admin, b)
+    kafka.admin.delete_topics([b])[b].result(timeout=30)
+    wait_for_gone(kafka.admin, b)
+    new_id = create_on(kafka.admin, b, [1])
     assert new_id != old_id
 
     def plant(source: Path, broker: int, name: str) -> Path:
@@ -152,7 +148,7 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     assert condition(first, "OrphansFound")["status"] == "True"
 
     # d's partition is assigned to broker 2 during the delay: broker 2 adopts the copy.
-    reassign(bootstrap, d, [1, 2], tmp_path)
+    reassign(kafka.bootstrap, d, [1, 2], tmp_path)
     # Broker 2 serves the partition from that directory now: it is the broker's to delete
     # (with the topic), never the test's: removing it under the broker fails its log dir.
     planted.remove(copy_d)
@@ -213,9 +209,9 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     assert final["status"]["orphanCount"] == 0
     stack.kubectl("delete", "retentionpolicy", "orphans", "-n", e2e_ns)
     for name in (a, b, d):
-        admin.delete_topics([name])[name].result(timeout=30)
+        kafka.admin.delete_topics([name])[name].result(timeout=30)
     for name in (a, b, d):
-        wait_for_gone(admin, name)
+        wait_for_gone(kafka.admin, name)
 
 
 def broker_pod(namespace: str, image: str, log_dir: Path) -> str:
@@ -251,18 +247,13 @@ def broker_pod(namespace: str, image: str, log_dir: Path) -> str:
 BROKER_LABELS = {"app.kubernetes.io/name": "kafka", "kafka-broker": "2"}
 
 
-@pytest.mark.stack
 def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    planted: list[Path],
+    stack: Stack, e2e_ns: str, kafka: Kafka, planted: list[Path]
 ) -> None:
     logs = {b: stack.kafka.node(b).log_dir for b in (1, 2)}
     topic = f"orphan-x-{e2e_ns[-6:]}"
-    create_on(admin, topic, [1])
-    produce(bootstrap, topic, {0: 40})
+    create_on(kafka.admin, topic, [1])
+    produce(kafka.bootstrap, topic, {0: 40})
     copy = logs[2] / f"{topic}-0"
     shutil.copytree(logs[1] / f"{topic}-0", copy)
     planted.append(copy)
@@ -312,4 +303,4 @@ def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
     ]
     assert f"removed {topic}-0" in event["message"]
     assert condition(done, "Degraded")["status"] == "False"
-    admin.delete_topics([topic])[topic].result(timeout=30)
+    kafka.admin.delete_topics([topic])[topic].result(timeout=30)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
@@ -22,11 +21,12 @@ from kafka_retention.adapters import kube
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
 from tests.helpers.commits import commit
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, install_spark_operator_crd, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy
-from tests.helpers.records import produce
-from tests.helpers.topics import TopicFactory
+
+pytestmark = pytest.mark.stack
 
 
 def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
@@ -97,24 +97,20 @@ def complete(stack: Stack, namespace: str, name: str) -> None:
     )
 
 
-@pytest.mark.stack
 def test_policy_plans_through_a_spark_application_and_applies_its_plan(
     stack: Stack,
     spark: Any,
     namespace: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    kafka: Kafka,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     install_spark_operator_crd(stack)
     monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
     monkeypatch.setattr(kube, "_api", None)
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 50, 1: 50})
+    topic = kafka.topic({0: 50, 1: 50})
     group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 30, 1: 10})
+    commit(kafka.bootstrap, group, topic, {0: 30, 1: 10})
     operator = OperatorProcess(
         stack,
         [namespace],
@@ -136,7 +132,7 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         assert name.startswith("kr-batch-")
         assert app["metadata"]["ownerReferences"][0]["uid"] == policy_uid
         assert app["spec"]["image"] == "kafka-retention-operator:test"
-        assert log_starts(admin, topic, 2) == [0, 0]  # nothing before the plan exists
+        assert log_starts(kafka.admin, topic, 2) == [0, 0]  # nothing before the plan exists
 
         request = play_driver(stack, spark, namespace, app)
         assert request.connection.client_config == {}  # secrets never go in ConfigMaps
@@ -151,7 +147,7 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
             lambda o: o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None,
             timeout=60,
         )
-        assert log_starts(admin, topic, 2) == [30, 10]
+        assert log_starts(kafka.admin, topic, 2) == [30, 10]
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
         leftovers = stack.kubectl(
             "get",
@@ -171,21 +167,15 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         assert operator.stop() == 0
 
 
-@pytest.mark.stack
 def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
-    stack: Stack,
-    namespace: str,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    tmp_path: Path,
+    stack: Stack, namespace: str, kafka: Kafka, tmp_path: Path
 ) -> None:
     """Nobody plays the spark-operator here, so the run stays in flight. SIGTERM must end
     the operator's wait for the plan at once (a waiting pool thread would hold the process
     for the whole run timeout, an hour here), write no failure, and leave the run in the
     cluster for the next operator."""
     install_spark_operator_crd(stack)
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 5, 1: 5})
+    topic = kafka.topic({0: 5, 1: 5})
     operator = OperatorProcess(
         stack,
         [namespace],
@@ -226,14 +216,11 @@ def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
         )
 
 
-@pytest.mark.stack
 def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
     stack: Stack,
     spark: Any,
     namespace: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    kafka: Kafka,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -244,10 +231,9 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
     install_spark_operator_crd(stack)
     monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
     monkeypatch.setattr(kube, "_api", None)
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 50, 1: 50})
+    topic = kafka.topic({0: 50, 1: 50})
     group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 30, 1: 30})
+    commit(kafka.bootstrap, group, topic, {0: 30, 1: 30})
     operator = OperatorProcess(
         stack,
         [namespace],
@@ -261,7 +247,7 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
         def rewind(results: dict[str, plan_job.PlanResult]) -> None:
             (result,) = results.values()
             planned.update({r["partition"]: r["targetOffset"] for r in result.rows})
-            commit(bootstrap, group, topic, {0: 10})
+            commit(kafka.bootstrap, group, topic, {0: 10})
 
         play_driver(stack, spark, namespace, app, before_write=rewind)
         complete(stack, namespace, app["metadata"]["name"])
@@ -274,7 +260,7 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
             lambda o: o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None,
             timeout=60,
         )
-        assert log_starts(admin, topic, 2) == [10, 30]
+        assert log_starts(kafka.admin, topic, 2) == [10, 30]
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
     finally:
         stack.kubectl(

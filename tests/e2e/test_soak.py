@@ -37,9 +37,12 @@ from kafka_retention.core.facts import TopicPartition as Partition
 from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from tests.helpers.commits import commit_groups
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace
 from tests.helpers.policies import policy
 from tests.helpers.records import produce_to_each
+
+pytestmark = pytest.mark.stack
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "60"))
 POLICIES = int(os.environ.get("SOAK_POLICIES", "100"))
@@ -174,16 +177,15 @@ def soak_ns(stack: Stack) -> Iterator[str]:
     stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
-@pytest.mark.stack
 @pytest.mark.timeout(SECONDS + 600)
 def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
-    stack: Stack, soak_ns: str, admin: AdminClient, bootstrap: str, tmp_path: Path
+    stack: Stack, soak_ns: str, kafka: Kafka, tmp_path: Path
 ) -> None:
     topics = [f"{soak_ns}-{i:03d}" for i in range(POLICIES)]
-    for f in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+    for f in kafka.admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
         f.result(timeout=60)
-    produce_to_each(bootstrap, [(t, 0) for t in topics] * 30, b"v" * 100)
-    commit_groups(admin, dict.fromkeys(topics, 5))
+    produce_to_each(kafka.bootstrap, [(t, 0) for t in topics] * 30, b"v" * 100)
+    commit_groups(kafka.admin, dict.fromkeys(topics, 5))
     operator = OperatorProcess(stack, [soak_ns], tmp_path / "operator.log").start()
     stop = threading.Event()
     samples = Samples()
@@ -199,15 +201,16 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
         return threading.Thread(target=run)
 
     threads = [
-        guarded(sampler, admin, bootstrap, topics, operator.pid, stop, samples),
-        guarded(mover, bootstrap, admin, topics, stop),
+        guarded(sampler, kafka.admin, kafka.bootstrap, topics, operator.pid, stop, samples),
+        guarded(mover, kafka.bootstrap, kafka.admin, topics, stop),
     ]
     rng = random.Random(11)  # noqa: S311 - a repeatable workload, not a secret
     try:
         for thread in threads:
             thread.start()
         policies = [
-            policy(soak_ns, i, t, f"{t}-g", bootstrap, INTERVAL_S) for i, t in enumerate(topics)
+            policy(soak_ns, i, t, f"{t}-g", kafka.bootstrap, INTERVAL_S)
+            for i, t in enumerate(topics)
         ]
         stack.kubectl(
             "apply",
@@ -218,7 +221,7 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
         started = time.monotonic()
         for i in range(PURGES):  # spread over the soak
             time.sleep(SECONDS / PURGES)
-            body = purge(soak_ns, i, rng.choice(topics), bootstrap, rng)
+            body = purge(soak_ns, i, rng.choice(topics), kafka.bootstrap, rng)
             stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
         time.sleep(max(0.0, SECONDS - (time.monotonic() - started)))
     finally:
@@ -274,5 +277,5 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
             + "\n".join(f"- {line}" for line in report)
             + "\n"
         )
-    for f in admin.delete_topics(topics).values():
+    for f in kafka.admin.delete_topics(topics).values():
         f.result(timeout=60)

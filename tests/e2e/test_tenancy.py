@@ -18,17 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, get, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.orphans import digest
 from tests.helpers.purges import purge_finished
 from tests.helpers.records import produce
-from tests.helpers.topics import TopicFactory, cluster_id, create_on
+from tests.helpers.topics import cluster_id, create_on
+
+pytestmark = pytest.mark.stack
 
 PREFIX = "tenancy"
 # The topic the corpus aims at (tests/helpers/hostile.py: `orders`, which the binding
@@ -128,19 +131,13 @@ def policy_refused(stack: Stack, ns: str, name: str, reason: str) -> dict[str, A
     return ready(obj)
 
 
-@pytest.mark.stack
 def test_an_inline_cluster_is_refused_naming_the_field_and_nothing_is_deleted(
-    stack: Stack,
-    teams: tuple[str, str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], kafka: Kafka
 ) -> None:
     """Team A types in the brokers of a cluster nobody bound to it."""
     team_a, _ = teams
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 30, 1: 30})
-    inline = {"bootstrapServers": bootstrap}
+    topic = kafka.topic({0: 30, 1: 30})
+    inline = {"bootstrapServers": kafka.bootstrap}
     purge_all(stack, team_a, "wipe", inline, topic)
     cut_all(stack, team_a, "wipe", inline, topic)
     purge = purge_finished(stack, team_a, "wipe")
@@ -149,23 +146,16 @@ def test_an_inline_cluster_is_refused_naming_the_field_and_nothing_is_deleted(
     assert "spec.cluster.bootstrapServers" in ready(purge)["message"]
     condition = policy_refused(stack, team_a, "wipe", "NotPermitted")
     assert "spec.cluster.bootstrapServers" in condition["message"]
-    assert log_starts(admin, topic, 2) == [0, 0]
+    assert log_starts(kafka.admin, topic, 2) == [0, 0]
 
 
-@pytest.mark.stack
 def test_a_namespace_cannot_use_a_binding_made_for_another(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     """Team B names team A's binding; the binding admits only team A."""
     team_a, team_b = teams
-    binding = bind(stack, bindings, team_a, cluster_id(admin))
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
+    binding = bind(stack, bindings, team_a, cluster_id(kafka.admin))
+    topic = kafka.topic({0: 30})
     purge_all(stack, team_b, "steal", {"clusterRef": binding}, topic)
     cut_all(stack, team_b, "steal", {"clusterRef": binding}, topic)
     purge = purge_finished(stack, team_b, "steal")
@@ -173,24 +163,17 @@ def test_a_namespace_cannot_use_a_binding_made_for_another(
     assert f"does not admit namespace {team_b}" in ready(purge)["message"]
     condition = policy_refused(stack, team_b, "steal", "NotPermitted")
     assert "spec.cluster.clusterRef" in condition["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
-@pytest.mark.stack
 def test_a_cluster_answering_with_another_id_than_the_bindings_is_never_acted_on(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     """The binding names the cluster by id; a listener that leads elsewhere (here: the
     same brokers, but the binding expects another cluster) must stop everything."""
     team_a, _ = teams
     binding = bind(stack, bindings, team_a, "NotThisClusterAtAll0")
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
+    topic = kafka.topic({0: 30})
     purge_all(stack, team_a, "elsewhere", {"clusterRef": binding}, topic)
 
     def mismatch(o: dict[str, Any]) -> bool:
@@ -200,25 +183,23 @@ def test_a_cluster_answering_with_another_id_than_the_bindings_is_never_acted_on
     purge = wait_for(stack, "recordpurge", team_a, "elsewhere", mismatch, timeout=60)
     assert purge["status"]["phase"] not in ("Succeeded", "PartiallySucceeded")
     assert "NotThisClusterAtAll0" in ready(purge)["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
-@pytest.mark.stack
 def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     team_a, _ = teams
-    mine, theirs = make_topic(partitions=2), make_topic(partitions=1)
+    mine, theirs = kafka.make_topic(partitions=2), kafka.make_topic(partitions=1)
     binding = bind(
-        stack, bindings, team_a, cluster_id(admin), topics={"allow": [mine.replace(".", "\\.")]}
+        stack,
+        bindings,
+        team_a,
+        cluster_id(kafka.admin),
+        topics={"allow": [mine.replace(".", "\\.")]},
     )
-    produce(bootstrap, mine, {0: 40, 1: 40})
-    produce(bootstrap, theirs, {0: 40})
+    produce(kafka.bootstrap, mine, {0: 40, 1: 40})
+    produce(kafka.bootstrap, theirs, {0: 40})
     ref = {"clusterRef": binding}
     apply(
         stack,
@@ -258,17 +239,13 @@ def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
 
     policy = wait_for(stack, "retentionpolicy", team_a, "all", cut, timeout=120)
     assert ready(policy)["status"] == "True", policy["status"]
-    assert log_starts(admin, mine, 2) == [40, 40]
-    assert log_starts(admin, theirs, 1) == [0]
+    assert log_starts(kafka.admin, mine, 2) == [40, 40]
+    assert log_starts(kafka.admin, theirs, 1) == [0]
     assert get(stack, "retentionpolicy", team_a, "all")["status"]["topicCount"] == 1
 
 
-@pytest.mark.stack
 def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_nothing(
-    stack: Stack,
-    teams: tuple[str, str],
-    admin: AdminClient,
-    bootstrap: str,
+    stack: Stack, teams: tuple[str, str], kafka: Kafka
 ) -> None:
     """tests/helpers/hostile.py's TENANCY entries, applied in a namespace its binding
     admits: the API server refuses some (CEL), the strict operator the rest, each naming
@@ -284,17 +261,17 @@ def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_not
                 "kind": "KafkaClusterBinding",
                 "metadata": {"name": BINDING_NAME},
                 "spec": {
-                    **tenancy_binding(team_a, cluster_id(admin)),
-                    "connection": {"bootstrapServers": bootstrap},
+                    **tenancy_binding(team_a, cluster_id(kafka.admin)),
+                    "connection": {"bootstrapServers": kafka.bootstrap},
                 },
             }
         ),
     )
     try:
-        if TOPIC not in admin.list_topics(timeout=10).topics:
-            admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=30)
-        produce(bootstrap, TOPIC, {0: 20})
-        before = log_starts(admin, TOPIC, 1)
+        if TOPIC not in kafka.admin.list_topics(timeout=10).topics:
+            kafka.admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=30)
+        produce(kafka.bootstrap, TOPIC, {0: 20})
+        before = log_starts(kafka.admin, TOPIC, 1)
         accepted: dict[str, tuple[str, str]] = {}
         for entry in TENANCY:
             done = stack.kubectl(
@@ -321,20 +298,14 @@ def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_not
                     del waiting[name]
             time.sleep(1)
         assert waiting == {}, "accepted by the API server and not refused naming the field"
-        assert log_starts(admin, TOPIC, 1) == before
+        assert log_starts(kafka.admin, TOPIC, 1) == before
         print(f"tenancy corpus: {len(TENANCY)} specs, {len(accepted)} refused by the operator")
     finally:
         stack.kubectl("delete", "kafkaclusterbinding", BINDING_NAME, check=False)
 
 
-@pytest.mark.stack
 def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    planted: list[Path],
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka, planted: list[Path]
 ) -> None:
     """The positive path of orphan cleanup under strict tenancy: the binding says where
     the log dirs are (here the brokers' own, access local) and the floors; the policy
@@ -343,8 +314,8 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
     team_a, _ = teams
     logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
     topic = f"tenancy-orphan-{uuid.uuid4().hex[:6]}"
-    create_on(admin, topic, [1])
-    produce(bootstrap, topic, {0: 30})
+    create_on(kafka.admin, topic, [1])
+    produce(kafka.bootstrap, topic, {0: 30})
     copy = logs[2] / f"{topic}-0"
     shutil.copytree(logs[1] / f"{topic}-0", copy)
     planted.append(copy)
@@ -353,7 +324,7 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
         stack,
         bindings,
         team_a,
-        cluster_id(admin),
+        cluster_id(kafka.admin),
         tenants=[{"namespaces": [team_a], "operations": ["orphanCleanup"]}],
         brokers={"access": "local"},
         orphanCleanup={"minRemovalDelay": "5s", "minAge": "1s"},
@@ -382,22 +353,15 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
     assert digest(logs[1] / f"{topic}-0") == live
 
 
-@pytest.mark.stack
 def test_a_policy_refused_by_its_binding_freezes_no_other_tenants_cuts(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     """Team A names team B's binding with a pattern matching every topic and a group that
     never commits: were it counted as an overlapping policy, team B's cuts would be held
     at the log start. Refused, it holds nobody back, and team B's status never names it."""
     team_a, team_b = teams
-    binding = bind(stack, bindings, team_b, cluster_id(admin))
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
+    binding = bind(stack, bindings, team_b, cluster_id(kafka.admin))
+    topic = kafka.topic({0: 30})
     apply(
         stack,
         "RetentionPolicy",
@@ -417,19 +381,17 @@ def test_a_policy_refused_by_its_binding_freezes_no_other_tenants_cuts(
         return bool(o.get("status", {}).get("lastRun", {}).get("completedAt"))
 
     trimmed = wait_for(stack, "retentionpolicy", team_b, "trim", ran, timeout=120)
-    assert log_starts(admin, topic, 1) == [30]
+    assert log_starts(kafka.admin, topic, 1) == [30]
     assert team_a not in json.dumps(trimmed["status"])
 
 
-@pytest.mark.stack
 def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     """Open tenancy (the session's operator): a tenant's own Secret asks librdkafka to
     fetch tokens from a URL and to load a provider. Refused naming the property, before
     any connection; nothing is deleted."""
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 20})
+    topic = kafka.topic({0: 20})
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -441,7 +403,7 @@ def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
         },
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
-    cluster = {"bootstrapServers": bootstrap, "clientConfigSecret": "reach-out"}
+    cluster = {"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "reach-out"}
     purge_all(stack, e2e_ns, "reach-out", cluster, topic)
 
     def refused(o: dict[str, Any]) -> bool:
@@ -450,4 +412,4 @@ def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
 
     purge = wait_for(stack, "recordpurge", e2e_ns, "reach-out", refused, timeout=60)
     assert "sasl.oauthbearer.token.endpoint.url" in ready(purge)["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]

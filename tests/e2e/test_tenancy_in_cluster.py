@@ -19,11 +19,12 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
+from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, get
 from tests.helpers.offsets import log_starts
 from tests.helpers.purges import purge_finished
-from tests.helpers.records import produce
-from tests.helpers.topics import TopicFactory
+
+pytestmark = pytest.mark.stack
 
 # Plain names (a replica with --peering takes no patterns), watched by no other operator.
 TEAM_A, TEAM_B = "ictenant-a", "ictenant-b"
@@ -86,18 +87,11 @@ def ready(obj: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
 
 
-@pytest.mark.stack
 def test_the_deployed_operator_refuses_tenants_and_serves_the_bound_one(
-    stack: Stack,
-    binding: str,
-    strict_in_cluster: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, binding: str, strict_in_cluster: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
-    purge(stack, TEAM_A, "typed-in", {"bootstrapServers": bootstrap}, topic)
+    topic = kafka.topic({0: 30})
+    purge(stack, TEAM_A, "typed-in", {"bootstrapServers": kafka.bootstrap}, topic)
     purge(stack, TEAM_B, "borrowed", {"clusterRef": binding}, topic)
     typed = purge_finished(stack, TEAM_A, "typed-in", timeout=90)
     borrowed = purge_finished(stack, TEAM_B, "borrowed", timeout=90)
@@ -105,12 +99,12 @@ def test_the_deployed_operator_refuses_tenants_and_serves_the_bound_one(
     assert "spec.cluster.bootstrapServers" in ready(typed)["message"]
     assert (borrowed["status"]["phase"], ready(borrowed)["reason"]) == ("Failed", "NotPermitted")
     assert f"does not admit namespace {TEAM_B}" in ready(borrowed)["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
     purge(stack, TEAM_A, "bound", {"clusterRef": binding}, topic)
     bound = purge_finished(stack, TEAM_A, "bound", timeout=90)
     assert bound["status"]["phase"] == "Succeeded", bound["status"]
-    assert log_starts(admin, topic, 1) == [30]
+    assert log_starts(kafka.admin, topic, 1) == [30]
     # The refusals stay as they were: nothing retried them into a success meanwhile.
     assert get(stack, "recordpurge", TEAM_B, "borrowed")["status"]["phase"] == "Failed"
     (status,) = get(stack, "pod", OPERATOR_NS, strict_in_cluster)["status"]["containerStatuses"]

@@ -25,6 +25,23 @@ from tests.helpers.offsets import latest_offsets
 HOUR = 3_600_000
 
 
+def hours_ago_on_the_hour(hours: int) -> int:
+    """The record timestamp `hours` hours before the current hour began."""
+    return (int(time.time() * 1000) // HOUR - hours) * HOUR
+
+
+def old_then_new(old: int, age_ms: int, new: int = 10) -> list[int]:
+    """Timestamps of `old` records written `age_ms` ago (a millisecond apart), then of
+    `new` records written now."""
+    now = int(time.time() * 1000)
+    return [now - age_ms + i for i in range(old)] + [now + i for i in range(new)]
+
+
+def utc(ms: int) -> str:
+    """A record timestamp as the RFC 3339 time a spec's deleteBefore takes."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
 def produce(
     bootstrap: str,
     topic: str,

@@ -1,0 +1,34 @@
+"""The stack's Kafka as most tests take it: one fixture (`kafka`, tests/conftest.py) for
+its bootstrap servers, an AdminClient and topics of the test's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient
+
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
+
+
+@dataclass(frozen=True)
+class Kafka:
+    bootstrap: str
+    admin: AdminClient
+    make_topic: TopicFactory
+
+    def topic(
+        self,
+        records: Mapping[int, int],
+        config: dict[str, str] | None = None,
+        *,
+        timestamps: Mapping[int, list[int]] | None = None,
+        key: Callable[[int, int], bytes | None] | None = None,
+        value: bytes = b"v" * 100,
+    ) -> str:
+        """A new topic of one partition per entry of `records`, holding records[p] records
+        in partition p (written as produce() writes them)."""
+        topic = self.make_topic(partitions=len(records), config=config)
+        produce(self.bootstrap, topic, records, timestamps=timestamps, key=key, value=value)
+        return topic
