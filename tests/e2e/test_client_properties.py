@@ -17,7 +17,7 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy, ran
-from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.purges import apply_purge, cuts, purge_finished
 from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.stack
@@ -53,10 +53,7 @@ def test_a_purge_connects_over_tls_with_the_jks_stores_its_secret_holds(
             "bootstrapServers": stack.kafka.ssl_bootstrap_servers,
             "clientConfigSecret": "kafka-client",
         },
-        partitions=[
-            {"topic": topic, "partition": 0, "offset": 12},
-            {"topic": topic, "partition": 1, "offset": -1},
-        ],
+        partitions=cuts(topic, {0: 12, 1: -1}),
     )
     waiting = wait_for(
         stack,

@@ -23,7 +23,7 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy
-from tests.helpers.purges import purge_finished
+from tests.helpers.purges import cuts, purge_finished
 from tests.helpers.topics import NO_RETENTION
 
 pytestmark = pytest.mark.stack
@@ -223,7 +223,7 @@ def _purge(stack: Stack, ns: str, topic: str) -> dict[str, Any]:
         "metadata": {"name": "after-restart", "namespace": ns},
         "spec": {
             "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "partitions": [{"topic": topic, "partition": 1, "offset": 15}],
+            "partitions": cuts(topic, {1: 15}),
         },
     }
 

@@ -17,7 +17,7 @@ from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy, loss_events, ran
-from tests.helpers.purges import apply_purge, purge_finished, results
+from tests.helpers.purges import apply_purge, before, purge_finished, results
 from tests.helpers.records import delete_records, produce
 from tests.helpers.share_consumer import (
     accept_below,
@@ -97,7 +97,7 @@ def test_a_purge_protecting_a_share_group_stops_at_its_start_offset(
         e2e_ns,
         "protected",
         protectGroups=[workers],
-        topics=[{"name": topic, "before": {"highWatermark": True}}],
+        topics=before(topic, highWatermark=True),
     )
     obj = purge_finished(stack, e2e_ns, "protected")
     assert log_starts(kafka.admin, topic, 1) == [start]

@@ -20,6 +20,8 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, get, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.paths import REPO
+from tests.helpers.policies import apply_policy
+from tests.helpers.purges import apply_purge, cuts, purge_finished
 
 pytestmark = pytest.mark.stack
 
@@ -84,27 +86,8 @@ def test_operator_pod_runs_the_project_image_and_answers_exec(
 
 def test_in_cluster_operator_purges_records(stack: Stack, ns: str, kafka: Kafka) -> None:
     topic = kafka.topic({0: 40, 1: 40})
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": "purge", "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": kafka.bootstrap},
-            "partitions": [
-                {"topic": topic, "partition": 0, "offset": 25},
-                {"topic": topic, "partition": 1, "offset": -1},
-            ],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    obj = wait_for(
-        stack,
-        "recordpurge",
-        ns,
-        "purge",
-        lambda o: o.get("status", {}).get("phase") in {"Succeeded", "Failed", "PartiallySucceeded"},
-        timeout=90,
-    )
+    apply_purge(stack, ns, "purge", partitions=cuts(topic, {0: 25, 1: -1}))
+    obj = purge_finished(stack, ns, "purge", timeout=90)
     assert obj["status"]["phase"] == "Succeeded"
     assert log_starts(kafka.admin, topic, 2) == [25, 40]
 
@@ -181,30 +164,21 @@ def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applie
     topic = kafka.topic({0: 60, 1: 60, 2: 60})
     group = f"{topic}-g"
     commit(kafka.bootstrap, group, topic, {0: 45, 1: 10, 2: 60})
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "consumed", "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": kafka.bootstrap},
-            "interval": "10m",
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": [group]},
-        },
-    }
     with PodWatch(stack, ns) as watch:
-        stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-        obj = wait_for(
+        apply_policy(
             stack,
-            "retentionpolicy",
             ns,
             "consumed",
-            lambda o: (
-                o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None
-                or o.get("status", {}).get("lastRun", {}).get("error") is not None
-            ),
-            timeout=300,
+            interval="10m",
+            topics={"names": [topic]},
+            deleteConsumed={"groups": [group]},
         )
+
+        def deleted_or_failed(o: dict[str, Any]) -> bool:
+            last_run = o.get("status", {}).get("lastRun", {})
+            return last_run.get("recordsDeleted") is not None or last_run.get("error") is not None
+
+        obj = wait_for(stack, "retentionpolicy", ns, "consumed", deleted_or_failed, timeout=300)
         # The run's pods go once the plan is read: executors when the driver stops,
         # the driver (and its service) when the operator deletes it.
         deadline = time.monotonic() + 120

@@ -17,7 +17,7 @@ from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy, loss_events, ran
-from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.purges import apply_purge, cuts, purge_finished
 from tests.helpers.records import HOUR, delete_records, old_then_new, produce
 from tests.helpers.topics import NO_RETENTION
 from tests.helpers.waiting import eventually
@@ -103,7 +103,7 @@ def test_a_record_purge_past_a_watched_group_is_named_as_the_cause(
         stack,
         e2e_ns,
         "trim",
-        partitions=[{"topic": topic, "partition": 0, "offset": 30}],
+        partitions=cuts(topic, {0: 30}),
     )
     assert purge_finished(stack, e2e_ns, "trim")["status"]["phase"] == "Succeeded"
     # And someone else's delete on partition 1, which no purge explains.

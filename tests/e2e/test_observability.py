@@ -39,7 +39,7 @@ from tests.helpers.monitoring import (
 )
 from tests.helpers.orphans import HEX
 from tests.helpers.policies import apply_policy
-from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.purges import apply_purge, cuts, purge_finished
 from tests.helpers.records import HOUR, old_then_new, produce
 from tests.helpers.topics import NO_RETENTION, create_on
 
@@ -117,7 +117,7 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
 
     # A RecordPurge: records deleted, partitions purged (and failed: none), run duration.
     purged = kafka.topic({0: 20, 1: 20})
-    apply_purge(stack, ns, "cut", partitions=[{"topic": purged, "partition": 0, "offset": 10}])
+    apply_purge(stack, ns, "cut", partitions=cuts(purged, {0: 10}))
 
     # A policy whose maxRetention cuts past what its group has read: records deleted,
     # bytes reclaimed, unread records deleted and lost.

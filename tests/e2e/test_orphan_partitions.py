@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from devstack.stack import Stack
 from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, get, wait_for
-from tests.helpers.orphans import HEX, digest
+from tests.helpers.orphans import HEX, digest, orphan_copy, reclaimed
+from tests.helpers.policies import apply_policy
 from tests.helpers.records import produce
 from tests.helpers.topics import create_on, topic_id, wait_for_gone
 
@@ -109,28 +111,18 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     }
     untouched = {p: digest(p) for p in (future, outside, hostile)}
 
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "orphans", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {
-                "bootstrapServers": stack.kafka.bootstrap_servers,
-                "brokers": {"access": "local"},
-            },
-            "interval": "10s",
-            "orphanPartitions": {
-                "enabled": True,
-                "removalDelay": "15s",
-                "minAge": "1s",
-                "dryRun": True,
-            },
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    first = wait_for(
-        stack, "retentionpolicy", e2e_ns, "orphans", lambda o: bool(entries(o)), timeout=60
+    apply_policy(
+        stack,
+        e2e_ns,
+        "orphans",
+        cluster={"bootstrapServers": stack.kafka.bootstrap_servers, "brokers": {"access": "local"}},
+        orphanPartitions={"enabled": True, "removalDelay": "15s", "minAge": "1s", "dryRun": True},
     )
+
+    def policy_when(check: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
+        return wait_for(stack, "retentionpolicy", e2e_ns, "orphans", check, timeout=timeout)
+
+    first = policy_when(lambda o: bool(entries(o)), timeout=60)
     found = entries(first)
     assert {k: v["state"] for k, v in found.items() if v["state"] == "Pending"} == {
         (2, f"{a}-0"): "Pending",
@@ -152,22 +144,10 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     # Broker 2 serves the partition from that directory now: it is the broker's to delete
     # (with the topic), never the test's: removing it under the broker fails its log dir.
     planted.remove(copy_d)
-    again = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans",
-        lambda o: entries(o).get((2, f"{d}-0"), {}).get("state") == "Kept",
-        timeout=60,
-    )
+    again = policy_when(lambda o: entries(o).get((2, f"{d}-0"), {}).get("state") == "Kept", 60)
     assert entries(again)[(2, f"{d}-0")]["reason"] == "assigned again"
-    dry = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans",
-        lambda o: entries(o).get((2, f"{a}-0"), {}).get("reason", "").endswith("dry run"),
-        timeout=90,
+    dry = policy_when(
+        lambda o: entries(o).get((2, f"{a}-0"), {}).get("reason", "").endswith("dry run"), 90
     )
     assert (2, f"{d}-0") not in entries(dry) or entries(dry)[(2, f"{d}-0")]["state"] == "Kept"
     assert all(p.exists() for p in (copy_a, stray, copy_b, copy_d))
@@ -182,14 +162,7 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
         "-p",
         json.dumps({"spec": {"orphanPartitions": {"dryRun": False}}}),
     )
-    done = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans",
-        lambda o: o.get("status", {}).get("orphanBytesReclaimedTotal", 0) > 0,
-        timeout=90,
-    )
+    done = policy_when(reclaimed, timeout=90)
     removed = {k for k, v in entries(done).items() if v["state"] == "Removed"}
     assert removed == {(2, f"{a}-0"), (3, f"{a}-0.{HEX}-stray"), (3, f"{b}-0")}
     assert not copy_a.exists()
@@ -252,49 +225,30 @@ def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
 ) -> None:
     logs = {b: stack.kafka.node(b).log_dir for b in (1, 2)}
     topic = f"orphan-x-{e2e_ns[-6:]}"
-    create_on(kafka.admin, topic, [1])
-    produce(kafka.bootstrap, topic, {0: 40})
-    copy = logs[2] / f"{topic}-0"
-    shutil.copytree(logs[1] / f"{topic}-0", copy)
-    planted.append(copy)
-    assigned = digest(logs[1] / f"{topic}-0")
+    copy, assigned = orphan_copy(stack, kafka, topic, 40, planted)
     image = stack.env()["KAFKA_RETENTION_IMAGE"]
     stack.kubectl("apply", "-f", "-", stdin=broker_pod(e2e_ns, image, logs[2]))
     stack.kubectl("wait", "pod/broker-2", "-n", e2e_ns, "--for=condition=Ready", "--timeout=120s")
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "orphans-exec", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {
-                "bootstrapServers": stack.kafka.bootstrap_servers,
-                "brokers": {"podSelector": {"matchLabels": BROKER_LABELS}},
-            },
-            "interval": "10s",
-            "orphanPartitions": {"enabled": True, "removalDelay": "10s", "minAge": "1s"},
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    first = wait_for(
+    apply_policy(
         stack,
-        "retentionpolicy",
         e2e_ns,
         "orphans-exec",
-        lambda o: (2, f"{topic}-0") in entries(o),
-        timeout=60,
+        cluster={
+            "bootstrapServers": stack.kafka.bootstrap_servers,
+            "brokers": {"podSelector": {"matchLabels": BROKER_LABELS}},
+        },
+        orphanPartitions={"enabled": True, "removalDelay": "10s", "minAge": "1s"},
     )
+
+    def policy_when(check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        return wait_for(stack, "retentionpolicy", e2e_ns, "orphans-exec", check, timeout=60)
+
+    first = policy_when(lambda o: (2, f"{topic}-0") in entries(o))
     entry = entries(first)[(2, f"{topic}-0")]
     assert (entry["state"], entry["logDir"]) == ("Pending", str(logs[2]))
     # Only broker 2's log dir is mounted in a matching pod: the others are not looked at.
     assert {broker for broker, _ in entries(first)} == {2}
-    done = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans-exec",
-        lambda o: o.get("status", {}).get("orphanBytesReclaimedTotal", 0) > 0,
-        timeout=60,
-    )
+    done = policy_when(reclaimed)
     assert entries(done)[(2, f"{topic}-0")]["state"] == "Removed"
     assert not copy.exists()
     assert digest(logs[1] / f"{topic}-0") == assigned

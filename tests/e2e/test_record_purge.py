@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -13,11 +12,11 @@ from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from tests.helpers.argocd import argocd_health
 from tests.helpers.commits import commit
-from tests.helpers.conditions import condition
+from tests.helpers.conditions import condition, with_reason
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import events, get, wait_for
+from tests.helpers.kube import NOWHERE, apply_refused, events, get, resource, wait_for
 from tests.helpers.offsets import high_watermarks, log_starts
-from tests.helpers.purges import apply_purge, purge_finished, results
+from tests.helpers.purges import apply_purge, before, cuts, purge_finished, results
 from tests.helpers.records import HOUR, first_offsets_read, hours_ago_on_the_hour, produce, utc
 from tests.helpers.topics import NO_RETENTION
 
@@ -32,10 +31,7 @@ def test_explicit_offsets_delete_exactly_below_each_offset(
         stack,
         e2e_ns,
         "explicit",
-        partitions=[
-            {"topic": topic, "partition": 0, "offset": 30},
-            {"topic": topic, "partition": 1, "offset": -1},
-        ],
+        partitions=cuts(topic, {0: 30, 1: -1}),
     )
     obj = purge_finished(stack, e2e_ns, "explicit")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
@@ -70,7 +66,7 @@ def test_timestamp_cut_keeps_records_at_or_after_the_time_with_out_of_order_time
     # Broker retention would delete these old-stamped records by itself: turn it off.
     topic = kafka.topic({0: 10, 1: 10}, NO_RETENTION, timestamps={0: ts0, 1: ts1})
     cut = utc(base + 4 * HOUR)  # the first offset with a time >= this is the cut
-    apply_purge(stack, e2e_ns, "by-time", topics=[{"name": topic, "before": {"timestamp": cut}}])
+    apply_purge(stack, e2e_ns, "by-time", topics=before(topic, timestamp=cut))
     obj = purge_finished(stack, e2e_ns, "by-time")
     assert obj["status"]["phase"] == Phase.SUCCEEDED, obj["status"]
     # Offset 3 carries hour 4 in partition 0; offset 4 carries hour 4 in partition 1.
@@ -85,9 +81,7 @@ def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protec
     fast, slow = f"{topic}-fast", f"{topic}-slow"
     commit(kafka.bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
     commit(kafka.bootstrap, slow, topic, {0: 40, 1: 60})  # nothing on partition 2
-    apply_purge(
-        stack, e2e_ns, "consumed", topics=[{"name": topic, "before": {"committedBy": [fast, slow]}}]
-    )
+    apply_purge(stack, e2e_ns, "consumed", topics=before(topic, committedBy=[fast, slow]))
     obj = purge_finished(stack, e2e_ns, "consumed")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(kafka.admin, topic, 3) == [40, 60, 0]
@@ -103,7 +97,7 @@ def test_protect_groups_lower_a_high_watermark_cut(stack: Stack, e2e_ns: str, ka
         e2e_ns,
         "protected",
         protectGroups=[auditor],
-        topics=[{"name": topic, "before": {"highWatermark": True}}],
+        topics=before(topic, highWatermark=True),
     )
     obj = purge_finished(stack, e2e_ns, "protected")
     assert log_starts(kafka.admin, topic, 2) == [20, 0]
@@ -121,7 +115,7 @@ def test_dry_run_reports_the_plan_and_deletes_nothing(
         e2e_ns,
         "dry",
         dryRun=True,
-        topics=[{"name": topic, "before": {"highWatermark": True}}],
+        topics=before(topic, highWatermark=True),
     )
     obj = purge_finished(stack, e2e_ns, "dry")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
@@ -139,9 +133,7 @@ def test_compact_only_topic_fails_naming_the_cleanup_policy(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic = kafka.topic({0: 10}, {"cleanup.policy": "compact"}, key=lambda p, i: f"k{i}".encode())
-    apply_purge(
-        stack, e2e_ns, "compact", partitions=[{"topic": topic, "partition": 0, "offset": 5}]
-    )
+    apply_purge(stack, e2e_ns, "compact", partitions=cuts(topic, {0: 5}))
     obj = purge_finished(stack, e2e_ns, "compact")
     assert obj["status"]["phase"] == Phase.FAILED
     cond = condition(obj, "Succeeded")
@@ -158,10 +150,7 @@ def test_offset_above_the_high_watermark_fails_that_partition_only(
         stack,
         e2e_ns,
         "too-far",
-        partitions=[
-            {"topic": topic, "partition": 0, "offset": 5},
-            {"topic": topic, "partition": 1, "offset": 500},
-        ],
+        partitions=cuts(topic, {0: 5, 1: 500}),
     )
     obj = purge_finished(stack, e2e_ns, "too-far")
     assert obj["status"]["phase"] == Phase.PARTIALLY_SUCCEEDED
@@ -178,7 +167,7 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
         stack,
         e2e_ns,
         "ghost",
-        partitions=[{"topic": "no-such-topic-anywhere", "partition": 0, "offset": 1}],
+        partitions=cuts("no-such-topic-anywhere", {0: 1}),
     )
     obj = purge_finished(stack, e2e_ns, "ghost")
     assert obj["status"]["phase"] == Phase.FAILED
@@ -189,7 +178,7 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
     ("spec", "message"),
     [
         (
-            {"partitions": [{"topic": "__consumer_offsets", "partition": 0, "offset": 1}]},
+            {"partitions": cuts("__consumer_offsets", {0: 1})},
             "internal topics",
         ),
         (
@@ -197,7 +186,7 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
             "internal topics",
         ),
         (
-            {"partitions": [{"topic": "t", "partition": 0, "offset": -7}]},
+            {"partitions": cuts("t", {0: -7})},
             "should be greater than or equal to -1",
         ),
         ({"partitions": [{"topic": "t", "partition": 0}]}, "Required value"),
@@ -240,15 +229,8 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
 def test_malformed_purge_is_rejected_at_apply_time(
     stack: Stack, e2e_ns: str, spec: dict[str, Any], message: str
 ) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": "bad", "namespace": e2e_ns},
-        "spec": {"cluster": {"bootstrapServers": "127.0.0.1:1"}, **spec},
-    }
-    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(body), check=False)
-    assert done.returncode != 0
-    assert message in done.stderr
+    body = resource("RecordPurge", "bad", e2e_ns, spec={"cluster": NOWHERE, **spec})
+    assert message in apply_refused(stack, body)
     assert stack.kubectl("get", "recordpurge", "bad", "-n", e2e_ns, check=False).returncode != 0
 
 
@@ -259,9 +241,7 @@ def test_finished_purge_is_not_redone_when_the_operator_restarts(
     topic = kafka.topic({0: 30})
     first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
     try:
-        apply_purge(
-            stack, namespace, "once", partitions=[{"topic": topic, "partition": 0, "offset": -1}]
-        )
+        apply_purge(stack, namespace, "once", partitions=cuts(topic, {0: -1}))
         done = purge_finished(stack, namespace, "once")
     finally:
         first.stop()
@@ -294,16 +274,7 @@ def test_purge_in_flight_completes_after_the_operator_is_killed(
             "in-flight",
             partitions=[{"topic": topic, "partition": p, "offset": 10 * (p + 1)} for p in range(3)],
         )
-        wait_for(
-            stack,
-            "recordpurge",
-            namespace,
-            "in-flight",
-            lambda o: any(
-                c["reason"] == "KafkaUnavailable" for c in o.get("status", {}).get("conditions", [])
-            ),
-            90,
-        )
+        wait_for(stack, "recordpurge", namespace, "in-flight", with_reason("KafkaUnavailable"), 90)
         first.kill()
     finally:
         if frozen:
@@ -325,25 +296,10 @@ def test_missing_client_config_secret_waits_and_deletes_nothing_until_it_exists(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic = kafka.topic({0: 20})
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": "with-secret", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "kafka-client"},
-            "partitions": [{"topic": topic, "partition": 0, "offset": 15}],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    waiting = wait_for(
-        stack,
-        "recordpurge",
-        e2e_ns,
-        "with-secret",
-        lambda o: any(
-            c["reason"] == "SecretUnavailable" for c in o.get("status", {}).get("conditions", [])
-        ),
-    )
+    cluster = {"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "kafka-client"}
+    apply_purge(stack, e2e_ns, "with-secret", cluster=cluster, partitions=cuts(topic, {0: 15}))
+    secret_missing = with_reason("SecretUnavailable")
+    waiting = wait_for(stack, "recordpurge", e2e_ns, "with-secret", secret_missing)
     assert "kafka-client" in condition(waiting, "Ready")["message"]
     assert log_starts(kafka.admin, topic, 1) == [0]
     # librdkafka properties, as a SASL/TLS setup would carry; PLAINTEXT fits the local stack.

@@ -22,7 +22,7 @@ from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.purges import apply_purge
+from tests.helpers.purges import apply_purge, cuts
 from tests.helpers.records import produce_to_each
 
 pytestmark = pytest.mark.stack
@@ -202,7 +202,7 @@ def test_a_plan_the_api_server_will_not_store_fails_the_purge_naming_why(
         "metadata": {"name": "unstorable", "namespace": e2e_ns},
         "spec": {
             "cluster": {"bootstrapServers": kafka.bootstrap},
-            "partitions": [{"topic": topic, "partition": 0, "offset": 5}],
+            "partitions": cuts(topic, {0: 5}),
         },
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))

@@ -3,7 +3,6 @@ real 3-broker cluster; every check reads log start offsets from Kafka itself."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -11,9 +10,9 @@ import pytest
 from devstack.stack import Stack
 from tests.helpers.argocd import argocd_health
 from tests.helpers.commits import commit
-from tests.helpers.conditions import condition
+from tests.helpers.conditions import condition, with_reason
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import events, get, wait_for
+from tests.helpers.kube import NOWHERE, apply, apply_refused, events, get, resource, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy, ran
 from tests.helpers.records import HOUR, hours_ago_on_the_hour, old_then_new, produce, utc
@@ -159,25 +158,11 @@ def test_new_topic_matching_the_pattern_is_picked_up_and_compact_only_is_skipped
 def test_invalid_policies_are_refused_at_apply_time_or_named_in_a_condition(
     stack: Stack, e2e_ns: str
 ) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "no-rule", "namespace": e2e_ns},
-        "spec": {"cluster": {"bootstrapServers": "127.0.0.1:1"}, "topics": {"names": ["t"]}},
-    }
-    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(body), check=False)
-    assert done.returncode != 0
-    assert "at least one deleting rule" in done.stderr
+    spec = {"cluster": NOWHERE, "topics": {"names": ["t"]}}
+    stderr = apply_refused(stack, resource("RetentionPolicy", "no-rule", e2e_ns, spec=spec))
+    assert "at least one deleting rule" in stderr
     apply_policy(stack, e2e_ns, "bad-regex", topics={"pattern": "(unclosed"}, maxRetention="1d")
-    obj = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "bad-regex",
-        lambda o: any(
-            c["reason"] == "InvalidSpec" for c in o.get("status", {}).get("conditions", [])
-        ),
-    )
+    obj = wait_for(stack, "retentionpolicy", e2e_ns, "bad-regex", with_reason("InvalidSpec"))
     assert "spec.topics.pattern" in condition(obj, "Ready")["message"]
     assert get(stack, "retentionpolicy", e2e_ns, "bad-regex")["status"].get("lastRun") is None
 
@@ -185,21 +170,14 @@ def test_invalid_policies_are_refused_at_apply_time_or_named_in_a_condition(
 def test_a_policy_left_with_an_earlier_versions_finalizer_can_still_be_deleted(
     stack: Stack, e2e_ns: str
 ) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {
-            "name": "old",
-            "namespace": e2e_ns,
-            "finalizers": ["kafka-retention.io/finalizer"],
-        },
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "topics": {"names": ["nothing-here"]},
-            "maxRetention": "7d",
-        },
+    spec = {
+        "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+        "topics": {"names": ["nothing-here"]},
+        "maxRetention": "7d",
     }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    body = resource("RetentionPolicy", "old", e2e_ns, spec=spec)
+    body["metadata"]["finalizers"] = ["kafka-retention.io/finalizer"]
+    apply(stack, body)
     stack.kubectl("delete", "retentionpolicy", "old", "-n", e2e_ns, "--wait=false")
     eventually(
         lambda: (

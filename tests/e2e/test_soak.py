@@ -40,6 +40,7 @@ from tests.helpers.commits import commit_groups
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace
 from tests.helpers.policies import policy
+from tests.helpers.purges import before
 from tests.helpers.records import produce_to_each
 
 pytestmark = pytest.mark.stack
@@ -143,7 +144,7 @@ def purge(ns: str, i: int, topic: str, bootstrap: str, rng: random.Random) -> di
     """Half cut at the group's commit, half at an offset the group protects."""
     spec: dict[str, Any] = {"cluster": {"bootstrapServers": bootstrap}}
     if i % 2:
-        spec["topics"] = [{"name": topic, "before": {"committedBy": [f"{topic}-g"]}}]
+        spec["topics"] = before(topic, committedBy=[f"{topic}-g"])
     else:
         # At most 30: every topic holds at least 30 records (past the high watermark fails).
         spec["partitions"] = [{"topic": topic, "partition": 0, "offset": rng.randint(1, 30)}]

@@ -10,7 +10,6 @@ namespace purging and cutting on its own cluster, within the topics its binding 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,14 +21,17 @@ from confluent_kafka.admin import NewTopic
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
+from tests.helpers import tenancy
+from tests.helpers.conditions import ready, with_reason
 from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import create_namespace, get, wait_for
+from tests.helpers.kube import apply, create_namespace, get, resource, wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.orphans import digest
-from tests.helpers.purges import purge_finished
+from tests.helpers.orphans import digest, orphan_copy
+from tests.helpers.policies import apply_policy, completed
+from tests.helpers.purges import apply_purge, cuts, purge_all, purge_finished
 from tests.helpers.records import produce
-from tests.helpers.topics import cluster_id, create_on
+from tests.helpers.topics import cluster_id
 
 pytestmark = pytest.mark.stack
 
@@ -37,6 +39,8 @@ PREFIX = "tenancy"
 # The topic the corpus aims at (tests/helpers/hostile.py: `orders`, which the binding
 # allows), made to hold records so a wrong delete would show.
 TOPIC = "orders"
+# A deleteBefore past every record's time: the cut takes everything the rule may take.
+EVERYTHING = "2100-01-01T00:00:00Z"
 
 
 @pytest.fixture(scope="module")
@@ -75,60 +79,22 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
 
 def bind(stack: Stack, made: list[str], namespace: str, cluster: str, **spec: Any) -> str:
     name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "KafkaClusterBinding",
-        "metadata": {"name": name},
-        "spec": {
-            "clusterId": cluster,
-            "connection": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "tenants": [{"namespaces": [namespace], "operations": ["purge", "retention"]}],
-            **spec,
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply(stack, tenancy.binding(name, cluster, stack.kafka.bootstrap_servers, namespace, **spec))
     made.append(name)
     return name
 
 
-def apply(stack: Stack, kind: str, ns: str, name: str, spec: dict[str, Any]) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": ns},
-        "spec": spec,
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-
-
-def purge_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
-    """A RecordPurge of partition 0 of `topic` up to its high watermark."""
-    partitions = [{"topic": topic, "partition": 0, "offset": -1}]
-    apply(stack, "RecordPurge", ns, name, {"cluster": cluster, "partitions": partitions})
-
-
 def cut_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
     """A RetentionPolicy that deletes every record of `topic` now and every 10s."""
-    spec = {
-        "cluster": cluster,
-        "interval": "10s",
-        "topics": {"names": [topic]},
-        "deleteBefore": "2100-01-01T00:00:00Z",
-    }
-    apply(stack, "RetentionPolicy", ns, name, spec)
-
-
-def ready(obj: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+    apply_policy(
+        stack, ns, name, cluster=cluster, topics={"names": [topic]}, deleteBefore=EVERYTHING
+    )
 
 
 def policy_refused(stack: Stack, ns: str, name: str, reason: str) -> dict[str, Any]:
-    def refused(o: dict[str, Any]) -> bool:
-        conditions = o.get("status", {}).get("conditions") or []
-        return any(c["type"] == "Ready" and c["reason"] == reason for c in conditions)
-
-    obj = wait_for(stack, "retentionpolicy", ns, name, refused, timeout=90)
-    return ready(obj)
+    """The policy's Ready condition, once it gives this reason."""
+    refused = with_reason(reason, "Ready")
+    return ready(wait_for(stack, "retentionpolicy", ns, name, refused, timeout=90))
 
 
 def test_an_inline_cluster_is_refused_naming_the_field_and_nothing_is_deleted(
@@ -176,10 +142,7 @@ def test_a_cluster_answering_with_another_id_than_the_bindings_is_never_acted_on
     topic = kafka.topic({0: 30})
     purge_all(stack, team_a, "elsewhere", {"clusterRef": binding}, topic)
 
-    def mismatch(o: dict[str, Any]) -> bool:
-        conditions = o.get("status", {}).get("conditions") or []
-        return any(c["reason"] == "ClusterIdMismatch" for c in conditions)
-
+    mismatch = with_reason("ClusterIdMismatch")
     purge = wait_for(stack, "recordpurge", team_a, "elsewhere", mismatch, timeout=60)
     assert purge["status"]["phase"] not in ("Succeeded", "PartiallySucceeded")
     assert "NotThisClusterAtAll0" in ready(purge)["message"]
@@ -190,43 +153,14 @@ def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
     stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     team_a, _ = teams
-    mine, theirs = kafka.make_topic(partitions=2), kafka.make_topic(partitions=1)
-    binding = bind(
-        stack,
-        bindings,
-        team_a,
-        cluster_id(kafka.admin),
-        topics={"allow": [mine.replace(".", "\\.")]},
-    )
-    produce(kafka.bootstrap, mine, {0: 40, 1: 40})
-    produce(kafka.bootstrap, theirs, {0: 40})
-    ref = {"clusterRef": binding}
-    apply(
-        stack,
-        "RecordPurge",
-        team_a,
-        "trim",
-        {"cluster": ref, "partitions": [{"topic": mine, "partition": 0, "offset": 25}]},
-    )
-    apply(
-        stack,
-        "RecordPurge",
-        team_a,
-        "reach",
-        {"cluster": ref, "partitions": [{"topic": theirs, "partition": 0, "offset": 25}]},
-    )
+    mine, theirs = kafka.topic({0: 40, 1: 40}), kafka.topic({0: 40})
+    allow = {"allow": [mine.replace(".", "\\.")]}
+    ref = {"clusterRef": bind(stack, bindings, team_a, cluster_id(kafka.admin), topics=allow)}
+    apply_purge(stack, team_a, "trim", cluster=ref, partitions=cuts(mine, {0: 25}))
+    apply_purge(stack, team_a, "reach", cluster=ref, partitions=cuts(theirs, {0: 25}))
     # A pattern matching every topic cuts only what the binding allows.
-    apply(
-        stack,
-        "RetentionPolicy",
-        team_a,
-        "all",
-        {
-            "cluster": ref,
-            "interval": "10s",
-            "topics": {"pattern": ".*"},
-            "deleteBefore": "2100-01-01T00:00:00Z",
-        },
+    apply_policy(
+        stack, team_a, "all", cluster=ref, topics={"pattern": ".*"}, deleteBefore=EVERYTHING
     )
     trim = purge_finished(stack, team_a, "trim")
     assert trim["status"]["phase"] == "Succeeded", trim["status"]
@@ -234,10 +168,7 @@ def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
     assert (reach["status"]["phase"], ready(reach)["reason"]) == ("Failed", "NotPermitted")
     assert "spec.partitions[0].topic" in ready(reach)["message"]
 
-    def cut(o: dict[str, Any]) -> bool:
-        return bool(o.get("status", {}).get("lastRun", {}).get("completedAt"))
-
-    policy = wait_for(stack, "retentionpolicy", team_a, "all", cut, timeout=120)
+    policy = wait_for(stack, "retentionpolicy", team_a, "all", completed, timeout=120)
     assert ready(policy)["status"] == "True", policy["status"]
     assert log_starts(kafka.admin, mine, 2) == [40, 40]
     assert log_starts(kafka.admin, theirs, 1) == [0]
@@ -251,22 +182,11 @@ def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_not
     admits: the API server refuses some (CEL), the strict operator the rest, each naming
     the field; the topic they aim at keeps every record."""
     team_a, _ = teams
-    stack.kubectl(
-        "apply",
-        "-f",
-        "-",
-        stdin=json.dumps(
-            {
-                "apiVersion": "kafka-retention.io/v1alpha1",
-                "kind": "KafkaClusterBinding",
-                "metadata": {"name": BINDING_NAME},
-                "spec": {
-                    **tenancy_binding(team_a, cluster_id(kafka.admin)),
-                    "connection": {"bootstrapServers": kafka.bootstrap},
-                },
-            }
-        ),
-    )
+    spec = {
+        **tenancy_binding(team_a, cluster_id(kafka.admin)),
+        "connection": {"bootstrapServers": kafka.bootstrap},
+    }
+    apply(stack, resource("KafkaClusterBinding", BINDING_NAME, spec=spec))
     try:
         if TOPIC not in kafka.admin.list_topics(timeout=10).topics:
             kafka.admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=30)
@@ -312,14 +232,8 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
     says only how long to wait. The copy on broker 2 goes, after its log dir's
     meta.properties named the binding's cluster id; the live partition stays."""
     team_a, _ = teams
-    logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
     topic = f"tenancy-orphan-{uuid.uuid4().hex[:6]}"
-    create_on(kafka.admin, topic, [1])
-    produce(kafka.bootstrap, topic, {0: 30})
-    copy = logs[2] / f"{topic}-0"
-    shutil.copytree(logs[1] / f"{topic}-0", copy)
-    planted.append(copy)
-    live = digest(logs[1] / f"{topic}-0")
+    copy, live = orphan_copy(stack, kafka, topic, 30, planted)
     binding = bind(
         stack,
         bindings,
@@ -329,16 +243,12 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
         brokers={"access": "local"},
         orphanCleanup={"minRemovalDelay": "5s", "minAge": "1s"},
     )
-    apply(
+    apply_policy(
         stack,
-        "RetentionPolicy",
         team_a,
         "orphans",
-        {
-            "cluster": {"clusterRef": binding},
-            "interval": "10s",
-            "orphanPartitions": {"enabled": True, "removalDelay": "5s", "minAge": "1s"},
-        },
+        cluster={"clusterRef": binding},
+        orphanPartitions={"enabled": True, "removalDelay": "5s", "minAge": "1s"},
     )
 
     def removed(o: dict[str, Any]) -> bool:
@@ -350,7 +260,7 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
     wait_for(stack, "retentionpolicy", team_a, "orphans", removed, timeout=120)
     assert not copy.exists()
     planted.remove(copy)
-    assert digest(logs[1] / f"{topic}-0") == live
+    assert digest(stack.kafka.node(1).log_dir / f"{topic}-0") == live
 
 
 def test_a_policy_refused_by_its_binding_freezes_no_other_tenants_cuts(
@@ -362,25 +272,18 @@ def test_a_policy_refused_by_its_binding_freezes_no_other_tenants_cuts(
     team_a, team_b = teams
     binding = bind(stack, bindings, team_b, cluster_id(kafka.admin))
     topic = kafka.topic({0: 30})
-    apply(
+    apply_policy(
         stack,
-        "RetentionPolicy",
         team_a,
         "freeze",
-        {
-            "cluster": {"clusterRef": binding},
-            "interval": "10s",
-            "topics": {"pattern": ".*"},
-            "deleteConsumed": {"groups": ["never-commits"]},
-        },
+        cluster={"clusterRef": binding},
+        topics={"pattern": ".*"},
+        deleteConsumed={"groups": ["never-commits"]},
     )
     policy_refused(stack, team_a, "freeze", "NotPermitted")
     cut_all(stack, team_b, "trim", {"clusterRef": binding}, topic)
 
-    def ran(o: dict[str, Any]) -> bool:
-        return bool(o.get("status", {}).get("lastRun", {}).get("completedAt"))
-
-    trimmed = wait_for(stack, "retentionpolicy", team_b, "trim", ran, timeout=120)
+    trimmed = wait_for(stack, "retentionpolicy", team_b, "trim", completed, timeout=120)
     assert log_starts(kafka.admin, topic, 1) == [30]
     assert team_a not in json.dumps(trimmed["status"])
 
@@ -402,14 +305,10 @@ def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
             "sasl.oauthbearer.token.endpoint.url": "http://169.254.169.254/token",
         },
     }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
+    apply(stack, secret)
     cluster = {"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "reach-out"}
     purge_all(stack, e2e_ns, "reach-out", cluster, topic)
-
-    def refused(o: dict[str, Any]) -> bool:
-        conditions = o.get("status", {}).get("conditions") or []
-        return any(c["reason"] == "SecretUnavailable" for c in conditions)
-
+    refused = with_reason("SecretUnavailable")
     purge = wait_for(stack, "recordpurge", e2e_ns, "reach-out", refused, timeout=60)
     assert "sasl.oauthbearer.token.endpoint.url" in ready(purge)["message"]
     assert log_starts(kafka.admin, topic, 1) == [0]

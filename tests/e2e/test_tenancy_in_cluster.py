@@ -9,7 +9,6 @@ through its binding succeeds."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,11 +17,14 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
+from tests.helpers import tenancy
+from tests.helpers.conditions import ready
 from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import create_namespace, get
+from tests.helpers.kube import apply, create_namespace, get
 from tests.helpers.offsets import log_starts
-from tests.helpers.purges import purge_finished
+from tests.helpers.purges import purge_all, purge_finished
+from tests.helpers.topics import cluster_id
 
 pytestmark = pytest.mark.stack
 
@@ -53,46 +55,19 @@ def strict_in_cluster(stack: Stack) -> Iterator[str]:
 def binding(stack: Stack, admin: AdminClient, strict_in_cluster: str) -> Iterator[str]:
     """Team A's binding: purge and retention on the local cluster, by its id."""
     name = f"ictenant-{uuid.uuid4().hex[:6]}"
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "KafkaClusterBinding",
-        "metadata": {"name": name},
-        "spec": {
-            "clusterId": str(admin.list_topics(timeout=10).cluster_id),
-            "connection": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "tenants": [{"namespaces": [TEAM_A], "operations": ["purge", "retention"]}],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply(stack, tenancy.binding(name, cluster_id(admin), stack.kafka.bootstrap_servers, TEAM_A))
     yield name
     for ns in (TEAM_A, TEAM_B):
         stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", ns, check=False)
     stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
 
 
-def purge(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "cluster": cluster,
-            "partitions": [{"topic": topic, "partition": 0, "offset": -1}],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-
-
-def ready(obj: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
-
-
 def test_the_deployed_operator_refuses_tenants_and_serves_the_bound_one(
     stack: Stack, binding: str, strict_in_cluster: str, kafka: Kafka
 ) -> None:
     topic = kafka.topic({0: 30})
-    purge(stack, TEAM_A, "typed-in", {"bootstrapServers": kafka.bootstrap}, topic)
-    purge(stack, TEAM_B, "borrowed", {"clusterRef": binding}, topic)
+    purge_all(stack, TEAM_A, "typed-in", {"bootstrapServers": kafka.bootstrap}, topic)
+    purge_all(stack, TEAM_B, "borrowed", {"clusterRef": binding}, topic)
     typed = purge_finished(stack, TEAM_A, "typed-in", timeout=90)
     borrowed = purge_finished(stack, TEAM_B, "borrowed", timeout=90)
     assert (typed["status"]["phase"], ready(typed)["reason"]) == ("Failed", "NotPermitted")
@@ -101,7 +76,7 @@ def test_the_deployed_operator_refuses_tenants_and_serves_the_bound_one(
     assert f"does not admit namespace {TEAM_B}" in ready(borrowed)["message"]
     assert log_starts(kafka.admin, topic, 1) == [0]
 
-    purge(stack, TEAM_A, "bound", {"clusterRef": binding}, topic)
+    purge_all(stack, TEAM_A, "bound", {"clusterRef": binding}, topic)
     bound = purge_finished(stack, TEAM_A, "bound", timeout=90)
     assert bound["status"]["phase"] == "Succeeded", bound["status"]
     assert log_starts(kafka.admin, topic, 1) == [30]

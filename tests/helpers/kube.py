@@ -31,9 +31,28 @@ def create_namespace(stack: Stack, name: str) -> None:
         time.sleep(0.2)
 
 
+API_VERSION = "kafka-retention.io/v1alpha1"
+# spec.cluster of objects that must never reach a broker: nothing listens there.
+NOWHERE = {"bootstrapServers": "127.0.0.1:1"}
+
+
+def resource(kind: str, name: str, namespace: str | None = None, **fields: Any) -> dict[str, Any]:
+    """One of the project's objects as its manifest: kind, name, namespace (none for a
+    cluster-scoped kind), then its top-level fields (spec, ...)."""
+    metadata = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, **fields}
+
+
 def apply(stack: Stack, obj: dict[str, Any]) -> None:
     """`kubectl apply` of one object (or a List), as its manifest would be applied."""
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(obj))
+
+
+def apply_refused(stack: Stack, obj: dict[str, Any]) -> str:
+    """What the API server said when it refused to store the object (asserted refused)."""
+    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(obj), check=False)
+    assert done.returncode != 0, f"{obj['kind']}/{obj['metadata']['name']} was accepted"
+    return done.stderr
 
 
 def get(stack: Stack, kind: str, namespace: str, name: str) -> dict[str, Any]:

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from devstack.stack import Stack
-from tests.helpers.kube import events, wait_for
+from tests.helpers.kube import apply, events, resource, wait_for
 
 
 def apply_policy(stack: Stack, ns: str, name: str, **spec: Any) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "interval": "10s",
-            **spec,
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    """A RetentionPolicy on the stack's cluster, run every 10 s (spec may say otherwise)."""
+    cluster = {"bootstrapServers": stack.kafka.bootstrap_servers}
+    spec = {"cluster": cluster, "interval": "10s", **spec}
+    apply(stack, resource("RetentionPolicy", name, ns, spec=spec))
+
+
+def completed(obj: dict[str, Any]) -> bool:
+    """A check for wait_for: the policy completed a run."""
+    return bool(obj.get("status", {}).get("lastRun", {}).get("completedAt"))
 
 
 def ran(stack: Stack, ns: str, name: str, after: str = "") -> dict[str, Any]:
@@ -44,14 +41,10 @@ def policy(
 ) -> dict[str, Any]:
     """The i-th policy of a fleet (`p000`, `p001`, ...): deleteConsumed of one group on one
     topic, every `interval_s` seconds."""
-    return {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": f"p{i:03d}", "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "interval": f"{interval_s}s",
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": [group]},
-        },
+    spec = {
+        "cluster": {"bootstrapServers": bootstrap},
+        "interval": f"{interval_s}s",
+        "topics": {"names": [topic]},
+        "deleteConsumed": {"groups": [group]},
     }
+    return resource("RetentionPolicy", f"p{i:03d}", ns, spec=spec)
