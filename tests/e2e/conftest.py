@@ -15,6 +15,7 @@ import pytest
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
+from tests.helpers.cleanup import undone_afterwards
 from tests.helpers.kube import create_namespace, slug
 
 PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e")
@@ -54,10 +55,11 @@ def operator_log(operator: OperatorProcess) -> Path:
 def planted(stack: Stack) -> Iterator[list[Path]]:
     """Paths the test plants in the brokers' log dirs; whatever is left is removed
     afterwards, so no later broker restart ever loads them."""
-    made: list[Path] = []
-    yield made
-    for path in made:
+
+    def remove(path: Path) -> None:
         if path.is_symlink() or path.is_file():
             path.unlink()
         elif path.exists():
             shutil.rmtree(path)
+
+    yield from undone_afterwards(remove)

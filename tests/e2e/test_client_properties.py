@@ -10,7 +10,6 @@ import pytest
 from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase
-from tests.helpers.commits import commit
 from tests.helpers.conditions import condition
 from tests.helpers.java_properties import SCRAM, store_properties
 from tests.helpers.kafka import Kafka
@@ -80,8 +79,7 @@ def test_a_policy_runs_over_sasl_with_scram_from_client_properties(
     stack: Stack, e2e_ns: str, kafka: Kafka, tmp_path: Path
 ) -> None:
     topic = kafka.topic({0: 30, 1: 30})
-    group = f"{topic}-reader"
-    commit(kafka.bootstrap, group, topic, {0: 18, 1: 25})
+    group = kafka.group_at(topic, "reader", {0: 18, 1: 25})
     props = tmp_path / "client.properties"
     props.write_text(
         "security.protocol=SASL_PLAINTEXT\n"

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase, State
+from tests.helpers.cleanup import undone_afterwards
 from tests.helpers.commits import commit
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, wait_for
@@ -78,13 +79,14 @@ def busiest_leader(admin: AdminClient, topic: str) -> int:
 def broker_back(stack: Stack) -> Iterator[list[int]]:
     """Brokers a test froze or killed are running and serving again afterwards, pass or
     fail, so the tests after it see three brokers."""
-    touched: list[int] = []
-    yield touched
-    for node_id in touched:
+
+    def back(node_id: int) -> None:
         stack.kafka.thaw_node(node_id)
         if not stack.kafka.process(node_id).running():
             stack.kafka.start_node(node_id)
         stack.kafka.wait_node_ready(node_id, timeout=120)
+
+    yield from undone_afterwards(back)
 
 
 def test_a_purge_waits_out_a_frozen_leader_and_every_partition_succeeds(

@@ -140,8 +140,7 @@ def test_a_streams_group_holds_a_cut_at_its_commit_and_is_read_as_streams(
     produce(kafka.bootstrap, topic, {0: 1000})
     app = f"{topic}-app"
     run_streams_app(kafka.bootstrap, app, topic, output, records=300)
-    done = f"{topic}-done"
-    commit(kafka.bootstrap, done, topic, {0: 1000})
+    done = kafka.group_at(topic, "done", {0: 1000})
     apply_policy(
         stack, e2e_ns, "streams", topics={"names": [topic]}, deleteConsumed={"groups": [done, app]}
     )

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from devstack.stack import Stack
-from tests.helpers.commits import commit
 from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, get, wait_for
@@ -162,8 +161,7 @@ def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applie
     stack: Stack, ns: str, kafka: Kafka
 ) -> None:
     topic = kafka.topic({0: 60, 1: 60, 2: 60})
-    group = f"{topic}-g"
-    commit(kafka.bootstrap, group, topic, {0: 45, 1: 10, 2: 60})
+    group = kafka.group_at(topic, "g", {0: 45, 1: 10, 2: 60})
     with PodWatch(stack, ns) as watch:
         apply_policy(
             stack,

@@ -69,8 +69,7 @@ def test_the_policys_own_max_retention_cut_is_reported_with_its_rule(
     topic = kafka.topic(
         {0: 30}, NO_RETENTION, timestamps={0: stamps}, key=lambda p, i: b"order-%d" % i
     )
-    idle = f"{topic}-idle"
-    commit(kafka.bootstrap, idle, topic, {0: 5})
+    idle = kafka.group_at(topic, "idle", {0: 5})
     apply_policy(
         stack,
         e2e_ns,
@@ -95,8 +94,7 @@ def test_a_record_purge_past_a_watched_group_is_named_as_the_cause(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic = kafka.topic({0: 50, 1: 50})
-    slow = f"{topic}-slow"
-    commit(kafka.bootstrap, slow, topic, {0: 10, 1: 10})
+    slow = kafka.group_at(topic, "slow", {0: 10, 1: 10})
     apply_policy(stack, e2e_ns, "blame", topics={"names": [topic]}, notify={"groups": [slow]})
     first = ran(stack, e2e_ns, "blame")
     apply_purge(
@@ -169,8 +167,7 @@ def test_a_restarted_operator_reports_nothing_twice(
 ) -> None:
     # Its own operator (the namespace is not the session operator's), stopped and started.
     topic = kafka.topic({0: 60})
-    slow = f"{topic}-slow"
-    commit(kafka.bootstrap, slow, topic, {0: 10})
+    slow = kafka.group_at(topic, "slow", {0: 10})
     first_operator = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
     try:
         apply_policy(

@@ -90,8 +90,7 @@ def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protec
 
 def test_protect_groups_lower_a_high_watermark_cut(stack: Stack, e2e_ns: str, kafka: Kafka) -> None:
     topic = kafka.topic({0: 50, 1: 50})
-    auditor = f"{topic}-auditor"
-    commit(kafka.bootstrap, auditor, topic, {0: 20})
+    auditor = kafka.group_at(topic, "auditor", {0: 20})
     apply_purge(
         stack,
         e2e_ns,

@@ -18,11 +18,11 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from kafka_retention.core.purge_states import FINAL_PHASES, Phase
+from kafka_retention.core.purge_states import Phase
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.purges import apply_purge, cuts
+from tests.helpers.purges import apply_purge, cuts, purge_finished
 from tests.helpers.records import produce_to_each
 
 pytestmark = pytest.mark.stack
@@ -97,14 +97,7 @@ def test_twenty_thousand_partitions_are_purged_with_a_small_status(
     one_record_each(kafka.bootstrap, big_topics)
     started = time.monotonic()
     purge_all(stack, e2e_ns, "everything", big_topics)
-    obj = wait_for(
-        stack,
-        "recordpurge",
-        e2e_ns,
-        "everything",
-        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-        timeout=300,
-    )
+    obj = purge_finished(stack, e2e_ns, "everything", timeout=300)
     took = time.monotonic() - started
     status = obj["status"]
     assert status["phase"] == Phase.SUCCEEDED, status.get("conditions")
@@ -161,14 +154,7 @@ def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_pl
     one_record_each(kafka.bootstrap, big_topics)  # more records: a new plan would cut further
     second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
     try:
-        obj = wait_for(
-            stack,
-            "recordpurge",
-            namespace,
-            "restarted",
-            lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-            timeout=300,
-        )
+        obj = purge_finished(stack, namespace, "restarted", timeout=300)
     finally:
         second.stop()
     assert obj["status"]["phase"] == Phase.SUCCEEDED
@@ -206,14 +192,7 @@ def test_a_plan_the_api_server_will_not_store_fails_the_purge_naming_why(
         },
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    obj = wait_for(
-        stack,
-        "recordpurge",
-        e2e_ns,
-        "unstorable",
-        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-        timeout=60,
-    )
+    obj = purge_finished(stack, e2e_ns, "unstorable", timeout=60)
     ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
     assert obj["status"]["phase"] == Phase.FAILED
     assert ready["reason"] == "StateNotPersisted"

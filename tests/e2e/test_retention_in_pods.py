@@ -29,6 +29,25 @@ from tests.helpers.policies import apply_policy
 pytestmark = pytest.mark.stack
 
 
+@pytest.fixture
+def playing_driver(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test plays the spark-operator and its driver: the SparkApplication CRD is
+    served, and this process's Kubernetes adapter (the driver's ConfigMap sink) talks to
+    the stack's API server."""
+    install_spark_operator_crd(stack)
+    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
+    monkeypatch.setattr(kube, "_api", None)
+
+
+def spark_operator_mode(
+    stack: Stack, namespace: str, tmp_path: Path, *extra: str
+) -> OperatorProcess:
+    """An operator of the test's own that plans every policy, even a tiny one (as a large
+    one would be), through a SparkApplication."""
+    args = ("--spark-mode", "spark-operator", *extra, "--in-process-max-partitions", "0")
+    return OperatorProcess(stack, [namespace], tmp_path / "operator.log", args).start()
+
+
 def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
     done = stack.kubectl("get", "sparkapplications", "-n", namespace, "-o", "json")
     items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
@@ -103,28 +122,13 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
     namespace: str,
     kafka: Kafka,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    playing_driver: None,
 ) -> None:
-    install_spark_operator_crd(stack)
-    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
-    monkeypatch.setattr(kube, "_api", None)
     topic = kafka.topic({0: 50, 1: 50})
-    group = f"{topic}-g"
-    commit(kafka.bootstrap, group, topic, {0: 30, 1: 10})
-    operator = OperatorProcess(
-        stack,
-        [namespace],
-        tmp_path / "operator.log",
-        (
-            "--spark-mode",
-            "spark-operator",
-            "--spark-image",
-            "kafka-retention-operator:test",
-            # Plan even this tiny policy with Spark, as a large one would be.
-            "--in-process-max-partitions",
-            "0",
-        ),
-    ).start()
+    group = kafka.group_at(topic, "g", {0: 30, 1: 10})
+    operator = spark_operator_mode(
+        stack, namespace, tmp_path, "--spark-image", "kafka-retention-operator:test"
+    )
     try:
         app = apply_policy_and_wait_for_run(stack, namespace, "in-pods", "30s", topic, group)
         policy_uid = get(stack, "retentionpolicy", namespace, "in-pods")["metadata"]["uid"]
@@ -176,19 +180,7 @@ def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
     cluster for the next operator."""
     install_spark_operator_crd(stack)
     topic = kafka.topic({0: 5, 1: 5})
-    operator = OperatorProcess(
-        stack,
-        [namespace],
-        tmp_path / "operator.log",
-        (
-            "--spark-mode",
-            "spark-operator",
-            "--spark-run-timeout",
-            "3600",
-            "--in-process-max-partitions",
-            "0",
-        ),
-    ).start()
+    operator = spark_operator_mode(stack, namespace, tmp_path, "--spark-run-timeout", "3600")
     try:
         app = apply_policy_and_wait_for_run(
             stack, namespace, "in-flight", "30s", topic, f"{topic}-g"
@@ -222,24 +214,15 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
     namespace: str,
     kafka: Kafka,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    playing_driver: None,
 ) -> None:
     """The plan is made while the group stands at 30; the group then rewinds partition 0
     to 10 (a consumer reset, a replay) before the operator applies the plan. The fresh
     read before the delete must see 10: cutting at the planned 30 would delete 20 records
     the group is about to read again."""
-    install_spark_operator_crd(stack)
-    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
-    monkeypatch.setattr(kube, "_api", None)
     topic = kafka.topic({0: 50, 1: 50})
-    group = f"{topic}-g"
-    commit(kafka.bootstrap, group, topic, {0: 30, 1: 30})
-    operator = OperatorProcess(
-        stack,
-        [namespace],
-        tmp_path / "operator.log",
-        ("--spark-mode", "spark-operator", "--in-process-max-partitions", "0"),
-    ).start()
+    group = kafka.group_at(topic, "g", {0: 30, 1: 30})
+    operator = spark_operator_mode(stack, namespace, tmp_path)
     try:
         app = apply_policy_and_wait_for_run(stack, namespace, "rewind", "1h", topic, group)
         planned: dict[int, int] = {}

@@ -56,8 +56,7 @@ def test_min_retention_holds_back_a_cut_on_recent_records(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic = kafka.topic({0: 30}, NO_RETENTION, timestamps={0: old_then_new(20, 2 * HOUR)})
-    group = f"{topic}-reader"
-    commit(kafka.bootstrap, group, topic, {0: 30})
+    group = kafka.group_at(topic, "reader", {0: 30})
     apply_policy(
         stack,
         e2e_ns,
@@ -92,8 +91,7 @@ def test_max_retention_cuts_past_an_idle_group_and_says_who_lost_what(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic = kafka.topic({0: 30}, NO_RETENTION, timestamps={0: old_then_new(20, 3 * HOUR)})
-    idle = f"{topic}-idle"
-    commit(kafka.bootstrap, idle, topic, {0: 5})
+    idle = kafka.group_at(topic, "idle", {0: 5})
     apply_policy(
         stack,
         e2e_ns,
@@ -117,8 +115,7 @@ def test_max_retention_cuts_past_an_idle_group_and_says_who_lost_what(
 
 def test_dry_run_changes_nothing(stack: Stack, e2e_ns: str, kafka: Kafka) -> None:
     topic = kafka.topic({0: 50, 1: 50})
-    group = f"{topic}-g"
-    commit(kafka.bootstrap, group, topic, {0: 50, 1: 20})
+    group = kafka.group_at(topic, "g", {0: 50, 1: 20})
     apply_policy(
         stack,
         e2e_ns,
@@ -197,8 +194,7 @@ def test_a_peer_naming_the_same_cluster_another_way_still_holds_a_cut_back(
     a deleteBefore that would otherwise take everything."""
     base = hours_ago_on_the_hour(48)
     topic = kafka.topic({0: 20}, NO_RETENTION, timestamps={0: [base + i for i in range(20)]})
-    reader = f"{topic}-reader"
-    commit(kafka.bootstrap, reader, topic, {0: 10})
+    reader = kafka.group_at(topic, "reader", {0: 10})
     apply_policy(
         stack, e2e_ns, "guard", topics={"names": [topic]}, deleteConsumed={"groups": [reader]}
     )

@@ -22,6 +22,7 @@ from confluent_kafka.admin import NewTopic
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers import tenancy
+from tests.helpers.cleanup import undone_afterwards
 from tests.helpers.conditions import ready, with_reason
 from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
 from tests.helpers.kafka import Kafka
@@ -71,10 +72,10 @@ def teams(stack: Stack, strict_operator: OperatorProcess) -> Iterator[tuple[str,
 
 @pytest.fixture
 def bindings(stack: Stack) -> Iterator[list[str]]:
-    made: list[str] = []
-    yield made
-    for name in made:
-        stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
+    """KafkaClusterBindings the test made (cluster-scoped: no namespace takes them away)."""
+    yield from undone_afterwards(
+        lambda name: stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
+    )
 
 
 def bind(stack: Stack, made: list[str], namespace: str, cluster: str, **spec: Any) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
+from tests.helpers.commits import commit
 from tests.helpers.records import produce
 from tests.helpers.topics import TopicFactory
 
@@ -32,3 +33,10 @@ class Kafka:
         topic = self.make_topic(partitions=len(records), config=config)
         produce(self.bootstrap, topic, records, timestamps=timestamps, key=key, value=value)
         return topic
+
+    def group_at(self, topic: str, suffix: str, offsets: Mapping[int, int]) -> str:
+        """A consumer group `<topic>-<suffix>` that committed these offsets of `topic`
+        (as a stopped consumer leaves them): its name."""
+        group = f"{topic}-{suffix}"
+        commit(self.bootstrap, group, topic, offsets)
+        return group

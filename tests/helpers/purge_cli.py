@@ -30,38 +30,23 @@ def offset_json(tmp_path: Path, topic: str, cuts: dict[int, int]) -> Path:
 def ours(bootstrap: str, offsets: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """`kafka-retention purge` with kafka-delete-records.sh's arguments."""
     exe = Path(sys.executable).with_name("kafka-retention")
-    return subprocess.run(
-        [
-            str(exe),
-            "purge",
-            "--bootstrap-server",
-            bootstrap,
-            "--offset-json-file",
-            str(offsets),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return _delete_records([str(exe), "purge"], bootstrap, offsets, extra)
 
 
 def reference(bootstrap: str, offsets: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """Kafka's own DeleteRecordsCommand (kafka-delete-records.sh) on the same input."""
+    command = ["java", "-Xmx256m", "-cp", f"{paths.kafka_libs()}/*"]
+    return _delete_records(
+        [*command, "org.apache.kafka.tools.DeleteRecordsCommand"], bootstrap, offsets, extra
+    )
+
+
+def _delete_records(
+    command: list[str], bootstrap: str, offsets: Path, extra: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    """One run of a command that takes kafka-delete-records.sh's arguments."""
     return subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{paths.kafka_libs()}/*",
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            "--bootstrap-server",
-            bootstrap,
-            "--offset-json-file",
-            str(offsets),
-            *extra,
-        ],
+        [*command, "--bootstrap-server", bootstrap, "--offset-json-file", str(offsets), *extra],
         capture_output=True,
         text=True,
         check=False,
