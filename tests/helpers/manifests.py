@@ -1,17 +1,17 @@
-"""The deploy manifests (manifests/) as kustomize renders them, and what the operator's
-service account may do once they are applied (`kubectl auth can-i --as`)."""
+"""The deploy manifests (manifests/) as kustomize renders them, applied and deleted."""
 
 from __future__ import annotations
 
-import time
+import os
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from devstack.stack import Stack
-from tests.helpers.paths import MANIFESTS
+from tests.helpers.paths import FIXTURES, MANIFESTS
 
-SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
+STRIMZI_CRDS = FIXTURES / "strimzi-crds.yaml"
 
 
 def render(stack: Stack, path: str) -> list[dict[str, Any]]:
@@ -20,23 +20,41 @@ def render(stack: Stack, path: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(out) if d]
 
 
-def can_i(
-    stack: Stack,
-    verb: str,
-    resource: str,
-    *flags: str,
-    expect: str = "yes",
-    namespace: str = "default",
-    user: str = SA,
-) -> str:
-    """`can-i`'s answer for the operator (or `user`), once it is `expect` or after 10 s:
-    the authorizer learns of a new or deleted binding from a watch, a moment after."""
-    deadline = time.monotonic() + 10
-    while True:
-        done = stack.kubectl(
-            "auth", "can-i", verb, resource, "-n", namespace, "--as", user, *flags, check=False
+def ident(doc: dict[str, Any]) -> tuple[str, str, str]:
+    """(kind, name, namespace) of a rendered object."""
+    return (doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", ""))
+
+
+def delete_objects(stack: Stack, docs: list[dict[str, Any]]) -> None:
+    """The rendered objects deleted from the stack, those that are there."""
+    for doc in docs:
+        namespace = doc["metadata"].get("namespace")
+        stack.kubectl(
+            "delete",
+            doc["kind"],
+            doc["metadata"]["name"],
+            *(["-n", namespace] if namespace else []),
+            "--ignore-not-found",
+            check=False,
         )
-        answer = done.stdout.strip()
-        if answer == expect or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.2)
+
+
+def kustomize_base_with(
+    stack: Stack, directory: Path, components: list[str], **fields: Any
+) -> list[dict[str, Any]]:
+    """An overlay of one's own written to `directory` (the base, these components of
+    manifests/components, and any other kustomization fields, e.g. patches), as kustomize
+    renders it."""
+    overlay = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        # kustomize takes relative paths only.
+        "resources": [os.path.relpath(MANIFESTS / "base", directory)],
+        "components": [
+            os.path.relpath(MANIFESTS / "components" / c, directory) for c in components
+        ],
+        **fields,
+    }
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    out = stack.kubectl("kustomize", str(directory)).stdout
+    return [d for d in yaml.safe_load_all(out) if d]

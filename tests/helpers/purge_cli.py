@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 from devstack import paths
+from tests.helpers.kafka import Kafka
+
+Run = subprocess.CompletedProcess[str]
 
 
 def offset_json(tmp_path: Path, topic: str, cuts: dict[int, int]) -> Path:
@@ -52,3 +55,18 @@ def _delete_records(
         check=False,
         timeout=120,
     )
+
+
+def ours_and_reference(
+    kafka: Kafka,
+    server: str,
+    tmp_path: Path,
+    records: dict[int, int],
+    cuts: dict[int, int],
+    *extra: str,
+) -> tuple[tuple[str, Run], tuple[str, Run]]:
+    """Two topics of the same records, one purged by ours and one by Kafka's tool, with
+    the same cuts and arguments, through `server`: ((mine, our run), (theirs, Kafka's))."""
+    mine, theirs = kafka.topic(records), kafka.topic(records)
+    done = ours(server, offset_json(tmp_path, mine, cuts), *extra)
+    return (mine, done), (theirs, reference(server, offset_json(tmp_path, theirs, cuts), *extra))

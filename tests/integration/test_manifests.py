@@ -1,26 +1,22 @@
-"""The deploy manifests are accepted by a real API server, and their RBAC is sufficient."""
+"""The deploy manifests are accepted by a real API server, and their RBAC_KINDS is sufficient."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 import yaml
 
 from devstack.stack import Stack
 from tests.helpers.kube import install_spark_operator_crd
-from tests.helpers.manifests import SA, can_i, render
+from tests.helpers.manifests import STRIMZI_CRDS, delete_objects, ident, render
 from tests.helpers.paths import REPO
+from tests.helpers.rbac import KAFKA_NS, RBAC_KINDS, SA, can_i
 
-STRIMZI_CRDS = REPO / "tests" / "fixtures" / "strimzi-crds.yaml"
-RBAC = ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 # Cluster-wide: applied for real, the base's strict-tenancy policy would refuse every other
 # test's resource that names bootstrap servers. test_rbac.py applies it to one namespace.
 ADMISSION_POLICY = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-# The components' placeholder namespace of the Kafka and its brokers.
-KAFKA_NS = "kafka"
 
 
 @pytest.fixture(scope="module")
@@ -32,26 +28,22 @@ def installed(stack: Stack) -> Stack:
     # The base's grants alone: an earlier test may have left an overlay's (the local
     # overlay's open-tenancy ClusterRoleBinding reads Secrets in every namespace).
     base = {ident(d) for d in docs}
-    remove(
+    delete_objects(
         stack,
         [
             d
             for overlay in OVERLAYS
             for d in render(stack, f"overlays/{overlay}")
-            if d["kind"] in RBAC and ident(d) not in base
+            if d["kind"] in RBAC_KINDS and ident(d) not in base
         ],
     )
     stack.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(docs))
     return stack
 
 
-def ident(doc: dict[str, Any]) -> tuple[str, str, str]:
-    return (doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", ""))
-
-
 @contextmanager
 def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
-    """The RBAC the overlay adds to the base (ClusterRoles, and the components' Roles in
+    """The RBAC_KINDS the overlay adds to the base (ClusterRoles, and the components' Roles in
     the Kafka's namespace), applied for real and deleted again after (so a later test sees
     the base's grants alone). Only these: the overlay's Deployment would start an operator
     on the local node."""
@@ -59,10 +51,10 @@ def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
     added = [
         d
         for d in render(stack, f"overlays/{overlay}")
-        if d["kind"] in RBAC and ident(d) not in base
+        if d["kind"] in RBAC_KINDS and ident(d) not in base
     ]
-    assert added, f"overlay {overlay} adds no RBAC"
-    remove(stack, added)  # a test before may have left them (the local overlay adds some)
+    assert added, f"overlay {overlay} adds no RBAC_KINDS"
+    delete_objects(stack, added)  # a test before may have left them (the local overlay adds some)
     stack.kubectl("create", "namespace", KAFKA_NS, check=False)
     stack.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(added)
@@ -70,20 +62,7 @@ def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
     try:
         yield
     finally:
-        remove(stack, added)
-
-
-def remove(stack: Stack, objs: list[dict[str, Any]]) -> None:
-    for obj in objs:
-        namespace = obj["metadata"].get("namespace")
-        stack.kubectl(
-            "delete",
-            obj["kind"],
-            obj["metadata"]["name"],
-            *(["-n", namespace] if namespace else []),
-            "--ignore-not-found",
-            check=False,
-        )
+        delete_objects(stack, added)
 
 
 def dry_run(stack: Stack, overlay: str) -> tuple[str, str]:

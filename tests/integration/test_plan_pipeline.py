@@ -4,8 +4,6 @@ checked against offsets, commits and timestamps the tests set up themselves."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy_planning import Planned, plan_in_process, select
 from retention_jobs.plan_job import PlanResult, run
 from retention_jobs.request import PlanRequest, Scans
+from tests.helpers.cli import kafka_retention, policy_file
 from tests.helpers.commits import commit
 from tests.helpers.records import produce
 from tests.helpers.share_consumer import (
@@ -238,25 +237,10 @@ def test_plan_command_prints_the_table_and_writes_json_lines(
     produce(bootstrap, topic, {0: 30, 1: 30})
     group = f"{topic}-g"
     commit(bootstrap, group, topic, {0: 12, 1: 30})
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(f"""
-apiVersion: kafka-retention.io/v1alpha1
-kind: RetentionPolicy
-metadata: {{name: p}}
-spec:
-  cluster: {{bootstrapServers: "{bootstrap}"}}
-  topics: {{names: [{topic}]}}
-  deleteConsumed: {{groups: [{group}]}}
-""")
+    rule = f"deleteConsumed: {{groups: [{group}]}}"
+    policy = policy_file(tmp_path / "policy.yaml", bootstrap, topic, rule)
     out = tmp_path / "plan.jsonl"
-    exe = Path(sys.executable).with_name("kafka-retention")
-    done = subprocess.run(
-        [str(exe), "plan", "-f", str(policy), "--output", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    done = kafka_retention("plan", "-f", str(policy), "--output", str(out), timeout=300)
     assert done.returncode == 0, done.stderr
     assert "42 records" in done.stdout
     assert "nothing was deleted" in done.stdout
@@ -277,13 +261,6 @@ def test_plan_command_names_the_bad_field(tmp_path: Path) -> None:
         "kind: RetentionPolicy\nspec: {cluster: {bootstrapServers: k:1}, "
         "topics: {pattern: '(oops'}, maxRetention: 1d}\n"
     )
-    exe = Path(sys.executable).with_name("kafka-retention")
-    done = subprocess.run(
-        [str(exe), "plan", "-f", str(policy)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    done = kafka_retention("plan", "-f", str(policy), timeout=60)
     assert done.returncode == 2
     assert "spec.topics.pattern" in done.stderr
