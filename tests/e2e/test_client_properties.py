@@ -15,7 +15,7 @@ from tests.helpers.java_properties import SCRAM, store_properties
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.policies import apply_policy, ran
+from tests.helpers.policies import apply_policy_on, ran
 from tests.helpers.purges import apply_purge, cuts, purge_finished
 from tests.helpers.waiting import eventually
 
@@ -87,15 +87,15 @@ def test_a_policy_runs_over_sasl_with_scram_from_client_properties(
         f'sasl.jaas.config={SCRAM} required username="{SASL_USER}" password="{SASL_PASSWORD}";\n'
     )
     put_secret(stack, e2e_ns, "kafka-client", props)
-    apply_policy(
+    apply_policy_on(
         stack,
         e2e_ns,
         "over-sasl",
+        topic,
         cluster={
             "bootstrapServers": stack.kafka.sasl_bootstrap_servers,
             "clientConfigSecret": "kafka-client",
         },
-        topics={"names": [topic]},
         deleteConsumed={"groups": [group]},
     )
     eventually(lambda: log_starts(kafka.admin, topic, 2) == [18, 25], what="cut over SASL")

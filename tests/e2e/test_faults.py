@@ -23,7 +23,7 @@ from tests.helpers.commits import commit
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.policies import apply_policy
+from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import cuts, purge_finished
 from tests.helpers.topics import NO_RETENTION
 
@@ -52,7 +52,7 @@ def purge_body(stack: Stack, ns: str, name: str, topic: str) -> str:
 
 def apply_reader_policy(stack: Stack, ns: str, name: str, topic: str) -> None:
     """A policy deleting what group `reader` has read of `topic`, every 10 s."""
-    apply_policy(stack, ns, name, topics={"names": [topic]}, deleteConsumed={"groups": ["reader"]})
+    apply_policy_on(stack, ns, name, topic, deleteConsumed={"groups": ["reader"]})
 
 
 def loaded_topic(kafka: Kafka, config: dict[str, str] | None = None) -> tuple[str, int]:

@@ -16,8 +16,8 @@ from tests.helpers.commits import commit
 from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.offsets import log_starts
-from tests.helpers.policies import apply_policy, loss_events, ran
-from tests.helpers.purges import apply_purge, before, purge_finished, results
+from tests.helpers.policies import apply_policy_on, loss_events, ran, where
+from tests.helpers.purges import purge_protecting, results
 from tests.helpers.records import delete_records, produce
 from tests.helpers.share_consumer import (
     accept_below,
@@ -60,13 +60,7 @@ def test_a_policy_never_cuts_past_a_share_groups_start_offset_and_follows_it(
     topic, workers, start = _queue(kafka, records=1000, accepted=300)
     done = f"{topic}-done"
     commit(kafka.bootstrap, done, topic, {0: 1000})  # a consumer group that read everything
-    apply_policy(
-        stack,
-        e2e_ns,
-        "queue",
-        topics={"names": [topic]},
-        deleteConsumed={"groups": [done, workers]},
-    )
+    apply_policy_on(stack, e2e_ns, "queue", topic, deleteConsumed={"groups": [done, workers]})
     eventually(lambda: log_starts(kafka.admin, topic, 1) == [start], what="cut at the share group")
     obj = ran(stack, e2e_ns, "queue")
     # Never past it, run after run, while the share consumer is behind.
@@ -92,14 +86,7 @@ def test_a_purge_protecting_a_share_group_stops_at_its_start_offset(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic, workers, start = _queue(kafka, records=500, accepted=200)
-    apply_purge(
-        stack,
-        e2e_ns,
-        "protected",
-        protectGroups=[workers],
-        topics=before(topic, highWatermark=True),
-    )
-    obj = purge_finished(stack, e2e_ns, "protected")
+    obj = purge_protecting(stack, e2e_ns, topic, workers)
     assert log_starts(kafka.admin, topic, 1) == [start]
     assert obj["status"]["groups"] == [{"name": workers, "type": "share"}]
     assert workers in results(obj)[(topic, 0)]["note"]
@@ -109,7 +96,7 @@ def test_a_manual_delete_past_a_watched_share_group_is_reported_once_naming_it(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic, workers, start = _queue(kafka, records=500, accepted=100)
-    apply_policy(stack, e2e_ns, "watch", topics={"names": [topic]}, notify={"groups": [workers]})
+    apply_policy_on(stack, e2e_ns, "watch", topic, notify={"groups": [workers]})
     first = ran(stack, e2e_ns, "watch")
     assert condition(first, "DataLoss")["status"] == "False"
     assert first["status"]["groups"][0]["type"] == "share"
@@ -117,13 +104,7 @@ def test_a_manual_delete_past_a_watched_share_group_is_reported_once_naming_it(
     delete_records(kafka.admin, topic, {0: 250})
     after = ran(stack, e2e_ns, "watch", after=first["status"]["lastRun"]["completedAt"])
     (lost,) = after["status"]["losses"]
-    assert {k: lost[k] for k in ("group", "topic", "partition", "fromOffset", "toOffset")} == {
-        "group": workers,
-        "topic": topic,
-        "partition": 0,
-        "fromOffset": start,
-        "toOffset": 250,
-    }
+    assert where(lost) == (workers, topic, 0, start, 250)
     assert (lost["records"], lost["cause"]) == (250 - start, "external")
     assert condition(after, "DataLoss")["status"] == "True"
     again = ran(stack, e2e_ns, "watch", after=after["status"]["lastRun"]["completedAt"])
@@ -141,9 +122,7 @@ def test_a_streams_group_holds_a_cut_at_its_commit_and_is_read_as_streams(
     app = f"{topic}-app"
     run_streams_app(kafka.bootstrap, app, topic, output, records=300)
     done = kafka.group_at(topic, "done", {0: 1000})
-    apply_policy(
-        stack, e2e_ns, "streams", topics={"names": [topic]}, deleteConsumed={"groups": [done, app]}
-    )
+    apply_policy_on(stack, e2e_ns, "streams", topic, deleteConsumed={"groups": [done, app]})
     obj = ran(stack, e2e_ns, "streams")
     (start,) = log_starts(kafka.admin, topic, 1)
     # The app commits what it processed: at least the 300 records, never all 1,000.

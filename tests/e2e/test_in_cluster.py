@@ -19,7 +19,7 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, get, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.paths import REPO
-from tests.helpers.policies import apply_policy
+from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import apply_purge, cuts, purge_finished
 
 pytestmark = pytest.mark.stack
@@ -163,13 +163,8 @@ def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applie
     topic = kafka.topic({0: 60, 1: 60, 2: 60})
     group = kafka.group_at(topic, "g", {0: 45, 1: 10, 2: 60})
     with PodWatch(stack, ns) as watch:
-        apply_policy(
-            stack,
-            ns,
-            "consumed",
-            interval="10m",
-            topics={"names": [topic]},
-            deleteConsumed={"groups": [group]},
+        apply_policy_on(
+            stack, ns, "consumed", topic, interval="10m", deleteConsumed={"groups": [group]}
         )
 
         def deleted_or_failed(o: dict[str, Any]) -> bool:

@@ -38,10 +38,10 @@ from tests.helpers.monitoring import (
     sample_names,
 )
 from tests.helpers.orphans import HEX
-from tests.helpers.policies import apply_policy
+from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import apply_purge, cuts, purge_finished
 from tests.helpers.records import HOUR, old_then_new, produce
-from tests.helpers.topics import NO_RETENTION, create_on
+from tests.helpers.topics import NO_RETENTION, compacted, create_on
 
 pytestmark = pytest.mark.stack
 
@@ -129,12 +129,12 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
         read=5,
     )
     # One run each (interval 1h): a second run could clear a series before the scrape.
-    apply_policy(
+    apply_policy_on(
         stack,
         ns,
         "caps",
+        capped,
         interval="1h",
-        topics={"names": [capped]},
         deleteConsumed={"groups": [idle]},
         maxRetention="1h",
         notify={"groups": [idle]},
@@ -150,31 +150,28 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
         2 * HOUR - 10 * MINUTE,
         read=5,
     )
-    apply_policy(
-        stack, ns, "at-risk", interval="1h", topics={"names": [risky]}, notify={"groups": [behind]}
-    )
+    apply_policy_on(stack, ns, "at-risk", risky, interval="1h", notify={"groups": [behind]})
 
     # A group 55 minutes behind on a compacted topic whose delete.retention.ms is an hour:
     # tombstones at risk, and delete.retention.ms raised.
-    compact = {"cleanup.policy": "compact", "delete.retention.ms": str(60 * MINUTE)}
-    compacted, slow = lagging(kafka, compact, old=10, age_ms=55 * MINUTE, read=2)
-    apply_policy(
+    tombstoned, slow = lagging(kafka, compacted(60 * MINUTE), old=10, age_ms=55 * MINUTE, read=2)
+    apply_policy_on(
         stack,
         ns,
         "tombstones",
+        tombstoned,
         interval="1h",
-        topics={"names": [compacted]},
         tombstones={"groups": [slow], "raiseDeleteRetention": {"enabled": True, "max": "3h"}},
     )
 
     # A policy whose runs fail: its client Secret does not exist.
-    apply_policy(
+    apply_policy_on(
         stack,
         ns,
         "no-secret",
+        capped,
         interval="1h",
         cluster={"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "absent"},
-        topics={"names": [capped]},
         notify={"groups": [idle]},
     )
 

@@ -18,7 +18,7 @@ from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, get
 from tests.helpers.offsets import log_starts
-from tests.helpers.policies import apply_policy
+from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import apply_purge, purge_finished
 from tests.helpers.waiting import eventually
 
@@ -61,13 +61,8 @@ def test_the_standby_replica_takes_over_when_the_acting_one_is_killed(
     second = replica(stack, namespace, tmp_path / "second.log")
     try:
         eventually(lambda: len(peers(stack, namespace)) == 2, 30, "both replicas in kr-ha")
-        apply_policy(
-            stack,
-            namespace,
-            "ha",
-            interval="10s",
-            topics={"names": [topic]},
-            deleteConsumed={"groups": ["reader"]},
+        apply_policy_on(
+            stack, namespace, "ha", topic, interval="10s", deleteConsumed={"groups": ["reader"]}
         )
         eventually(lambda: log_starts(kafka.admin, topic, PARTITIONS) == [20] * 4, 60, "first cut")
         purge(stack, namespace, "before-kill", topic, 30)

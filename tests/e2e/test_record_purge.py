@@ -11,12 +11,19 @@ from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from tests.helpers.argocd import argocd_health
-from tests.helpers.commits import commit
 from tests.helpers.conditions import condition, with_reason
-from tests.helpers.kafka import Kafka
+from tests.helpers.kafka import Kafka, read_by_fast_and_slow
 from tests.helpers.kube import NOWHERE, apply_refused, events, get, resource, wait_for
 from tests.helpers.offsets import high_watermarks, log_starts
-from tests.helpers.purges import apply_purge, before, cuts, purge_finished, results
+from tests.helpers.purges import (
+    apply_purge,
+    before,
+    cuts,
+    finished_by_a_new_operator,
+    purge_finished,
+    purge_protecting,
+    results,
+)
 from tests.helpers.records import HOUR, first_offsets_read, hours_ago_on_the_hour, produce, utc
 from tests.helpers.topics import NO_RETENTION
 
@@ -77,10 +84,7 @@ def test_timestamp_cut_keeps_records_at_or_after_the_time_with_out_of_order_time
 def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protects(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = kafka.topic({0: 100, 1: 100, 2: 100})
-    fast, slow = f"{topic}-fast", f"{topic}-slow"
-    commit(kafka.bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
-    commit(kafka.bootstrap, slow, topic, {0: 40, 1: 60})  # nothing on partition 2
+    topic, fast, slow = read_by_fast_and_slow(kafka)
     apply_purge(stack, e2e_ns, "consumed", topics=before(topic, committedBy=[fast, slow]))
     obj = purge_finished(stack, e2e_ns, "consumed")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
@@ -91,14 +95,7 @@ def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protec
 def test_protect_groups_lower_a_high_watermark_cut(stack: Stack, e2e_ns: str, kafka: Kafka) -> None:
     topic = kafka.topic({0: 50, 1: 50})
     auditor = kafka.group_at(topic, "auditor", {0: 20})
-    apply_purge(
-        stack,
-        e2e_ns,
-        "protected",
-        protectGroups=[auditor],
-        topics=before(topic, highWatermark=True),
-    )
-    obj = purge_finished(stack, e2e_ns, "protected")
+    obj = purge_protecting(stack, e2e_ns, topic, auditor)
     assert log_starts(kafka.admin, topic, 2) == [20, 0]
     res = results(obj)
     assert f"committed offset of {auditor}" in res[(topic, 0)]["note"]
@@ -281,11 +278,7 @@ def test_purge_in_flight_completes_after_the_operator_is_killed(
     stuck = get(stack, "recordpurge", namespace, "in-flight")
     assert stuck["status"]["phase"] not in FINAL_PHASES
     assert log_starts(kafka.admin, topic, 3) == [0, 0, 0]
-    second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
-    try:
-        obj = purge_finished(stack, namespace, "in-flight", timeout=180)
-    finally:
-        second.stop()
+    obj = finished_by_a_new_operator(stack, namespace, "in-flight", tmp_path / "second.log", 180)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert log_starts(kafka.admin, topic, 3) == [10, 20, 30]
     assert obj["status"]["summary"]["recordsDeleted"] == 60

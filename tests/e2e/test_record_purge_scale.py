@@ -22,7 +22,7 @@ from kafka_retention.core.purge_states import Phase
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.purges import apply_purge, cuts, purge_finished
+from tests.helpers.purges import apply_purge, cuts, finished_by_a_new_operator, purge_finished
 from tests.helpers.records import produce_to_each
 
 pytestmark = pytest.mark.stack
@@ -152,11 +152,7 @@ def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_pl
     assert stored["phase"] == Phase.PURGING
     assert stored["planRef"]["partitions"] == TOPICS * PER_TOPIC
     one_record_each(kafka.bootstrap, big_topics)  # more records: a new plan would cut further
-    second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
-    try:
-        obj = purge_finished(stack, namespace, "restarted", timeout=300)
-    finally:
-        second.stop()
+    obj = finished_by_a_new_operator(stack, namespace, "restarted", tmp_path / "second.log", 300)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert all_log_starts(kafka.admin, big_topics) == planned
     assert obj["status"]["summary"]["recordsDeleted"] == TOPICS * PER_TOPIC

@@ -24,7 +24,7 @@ from tests.helpers.commits import commit
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, install_spark_operator_crd, wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.policies import apply_policy
+from tests.helpers.policies import apply_policy_on
 
 pytestmark = pytest.mark.stack
 
@@ -48,6 +48,15 @@ def spark_operator_mode(
     return OperatorProcess(stack, [namespace], tmp_path / "operator.log", args).start()
 
 
+def plan_applied(stack: Stack, namespace: str, name: str) -> dict[str, Any]:
+    """The policy once its run applied the plan (lastRun.recordsDeleted is set)."""
+
+    def applied(o: dict[str, Any]) -> bool:
+        return o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None
+
+    return wait_for(stack, "retentionpolicy", namespace, name, applied, timeout=60)
+
+
 def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
     done = stack.kubectl("get", "sparkapplications", "-n", namespace, "-o", "json")
     items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
@@ -58,13 +67,8 @@ def apply_policy_and_wait_for_run(
     stack: Stack, namespace: str, name: str, interval: str, topic: str, group: str
 ) -> dict[str, Any]:
     """A deleteConsumed policy on `topic`, and the SparkApplication its first run makes."""
-    apply_policy(
-        stack,
-        namespace,
-        name,
-        interval=interval,
-        topics={"names": [topic]},
-        deleteConsumed={"groups": [group]},
+    apply_policy_on(
+        stack, namespace, name, topic, interval=interval, deleteConsumed={"groups": [group]}
     )
     deadline = time.monotonic() + 60
     while not (apps := sparkapplications(stack, namespace)):
@@ -143,14 +147,7 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         assert [p.id for p in request.policies] == [f"{namespace}/in-pods"]
         complete(stack, namespace, name)
 
-        obj = wait_for(
-            stack,
-            "retentionpolicy",
-            namespace,
-            "in-pods",
-            lambda o: o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None,
-            timeout=60,
-        )
+        obj = plan_applied(stack, namespace, "in-pods")
         assert log_starts(kafka.admin, topic, 2) == [30, 10]
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
         leftovers = stack.kubectl(
@@ -235,14 +232,7 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
         play_driver(stack, spark, namespace, app, before_write=rewind)
         complete(stack, namespace, app["metadata"]["name"])
         assert planned == {0: 30, 1: 30}  # the plan was made before the rewind
-        obj = wait_for(
-            stack,
-            "retentionpolicy",
-            namespace,
-            "rewind",
-            lambda o: o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None,
-            timeout=60,
-        )
+        obj = plan_applied(stack, namespace, "rewind")
         assert log_starts(kafka.admin, topic, 2) == [10, 30]
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
     finally:

@@ -11,10 +11,10 @@ from devstack.stack import Stack
 from tests.helpers.argocd import argocd_health
 from tests.helpers.commits import commit
 from tests.helpers.conditions import condition, with_reason
-from tests.helpers.kafka import Kafka
+from tests.helpers.kafka import Kafka, read_by_fast_and_slow
 from tests.helpers.kube import NOWHERE, apply, apply_refused, events, get, resource, wait_for
 from tests.helpers.offsets import log_starts
-from tests.helpers.policies import apply_policy, ran
+from tests.helpers.policies import apply_policy, apply_policy_on, ran
 from tests.helpers.records import HOUR, hours_ago_on_the_hour, old_then_new, produce, utc
 from tests.helpers.topics import NO_RETENTION
 from tests.helpers.waiting import eventually
@@ -25,13 +25,8 @@ pytestmark = pytest.mark.stack
 def test_log_start_follows_the_slower_group_and_a_group_without_commit_protects(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = kafka.topic({0: 100, 1: 100, 2: 100})
-    fast, slow = f"{topic}-fast", f"{topic}-slow"
-    commit(kafka.bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
-    commit(kafka.bootstrap, slow, topic, {0: 40, 1: 60})  # nothing yet on partition 2
-    apply_policy(
-        stack, e2e_ns, "trim", topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow]}
-    )
+    topic, fast, slow = read_by_fast_and_slow(kafka)
+    apply_policy_on(stack, e2e_ns, "trim", topic, deleteConsumed={"groups": [fast, slow]})
     eventually(lambda: log_starts(kafka.admin, topic, 3) == [40, 60, 0], what="first cut")
     obj = ran(stack, e2e_ns, "trim")
     assert condition(obj, "Ready")["status"] == "True"
@@ -57,12 +52,8 @@ def test_min_retention_holds_back_a_cut_on_recent_records(
 ) -> None:
     topic = kafka.topic({0: 30}, NO_RETENTION, timestamps={0: old_then_new(20, 2 * HOUR)})
     group = kafka.group_at(topic, "reader", {0: 30})
-    apply_policy(
-        stack,
-        e2e_ns,
-        "young",
-        topics={"names": [topic]},
-        deleteConsumed={"groups": [group], "minRetention": "30m"},
+    apply_policy_on(
+        stack, e2e_ns, "young", topic, deleteConsumed={"groups": [group], "minRetention": "30m"}
     )
     ran(stack, e2e_ns, "young")
     assert log_starts(kafka.admin, topic, 1) == [20]
@@ -73,13 +64,8 @@ def test_delete_before_cuts_regardless_of_groups(stack: Stack, e2e_ns: str, kafk
     topic = kafka.topic({0: 10}, NO_RETENTION, timestamps={0: [base + h * HOUR for h in range(10)]})
     cut = utc(base + 6 * HOUR)
     never = f"{topic}-never-read"  # a deleteConsumed group with no commits at all
-    apply_policy(
-        stack,
-        e2e_ns,
-        "before",
-        topics={"names": [topic]},
-        deleteBefore=cut,
-        deleteConsumed={"groups": [never]},
+    apply_policy_on(
+        stack, e2e_ns, "before", topic, deleteBefore=cut, deleteConsumed={"groups": [never]}
     )
     obj = ran(stack, e2e_ns, "before")
     assert log_starts(kafka.admin, topic, 1) == [6]
@@ -92,13 +78,8 @@ def test_max_retention_cuts_past_an_idle_group_and_says_who_lost_what(
 ) -> None:
     topic = kafka.topic({0: 30}, NO_RETENTION, timestamps={0: old_then_new(20, 3 * HOUR)})
     idle = kafka.group_at(topic, "idle", {0: 5})
-    apply_policy(
-        stack,
-        e2e_ns,
-        "cap",
-        topics={"names": [topic]},
-        deleteConsumed={"groups": [idle]},
-        maxRetention="1h",
+    apply_policy_on(
+        stack, e2e_ns, "cap", topic, deleteConsumed={"groups": [idle]}, maxRetention="1h"
     )
     obj = ran(stack, e2e_ns, "cap")
     assert log_starts(kafka.admin, topic, 1) == [20]
@@ -116,13 +97,8 @@ def test_max_retention_cuts_past_an_idle_group_and_says_who_lost_what(
 def test_dry_run_changes_nothing(stack: Stack, e2e_ns: str, kafka: Kafka) -> None:
     topic = kafka.topic({0: 50, 1: 50})
     group = kafka.group_at(topic, "g", {0: 50, 1: 20})
-    apply_policy(
-        stack,
-        e2e_ns,
-        "preview",
-        topics={"names": [topic]},
-        dryRun=True,
-        deleteConsumed={"groups": [group]},
+    apply_policy_on(
+        stack, e2e_ns, "preview", topic, dryRun=True, deleteConsumed={"groups": [group]}
     )
     obj = ran(stack, e2e_ns, "preview")
     assert log_starts(kafka.admin, topic, 2) == [0, 0]
@@ -195,20 +171,13 @@ def test_a_peer_naming_the_same_cluster_another_way_still_holds_a_cut_back(
     base = hours_ago_on_the_hour(48)
     topic = kafka.topic({0: 20}, NO_RETENTION, timestamps={0: [base + i for i in range(20)]})
     reader = kafka.group_at(topic, "reader", {0: 10})
-    apply_policy(
-        stack, e2e_ns, "guard", topics={"names": [topic]}, deleteConsumed={"groups": [reader]}
-    )
+    apply_policy_on(stack, e2e_ns, "guard", topic, deleteConsumed={"groups": [reader]})
     eventually(lambda: log_starts(kafka.admin, topic, 1) == [10], what="the guard's own cut")
     reordered = ",".join(reversed(kafka.bootstrap.split(",")))
     assert reordered != kafka.bootstrap
     cut = utc(int(time.time() * 1000) - HOUR)
-    apply_policy(
-        stack,
-        e2e_ns,
-        "sweep",
-        cluster={"bootstrapServers": reordered},
-        topics={"names": [topic]},
-        deleteBefore=cut,
+    apply_policy_on(
+        stack, e2e_ns, "sweep", topic, cluster={"bootstrapServers": reordered}, deleteBefore=cut
     )
     obj = ran(stack, e2e_ns, "sweep")
     obj = ran(stack, e2e_ns, "sweep", obj["status"]["lastRun"]["completedAt"])

@@ -29,7 +29,7 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import apply, create_namespace, get, resource, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.orphans import digest, orphan_copy
-from tests.helpers.policies import apply_policy, completed
+from tests.helpers.policies import apply_policy, apply_policy_on, completed
 from tests.helpers.purges import apply_purge, cuts, purge_all, purge_finished
 from tests.helpers.records import produce
 from tests.helpers.topics import cluster_id
@@ -87,9 +87,7 @@ def bind(stack: Stack, made: list[str], namespace: str, cluster: str, **spec: An
 
 def cut_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
     """A RetentionPolicy that deletes every record of `topic` now and every 10s."""
-    apply_policy(
-        stack, ns, name, cluster=cluster, topics={"names": [topic]}, deleteBefore=EVERYTHING
-    )
+    apply_policy_on(stack, ns, name, topic, cluster=cluster, deleteBefore=EVERYTHING)
 
 
 def policy_refused(stack: Stack, ns: str, name: str, reason: str) -> dict[str, Any]:

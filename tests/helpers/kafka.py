@@ -40,3 +40,12 @@ class Kafka:
         group = f"{topic}-{suffix}"
         commit(self.bootstrap, group, topic, offsets)
         return group
+
+
+def read_by_fast_and_slow(kafka: Kafka) -> tuple[str, str, str]:
+    """A topic of 100 records in each of 3 partitions, read by a fast group and by a slow
+    one that has committed nothing on partition 2 yet: (topic, fast, slow)."""
+    topic = kafka.topic({0: 100, 1: 100, 2: 100})
+    fast = kafka.group_at(topic, "fast", {0: 90, 1: 80, 2: 70})
+    slow = kafka.group_at(topic, "slow", {0: 40, 1: 60})
+    return topic, fast, slow

@@ -15,6 +15,11 @@ def apply_policy(stack: Stack, ns: str, name: str, **spec: Any) -> None:
     apply(stack, resource("RetentionPolicy", name, ns, spec=spec))
 
 
+def apply_policy_on(stack: Stack, ns: str, name: str, topic: str, **spec: Any) -> None:
+    """A RetentionPolicy of one topic, named (spec.topics.names), as apply_policy makes it."""
+    apply_policy(stack, ns, name, topics={"names": [topic]}, **spec)
+
+
 def completed(obj: dict[str, Any]) -> bool:
     """A check for wait_for: the policy completed a run."""
     return bool(obj.get("status", {}).get("lastRun", {}).get("completedAt"))
@@ -30,6 +35,12 @@ def ran(stack: Stack, ns: str, name: str, after: str = "") -> dict[str, Any]:
         lambda o: o.get("status", {}).get("lastRun", {}).get("completedAt", "") > after,
         timeout=120,
     )
+
+
+def where(loss: dict[str, Any]) -> tuple[str, str, int, int, int]:
+    """Whose records a status.losses entry says were lost, and which: (group, topic,
+    partition, fromOffset, toOffset)."""
+    return (loss["group"], loss["topic"], loss["partition"], loss["fromOffset"], loss["toOffset"])
 
 
 def loss_events(stack: Stack, ns: str, name: str) -> list[dict[str, Any]]:

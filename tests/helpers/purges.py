@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES
 from tests.helpers.kube import apply, resource, wait_for
@@ -41,6 +43,25 @@ def finished(obj: dict[str, Any]) -> bool:
 def purge_finished(stack: Stack, ns: str, name: str, timeout: float = 60) -> dict[str, Any]:
     """The RecordPurge once it reached a final phase."""
     return wait_for(stack, "recordpurge", ns, name, finished, timeout)
+
+
+def purge_protecting(stack: Stack, ns: str, topic: str, group: str) -> dict[str, Any]:
+    """A purge `protected` of every record of `topic` (to its high watermark) that
+    protectGroups `group`, once finished."""
+    highwater = before(topic, highWatermark=True)
+    apply_purge(stack, ns, "protected", protectGroups=[group], topics=highwater)
+    return purge_finished(stack, ns, "protected")
+
+
+def finished_by_a_new_operator(
+    stack: Stack, ns: str, name: str, log: Path, timeout: float
+) -> dict[str, Any]:
+    """The purge once finished by an operator started now for `ns` (stopped after)."""
+    operator = OperatorProcess(stack, [ns], log).start()
+    try:
+        return purge_finished(stack, ns, name, timeout=timeout)
+    finally:
+        operator.stop()
 
 
 def results(obj: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:

@@ -30,11 +30,13 @@ def hours_ago_on_the_hour(hours: int) -> int:
     return (int(time.time() * 1000) // HOUR - hours) * HOUR
 
 
-def old_then_new(old: int, age_ms: int, new: int = 10) -> list[int]:
+def old_then_new(
+    old: int, age_ms: int, new: int = 10, *, now: int | None = None, new_age_ms: int = 0
+) -> list[int]:
     """Timestamps of `old` records written `age_ms` ago (a millisecond apart), then of
-    `new` records written now."""
-    now = int(time.time() * 1000)
-    return [now - age_ms + i for i in range(old)] + [now + i for i in range(new)]
+    `new` records written `new_age_ms` ago (now, unless said), before `now`."""
+    now = int(time.time() * 1000) if now is None else now
+    return [now - age_ms + i for i in range(old)] + [now - new_age_ms + i for i in range(new)]
 
 
 def utc(ms: int) -> str:

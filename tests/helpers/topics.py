@@ -17,6 +17,11 @@ from tests.helpers.broker_metadata import PartitionView
 NO_RETENTION = {"retention.ms": "-1"}
 
 
+def compacted(delete_retention_ms: int) -> dict[str, str]:
+    """The config of a compacted topic that keeps tombstones this long."""
+    return {"cleanup.policy": "compact", "delete.retention.ms": str(delete_retention_ms)}
+
+
 class TopicFactory(Protocol):
     def __call__(self, partitions: int = 3, config: dict[str, str] | None = None) -> str: ...
 
