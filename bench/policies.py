@@ -25,7 +25,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
-from tests.support import commit_groups, produce_to_each
+from tests.helpers.commits import commit_groups
+from tests.helpers.records import produce_to_each
 
 INTERVAL_S = int(os.environ.get("BENCH_FLEET_INTERVAL", "60"))
 FLEET = int(os.environ.get("BENCH_FLEET_POLICIES", "1000"))

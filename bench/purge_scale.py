@@ -48,7 +48,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.support import produce_to_each
+from tests.helpers.records import produce_to_each
 
 PER_TOPIC = 200
 SIZES = [int(s) for s in os.environ.get("BENCH_PURGE_SIZES", "1,100,1000,10000,20000").split(",")]

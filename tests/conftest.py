@@ -8,21 +8,20 @@ Unit tests never ask for these fixtures, so `pytest tests/unit` needs no stack.
 from __future__ import annotations
 
 import os
-import re
 import time
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import build, paths
 from devstack.stack import Stack
-from tests.broker_metadata import PartitionView, topic_partitions
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.broker_metadata import topic_partitions
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import create_namespace, slug
+from tests.helpers.paths import REPO
+from tests.helpers.topics import TopicFactory, in_sync
 
 
 @pytest.fixture(scope="session")
@@ -57,37 +56,14 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def _slug(request: pytest.FixtureRequest) -> str:
-    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
-    return f"{name}-{uuid.uuid4().hex[:6]}".strip("-")
-
-
 @pytest.fixture
 def namespace(stack: Stack, request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace of the test's own, with its default service account (which the
     controller-manager adds a moment after the namespace, and pods need)."""
-    ns = _slug(request)
+    ns = slug(request)
     create_namespace(stack, ns)
     yield ns
     stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-
-
-def create_namespace(stack: Stack, name: str) -> None:
-    stack.kubectl("create", "namespace", name)
-    deadline = time.monotonic() + 30
-    while stack.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode:
-        assert time.monotonic() < deadline, f"no default service account in {name} after 30s"
-        time.sleep(0.2)
-
-
-def _in_sync(served: dict[int, PartitionView], partitions: int) -> bool:
-    return len(served) == partitions and all(
-        p.error == 0 and p.leader >= 0 and len(p.isr) == 3 for p in served.values()
-    )
-
-
-class TopicFactory(Protocol):
-    def __call__(self, partitions: int = 3, config: dict[str, str] | None = None) -> str: ...
 
 
 @pytest.fixture
@@ -95,7 +71,7 @@ def make_topic(admin: AdminClient, bootstrap: str, request: pytest.FixtureReques
     """Create RF-3 topics named after the test; each call makes a new one."""
 
     def create(partitions: int = 3, config: dict[str, str] | None = None) -> str:
-        name = f"t-{_slug(request)}"
+        name = f"t-{slug(request)}"
         new = NewTopic(name, num_partitions=partitions, replication_factor=3, config=config or {})
         admin.create_topics([new])[name].result(timeout=30)
         # The controller has the topic; wait until every broker serves it too, or a
@@ -104,13 +80,19 @@ def make_topic(admin: AdminClient, bootstrap: str, request: pytest.FixtureReques
         # for metadata as they like, so each broker is asked on a socket of its own.
         deadline = time.monotonic() + 30
         for address in bootstrap.split(","):
-            while not _in_sync(topic_partitions(address, name), partitions):
+            while not in_sync(topic_partitions(address, name), partitions):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{address} does not serve {name} 30s after creation")
                 time.sleep(0.05)
         return name
 
     return create
+
+
+@pytest.fixture
+def kafka(admin: AdminClient, bootstrap: str, make_topic: TopicFactory) -> Kafka:
+    """admin, bootstrap and make_topic in one, as most tests on the stack take them."""
+    return Kafka(bootstrap, admin, make_topic)
 
 
 @pytest.fixture(scope="session")

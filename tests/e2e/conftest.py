@@ -7,14 +7,16 @@ one running stack (`make dev-up`) without their operators acting on each other's
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.conftest import _slug, create_namespace
-from tests.support import OperatorProcess
+from tests.helpers.cleanup import undone_afterwards
+from tests.helpers.kube import create_namespace, slug
 
 PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e")
 
@@ -35,7 +37,7 @@ def operator(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def e2e_ns(
     stack: Stack, operator: OperatorProcess, request: pytest.FixtureRequest
 ) -> Iterator[str]:
-    ns = f"{PREFIX}-{_slug(request)}"[:63].rstrip("-")
+    ns = f"{PREFIX}-{slug(request)}"[:63].rstrip("-")
     create_namespace(stack, ns)
     yield ns
     # Policies first, while the operator is sure to be there to release their finalizers;
@@ -47,3 +49,17 @@ def e2e_ns(
 @pytest.fixture
 def operator_log(operator: OperatorProcess) -> Path:
     return operator.log
+
+
+@pytest.fixture
+def planted(stack: Stack) -> Iterator[list[Path]]:
+    """Paths the test plants in the brokers' log dirs; whatever is left is removed
+    afterwards, so no later broker restart ever loads them."""
+
+    def remove(path: Path) -> None:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+
+    yield from undone_afterwards(remove)

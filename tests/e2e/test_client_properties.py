@@ -6,25 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase
-from tests.conftest import TopicFactory
-from tests.integration.test_client_properties import SCRAM, store_properties
-from tests.support import (
-    apply_policy,
-    apply_purge,
-    commit,
-    condition,
-    eventually,
-    log_starts,
-    produce,
-    purge_finished,
-    ran,
-    wait_for,
-)
+from tests.helpers.conditions import condition
+from tests.helpers.java_properties import SCRAM, store_properties
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy_on, ran
+from tests.helpers.purges import apply_purge, cuts, purge_finished
+from tests.helpers.waiting import eventually
+
+pytestmark = pytest.mark.stack
 
 
 def put_secret(stack: Stack, ns: str, name: str, *files: Path) -> None:
@@ -36,17 +31,10 @@ def put_secret(stack: Stack, ns: str, name: str, *files: Path) -> None:
     stack.kubectl("apply", "-f", "-", stdin=made.stdout)
 
 
-@pytest.mark.stack
 def test_a_purge_connects_over_tls_with_the_jks_stores_its_secret_holds(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    tmp_path: Path,
+    stack: Stack, e2e_ns: str, kafka: Kafka, tmp_path: Path
 ) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 20, 1: 20})
+    topic = kafka.topic({0: 20, 1: 20})
     # The paths a Java tool's file has; the Secret has the stores under their base names.
     stores = store_properties(stack, tmp_path, "JKS")
     props = tmp_path / "client.properties"
@@ -64,10 +52,7 @@ def test_a_purge_connects_over_tls_with_the_jks_stores_its_secret_holds(
             "bootstrapServers": stack.kafka.ssl_bootstrap_servers,
             "clientConfigSecret": "kafka-client",
         },
-        partitions=[
-            {"topic": topic, "partition": 0, "offset": 12},
-            {"topic": topic, "partition": 1, "offset": -1},
-        ],
+        partitions=cuts(topic, {0: 12, 1: -1}),
     )
     waiting = wait_for(
         stack,
@@ -82,27 +67,19 @@ def test_a_purge_connects_over_tls_with_the_jks_stores_its_secret_holds(
         "client property sasl.login.callback.handler.class has no librdkafka equivalent"
         in condition(waiting, "Ready")["message"]
     )
-    assert log_starts(admin, topic, 2) == [0, 0]
+    assert log_starts(kafka.admin, topic, 2) == [0, 0]
     props.write_text("security.protocol=SSL\n" + stores)
     put_secret(stack, e2e_ns, "kafka-client", *secret)
     obj = purge_finished(stack, e2e_ns, "over-tls", timeout=150)
     assert obj["status"]["phase"] == Phase.SUCCEEDED, obj["status"]
-    assert log_starts(admin, topic, 2) == [12, 20]
+    assert log_starts(kafka.admin, topic, 2) == [12, 20]
 
 
-@pytest.mark.stack
 def test_a_policy_runs_over_sasl_with_scram_from_client_properties(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    tmp_path: Path,
+    stack: Stack, e2e_ns: str, kafka: Kafka, tmp_path: Path
 ) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 30, 1: 30})
-    group = f"{topic}-reader"
-    commit(bootstrap, group, topic, {0: 18, 1: 25})
+    topic = kafka.topic({0: 30, 1: 30})
+    group = kafka.group_at(topic, "reader", {0: 18, 1: 25})
     props = tmp_path / "client.properties"
     props.write_text(
         "security.protocol=SASL_PLAINTEXT\n"
@@ -110,17 +87,17 @@ def test_a_policy_runs_over_sasl_with_scram_from_client_properties(
         f'sasl.jaas.config={SCRAM} required username="{SASL_USER}" password="{SASL_PASSWORD}";\n'
     )
     put_secret(stack, e2e_ns, "kafka-client", props)
-    apply_policy(
+    apply_policy_on(
         stack,
         e2e_ns,
         "over-sasl",
+        topic,
         cluster={
             "bootstrapServers": stack.kafka.sasl_bootstrap_servers,
             "clientConfigSecret": "kafka-client",
         },
-        topics={"names": [topic]},
         deleteConsumed={"groups": [group]},
     )
-    eventually(lambda: log_starts(admin, topic, 2) == [18, 25], what="cut over SASL")
+    eventually(lambda: log_starts(kafka.admin, topic, 2) == [18, 25], what="cut over SASL")
     obj = ran(stack, e2e_ns, "over-sasl")
     assert condition(obj, "Ready")["status"] == "True", obj["status"]

@@ -18,8 +18,16 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase, State
-from tests.conftest import TopicFactory
-from tests.support import apply_policy, commit, get, log_starts, produce, purge_finished, wait_for
+from tests.helpers.cleanup import undone_afterwards
+from tests.helpers.commits import commit
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy_on
+from tests.helpers.purges import cuts, purge_finished
+from tests.helpers.topics import NO_RETENTION
+
+pytestmark = pytest.mark.stack
 
 PARTITIONS = 30
 RECORDS = 20
@@ -44,17 +52,14 @@ def purge_body(stack: Stack, ns: str, name: str, topic: str) -> str:
 
 def apply_reader_policy(stack: Stack, ns: str, name: str, topic: str) -> None:
     """A policy deleting what group `reader` has read of `topic`, every 10 s."""
-    apply_policy(stack, ns, name, topics={"names": [topic]}, deleteConsumed={"groups": ["reader"]})
+    apply_policy_on(stack, ns, name, topic, deleteConsumed={"groups": ["reader"]})
 
 
-def loaded_topic(
-    admin: AdminClient, bootstrap: str, make_topic: TopicFactory, **config: str
-) -> tuple[str, int]:
+def loaded_topic(kafka: Kafka, config: dict[str, str] | None = None) -> tuple[str, int]:
     """A 30-partition RF-3 topic of 20 records a partition, and the broker leading most
     of its partitions: the one whose loss hurts."""
-    topic = make_topic(partitions=PARTITIONS, config=config)
-    produce(bootstrap, topic, dict.fromkeys(range(PARTITIONS), RECORDS))
-    return topic, busiest_leader(admin, topic)
+    topic = kafka.topic(dict.fromkeys(range(PARTITIONS), RECORDS), config)
+    return topic, busiest_leader(kafka.admin, topic)
 
 
 def leaders(admin: AdminClient, topic: str) -> dict[int, int]:
@@ -74,29 +79,24 @@ def busiest_leader(admin: AdminClient, topic: str) -> int:
 def broker_back(stack: Stack) -> Iterator[list[int]]:
     """Brokers a test froze or killed are running and serving again afterwards, pass or
     fail, so the tests after it see three brokers."""
-    touched: list[int] = []
-    yield touched
-    for node_id in touched:
+
+    def back(node_id: int) -> None:
         stack.kafka.thaw_node(node_id)
         if not stack.kafka.process(node_id).running():
             stack.kafka.start_node(node_id)
         stack.kafka.wait_node_ready(node_id, timeout=120)
 
+    yield from undone_afterwards(back)
 
-@pytest.mark.stack
+
 def test_a_purge_waits_out_a_frozen_leader_and_every_partition_succeeds(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    broker_back: list[int],
+    stack: Stack, e2e_ns: str, kafka: Kafka, broker_back: list[int]
 ) -> None:
     """The case the issue measured: one broker of three frozen 15 s during a 30-partition
     purge used to leave its partitions Failed for good (NOT_LEADER_FOR_PARTITION and
     FENCED_LEADER_EPOCH were not retried). They must be retried to success."""
-    topic, frozen = loaded_topic(admin, bootstrap, make_topic)
-    led = [p for p, b in leaders(admin, topic).items() if b == frozen]
+    topic, frozen = loaded_topic(kafka)
+    led = [p for p, b in leaders(kafka.admin, topic).items() if b == frozen]
     broker_back.append(frozen)
     stack.kafka.freeze_node(frozen)
     stack.kubectl("apply", "-f", "-", stdin=purge_body(stack, e2e_ns, "frozen-leader", topic))
@@ -107,30 +107,24 @@ def test_a_purge_waits_out_a_frozen_leader_and_every_partition_succeeds(
     failed = [r for r in obj["status"]["results"] if r.get("state") != State.PURGED]
     assert failed == [], f"partitions led by broker {frozen} ({led}) ended: {failed}"
     assert obj["status"]["phase"] == Phase.SUCCEEDED
-    assert log_starts(admin, topic, PARTITIONS) == [CUT] * PARTITIONS
+    assert log_starts(kafka.admin, topic, PARTITIONS) == [CUT] * PARTITIONS
     assert obj["status"]["summary"]["recordsDeleted"] == CUT * PARTITIONS
 
 
-@pytest.mark.stack
 def test_a_broker_killed_mid_purge_deletes_exactly_the_plan_once_it_is_back(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    broker_back: list[int],
+    stack: Stack, e2e_ns: str, kafka: Kafka, broker_back: list[int]
 ) -> None:
     """SIGKILL (no controlled shutdown) to a leader right after the purge is applied. The
     purge finishes on the two brokers left, or reports the partitions it could not do;
     no partition reported Succeeded is short of the plan, none is cut past it, and the
     killed broker's replicas agree once it has recovered its logs."""
-    topic, killed = loaded_topic(admin, bootstrap, make_topic)
+    topic, killed = loaded_topic(kafka)
     broker_back.append(killed)
     stack.kubectl("apply", "-f", "-", stdin=purge_body(stack, e2e_ns, "killed-leader", topic))
     stack.kafka.kill_node(killed)
 
     obj = purge_finished(stack, e2e_ns, "killed-leader", timeout=240)
-    starts = log_starts(admin, topic, PARTITIONS)
+    starts = log_starts(kafka.admin, topic, PARTITIONS)
     assert max(starts) <= CUT, f"cut past the plan: {starts}"
     for result in obj["status"]["results"]:
         if result.get("state") == State.PURGED:
@@ -141,23 +135,17 @@ def test_a_broker_killed_mid_purge_deletes_exactly_the_plan_once_it_is_back(
     stack.kafka.wait_node_ready(killed, timeout=120)
     # The restarted broker's replicas catch up to the leaders' log start (it may lead
     # again after a preferred election; either way no offset moves past the plan).
-    assert max(log_starts(admin, topic, PARTITIONS)) <= CUT
+    assert max(log_starts(kafka.admin, topic, PARTITIONS)) <= CUT
 
 
-@pytest.mark.stack
 def test_a_broker_killed_during_policy_runs_never_cuts_past_the_group(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    broker_back: list[int],
+    stack: Stack, e2e_ns: str, kafka: Kafka, broker_back: list[int]
 ) -> None:
     """A deleteConsumed policy over 30 partitions, every 10 s, while one broker is killed
     and later restarted: every run cuts at most to the group's commit, and once the
     broker is back every partition reaches it."""
-    topic, killed = loaded_topic(admin, bootstrap, make_topic, **{"retention.ms": "-1"})
-    commit(bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), CUT))
+    topic, killed = loaded_topic(kafka, NO_RETENTION)
+    commit(kafka.bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), CUT))
     broker_back.append(killed)
     apply_reader_policy(stack, e2e_ns, "through-a-crash", topic)
     stack.kafka.kill_node(killed)
@@ -167,7 +155,7 @@ def test_a_broker_killed_during_policy_runs_never_cuts_past_the_group(
     deadline = time.monotonic() + 150
     ended: dict[str, Any] = {}
     while not ended:
-        assert max(log_starts(admin, topic, PARTITIONS)) <= CUT
+        assert max(log_starts(kafka.admin, topic, PARTITIONS)) <= CUT
         status = get(stack, "retentionpolicy", e2e_ns, "through-a-crash").get("status", {})
         if status.get("lastRun", {}).get("completedAt") or status.get("consecutiveFailures"):
             ended = status
@@ -177,7 +165,7 @@ def test_a_broker_killed_during_policy_runs_never_cuts_past_the_group(
     stack.kafka.start_node(killed)
     stack.kafka.wait_node_ready(killed, timeout=120)
     deadline = time.monotonic() + 90
-    while (starts := log_starts(admin, topic, PARTITIONS)) != [CUT] * PARTITIONS:
+    while (starts := log_starts(kafka.admin, topic, PARTITIONS)) != [CUT] * PARTITIONS:
         assert max(starts) <= CUT, f"cut past the group: {starts}"
         assert time.monotonic() < deadline, f"not every partition reached the commit: {starts}"
         time.sleep(2)
@@ -196,16 +184,14 @@ def test_a_broker_killed_during_policy_runs_never_cuts_past_the_group(
     )
 
 
-@pytest.mark.stack
 def test_the_operator_carries_on_after_the_api_server_restarts(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     """The API server goes away for 10 s and comes back. The operator's watches break and
     must reconnect: a purge applied afterwards is handled by the same process, and a
     policy applied before keeps running."""
-    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
-    produce(bootstrap, topic, {0: RECORDS, 1: RECORDS})
-    commit(bootstrap, "reader", topic, {0: 5, 1: 5})
+    topic = kafka.topic({0: RECORDS, 1: RECORDS}, NO_RETENTION)
+    commit(kafka.bootstrap, "reader", topic, {0: 5, 1: 5})
     apply_reader_policy(stack, e2e_ns, "across-a-restart", topic)
     wait_for(
         stack,
@@ -215,21 +201,21 @@ def test_the_operator_carries_on_after_the_api_server_restarts(
         lambda o: bool(o.get("status", {}).get("lastRun", {}).get("completedAt")),
         90,
     )
-    assert log_starts(admin, topic, 2) == [5, 5]
+    assert log_starts(kafka.admin, topic, 2) == [5, 5]
 
     stack.kube.restart_apiserver(down_for=10)
 
     # A commit made after the restart is followed by the running policy...
-    commit(bootstrap, "reader", topic, {0: 12, 1: 12})
+    commit(kafka.bootstrap, "reader", topic, {0: 12, 1: 12})
     deadline = time.monotonic() + 90
-    while log_starts(admin, topic, 2) != [12, 12]:
+    while log_starts(kafka.admin, topic, 2) != [12, 12]:
         assert time.monotonic() < deadline, "the policy stopped running after the restart"
         time.sleep(1)
     # ...and a purge created after it is seen and done.
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(_purge(stack, e2e_ns, topic)))
     obj = purge_finished(stack, e2e_ns, "after-restart", timeout=90)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
-    assert log_starts(admin, topic, 2) == [12, 15]
+    assert log_starts(kafka.admin, topic, 2) == [12, 15]
 
 
 def _purge(stack: Stack, ns: str, topic: str) -> dict[str, Any]:
@@ -239,21 +225,19 @@ def _purge(stack: Stack, ns: str, topic: str) -> dict[str, Any]:
         "metadata": {"name": "after-restart", "namespace": ns},
         "spec": {
             "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "partitions": [{"topic": topic, "partition": 1, "offset": 15}],
+            "partitions": cuts(topic, {1: 15}),
         },
     }
 
 
-@pytest.mark.stack
 def test_a_policy_facing_no_reachable_broker_says_so_deletes_nothing_and_recovers(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     """Every broker frozen (a network partition, as the operator sees it): the policy's
     Ready condition says KafkaUnavailable, failures are counted for the back-off, nothing
     is deleted from facts read before; once Kafka answers, the next run cuts."""
-    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
-    produce(bootstrap, topic, {0: RECORDS, 1: RECORDS})
-    commit(bootstrap, "reader", topic, {0: 7, 1: 7})
+    topic = kafka.topic({0: RECORDS, 1: RECORDS}, NO_RETENTION)
+    commit(kafka.bootstrap, "reader", topic, {0: 7, 1: 7})
     stack.kafka.freeze()
     try:
         apply_reader_policy(stack, e2e_ns, "partitioned", topic)
@@ -269,7 +253,7 @@ def test_a_policy_facing_no_reachable_broker_says_so_deletes_nothing_and_recover
         stack.kafka.thaw()
     ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "KafkaUnavailable"), ready
-    assert log_starts(admin, topic, 2) == [0, 0]
+    assert log_starts(kafka.admin, topic, 2) == [0, 0]
 
     obj = wait_for(
         stack,
@@ -279,6 +263,6 @@ def test_a_policy_facing_no_reachable_broker_says_so_deletes_nothing_and_recover
         lambda o: o.get("status", {}).get("consecutiveFailures") == 0,
         120,
     )
-    assert log_starts(admin, topic, 2) == [7, 7]
+    assert log_starts(kafka.admin, topic, 2) == [7, 7]
     ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
     assert ready["status"] == "True", ready

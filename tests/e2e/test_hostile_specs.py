@@ -1,4 +1,4 @@
-"""Every spec of the hostile corpus (tests/corpus/hostile.py), applied to the real API
+"""Every spec of the hostile corpus (tests/helpers/hostile.py), applied to the real API
 server with the operator running: each is refused by `kubectl apply` (schema or CEL) or
 ends with an InvalidSpec condition naming its field, and no record of the topics the
 corpus names is deleted. The counts of both outcomes are printed for the issue note."""
@@ -10,11 +10,18 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack.stack import Stack
-from tests.corpus.hostile import CORPUS, manifest
-from tests.support import argocd_health, commit, get, log_starts, produce
+from tests.helpers.argocd import argocd_health
+from tests.helpers.commits import commit
+from tests.helpers.hostile import CORPUS, manifest
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import get
+from tests.helpers.offsets import log_starts
+from tests.helpers.records import produce
+
+pytestmark = pytest.mark.stack
 
 # The topics the corpus cuts, made to hold records so a wrong delete would show.
 TOPIC = "orders"
@@ -32,19 +39,18 @@ def _named_invalid(obj: dict[str, Any], field: str) -> bool:
     )
 
 
-@pytest.mark.stack
 def test_every_hostile_spec_is_refused_at_apply_or_named_in_a_condition_and_nothing_is_deleted(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    if TOPIC not in admin.list_topics(timeout=10).topics:
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(timeout=30)
-    produce(bootstrap, TOPIC, dict.fromkeys(range(PARTITIONS), 20))
+    if TOPIC not in kafka.admin.list_topics(timeout=10).topics:
+        kafka.admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(timeout=30)
+    produce(kafka.bootstrap, TOPIC, dict.fromkeys(range(PARTITIONS), 20))
     # The group the corpus names has read some: a spec misread as "delete what it read"
     # would cut. The commit also makes __consumer_offsets, which some entries name.
-    commit(bootstrap, "enricher", TOPIC, dict.fromkeys(range(PARTITIONS), 15))
+    commit(kafka.bootstrap, "enricher", TOPIC, dict.fromkeys(range(PARTITIONS), 15))
     before = {
-        TOPIC: log_starts(admin, TOPIC, PARTITIONS),
-        "__consumer_offsets": log_starts(admin, "__consumer_offsets", 10),
+        TOPIC: log_starts(kafka.admin, TOPIC, PARTITIONS),
+        "__consumer_offsets": log_starts(kafka.admin, "__consumer_offsets", 10),
     }
 
     at_apply: list[str] = []
@@ -87,8 +93,8 @@ def test_every_hostile_spec_is_refused_at_apply_or_named_in_a_condition_and_noth
     assert not_degraded == {}
 
     after = {
-        TOPIC: log_starts(admin, TOPIC, PARTITIONS),
-        "__consumer_offsets": log_starts(admin, "__consumer_offsets", 10),
+        TOPIC: log_starts(kafka.admin, TOPIC, PARTITIONS),
+        "__consumer_offsets": log_starts(kafka.admin, "__consumer_offsets", 10),
     }
     assert after == before
     for name, (kind, _) in accepted.items():

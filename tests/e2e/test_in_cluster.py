@@ -5,7 +5,6 @@ executor pods of the same image), and answers `kubectl exec`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -13,14 +12,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
-from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import REPO, TopicFactory, create_namespace
-from tests.support import commit, get, log_starts, produce, wait_for
+from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import create_namespace, get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.paths import REPO
+from tests.helpers.policies import apply_policy_on
+from tests.helpers.purges import apply_purge, cuts, purge_finished
 
-OPERATOR_NS = "kafka-retention-system"
+pytestmark = pytest.mark.stack
+
 # Only namespaces named so: the session's own operator process watches `e2e-*`, and two
 # operators must never reconcile the same object.
 # One namespace, named exactly: the session's e2e operator watches `e2e-*`, and a replica
@@ -31,24 +34,15 @@ WATCHED = "incluster"
 def rendered_overlay(stack: Stack) -> list[dict[str, Any]]:
     """The local overlay as kubectl renders it, watching WATCHED namespaces and planning
     every policy with Spark in pods (a large policy's path, taken by a tiny one)."""
-    docs = [
-        d
-        for d in yaml.safe_load_all(
-            stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "local")).stdout
-        )
-        if d
-    ]
-    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    args = [a for a in container["args"] if a != "--all-namespaces"]
-    assert len(args) == len(container["args"]) - 1, "the overlay runs --all-namespaces"
-    container["args"] = [
-        *args,
-        f"--namespace={WATCHED}",
-        "--spark-mode=kubernetes",
-        "--in-process-max-partitions=0",
-    ]
-    return docs
+    return local_overlay(
+        stack,
+        dropped_args=("--all-namespaces",),
+        added_args=(
+            f"--namespace={WATCHED}",
+            "--spark-mode=kubernetes",
+            "--in-process-max-partitions=0",
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,59 +56,6 @@ def in_cluster(stack: Stack) -> Iterator[str]:
         yield pod
 
 
-@contextlib.contextmanager
-def deployed(stack: Stack, docs: list[dict[str, Any]], watched: list[str]) -> Iterator[str]:
-    """The rendered objects applied, the operator Deployment Available; yields its pod's
-    name. Afterwards its logs are printed and the operator's and `watched` namespaces go."""
-    stack.kubectl(
-        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs)
-    )
-    try:
-        stack.kubectl(
-            "wait",
-            "deployment/kafka-retention-operator",
-            "-n",
-            OPERATOR_NS,
-            "--for=condition=Available",
-            "--timeout=180s",
-        )
-        pods = json.loads(
-            stack.kubectl(
-                "get",
-                "pods",
-                "-n",
-                OPERATOR_NS,
-                "-l",
-                "app.kubernetes.io/name=kafka-retention-operator",
-                "-o",
-                "json",
-            ).stdout
-        )["items"]
-        (pod,) = [p for p in pods if p["metadata"].get("deletionTimestamp") is None]
-        yield pod["metadata"]["name"]
-    finally:
-        logs = stack.kubectl(
-            "logs", "-n", OPERATOR_NS, "deployment/kafka-retention-operator", check=False
-        )
-        print(logs.stdout[-20000:])
-        # A crashed container's own words, and why it ended (exit code, OOMKilled, a
-        # failed liveness probe), for a failure seen only in CI.
-        previous = stack.kubectl(
-            "logs",
-            "-n",
-            OPERATOR_NS,
-            "deployment/kafka-retention-operator",
-            "--previous",
-            check=False,
-        )
-        print(previous.stdout[-5000:])
-        described = stack.kubectl("describe", "pods", "-n", OPERATOR_NS, check=False)
-        print(described.stdout[-8000:])
-        stack.kubectl("delete", "namespace", OPERATOR_NS, "--timeout=120s", check=False)
-        for ns in watched:
-            stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-
-
 @pytest.fixture
 def ns(stack: Stack, in_cluster: str) -> Iterator[str]:
     """The watched namespace, emptied of this test's resources after it."""
@@ -122,7 +63,6 @@ def ns(stack: Stack, in_cluster: str) -> Iterator[str]:
     stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", WATCHED, check=False)
 
 
-@pytest.mark.stack
 def test_operator_pod_runs_the_project_image_and_answers_exec(
     stack: Stack, in_cluster: str
 ) -> None:
@@ -143,35 +83,12 @@ def test_operator_pod_runs_the_project_image_and_answers_exec(
     assert done.stdout.split() == ["10001", "retention_jobs.plan_job"]
 
 
-@pytest.mark.stack
-def test_in_cluster_operator_purges_records(
-    stack: Stack, ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
-) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 40, 1: 40})
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": "purge", "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "partitions": [
-                {"topic": topic, "partition": 0, "offset": 25},
-                {"topic": topic, "partition": 1, "offset": -1},
-            ],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    obj = wait_for(
-        stack,
-        "recordpurge",
-        ns,
-        "purge",
-        lambda o: o.get("status", {}).get("phase") in {"Succeeded", "Failed", "PartiallySucceeded"},
-        timeout=90,
-    )
+def test_in_cluster_operator_purges_records(stack: Stack, ns: str, kafka: Kafka) -> None:
+    topic = kafka.topic({0: 40, 1: 40})
+    apply_purge(stack, ns, "purge", partitions=cuts(topic, {0: 25, 1: -1}))
+    obj = purge_finished(stack, ns, "purge", timeout=90)
     assert obj["status"]["phase"] == "Succeeded"
-    assert log_starts(admin, topic, 2) == [25, 40]
+    assert log_starts(kafka.admin, topic, 2) == [25, 40]
 
 
 class PodWatch:
@@ -240,38 +157,21 @@ def driver_owned(stack: Stack, namespace: str, check: bool = True) -> list[str]:
     ]
 
 
-@pytest.mark.stack
 def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applied(
-    stack: Stack, ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=3)
-    produce(bootstrap, topic, {0: 60, 1: 60, 2: 60})
-    group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 45, 1: 10, 2: 60})
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "consumed", "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "interval": "10m",
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": [group]},
-        },
-    }
+    topic = kafka.topic({0: 60, 1: 60, 2: 60})
+    group = kafka.group_at(topic, "g", {0: 45, 1: 10, 2: 60})
     with PodWatch(stack, ns) as watch:
-        stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-        obj = wait_for(
-            stack,
-            "retentionpolicy",
-            ns,
-            "consumed",
-            lambda o: (
-                o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None
-                or o.get("status", {}).get("lastRun", {}).get("error") is not None
-            ),
-            timeout=300,
+        apply_policy_on(
+            stack, ns, "consumed", topic, interval="10m", deleteConsumed={"groups": [group]}
         )
+
+        def deleted_or_failed(o: dict[str, Any]) -> bool:
+            last_run = o.get("status", {}).get("lastRun", {})
+            return last_run.get("recordsDeleted") is not None or last_run.get("error") is not None
+
+        obj = wait_for(stack, "retentionpolicy", ns, "consumed", deleted_or_failed, timeout=300)
         # The run's pods go once the plan is read: executors when the driver stops,
         # the driver (and its service) when the operator deletes it.
         deadline = time.monotonic() + 120
@@ -284,7 +184,7 @@ def test_policy_is_planned_by_spark_driver_and_executor_pods_and_its_cuts_applie
         while (owned := driver_owned(stack, ns)) and time.monotonic() < deadline:
             time.sleep(1)
     assert obj["status"]["lastRun"].get("error") is None, obj["status"]["lastRun"]
-    assert log_starts(admin, topic, 3) == [45, 10, 60]
+    assert log_starts(kafka.admin, topic, 3) == [45, 10, 60]
     assert obj["status"]["lastRun"]["recordsDeleted"] == 115
     ran = watch.roles("Running")
     assert ran.get("driver") == 1, watch.seen

@@ -9,57 +9,43 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    OperatorProcess,
-    apply_policy,
-    apply_purge,
-    commit,
-    condition,
-    delete_records,
-    eventually,
-    log_starts,
-    loss_events,
-    produce,
-    purge_finished,
-    ran,
-)
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.kafka import Kafka
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy_on, loss_events, ran, where
+from tests.helpers.purges import apply_purge, cuts, purge_finished
+from tests.helpers.records import HOUR, delete_records, old_then_new, produce
+from tests.helpers.topics import NO_RETENTION
+from tests.helpers.waiting import eventually
+
+pytestmark = pytest.mark.stack
 
 
-@pytest.mark.stack
 def test_a_manual_delete_past_a_watched_group_is_reported_once_as_external(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 60, 1: 60})
+    topic = kafka.topic({0: 60, 1: 60})
     slow, done = f"{topic}-slow", f"{topic}-done"
-    commit(bootstrap, slow, topic, {0: 10, 1: 10})
-    commit(bootstrap, done, topic, {0: 60, 1: 60})
-    apply_policy(stack, e2e_ns, "watch", topics={"names": [topic]}, notify={"groups": [slow, done]})
+    commit(kafka.bootstrap, slow, topic, {0: 10, 1: 10})
+    commit(kafka.bootstrap, done, topic, {0: 60, 1: 60})
+    apply_policy_on(stack, e2e_ns, "watch", topic, notify={"groups": [slow, done]})
     first = ran(stack, e2e_ns, "watch")
     assert condition(first, "DataLoss")["status"] == "False"
     assert first["status"]["unconsumedLostTotal"] == 0
     # Someone deletes past the slow group on partition 0, and past neither on partition 1.
-    delete_records(admin, topic, {0: 35, 1: 5})
+    delete_records(kafka.admin, topic, {0: 35, 1: 5})
     after = ran(stack, e2e_ns, "watch", after=first["status"]["lastRun"]["completedAt"])
     (loss,) = after["status"]["losses"]
-    assert {k: loss[k] for k in ("group", "topic", "partition", "fromOffset", "toOffset")} == {
-        "group": slow,
-        "topic": topic,
-        "partition": 0,
-        "fromOffset": 10,
-        "toOffset": 35,
-    }
+    assert where(loss) == (slow, topic, 0, 10, 35)
     assert (loss["records"], loss["cause"]) == (25, "external")
     assert after["status"]["unconsumedLostTotal"] == 25
     assert condition(after, "DataLoss")["status"] == "True"
     # A watch-only policy deleted nothing itself.
-    assert log_starts(admin, topic, 2) == [35, 5]
+    assert log_starts(kafka.admin, topic, 2) == [35, 5]
     # The next run finds the same gap and does not report it again.
     again = ran(stack, e2e_ns, "watch", after=after["status"]["lastRun"]["completedAt"])
     assert again["status"]["unconsumedLostTotal"] == 25
@@ -70,26 +56,17 @@ def test_a_manual_delete_past_a_watched_group_is_reported_once_as_external(
     assert "cause external" in event["message"]
 
 
-@pytest.mark.stack
 def test_the_policys_own_max_retention_cut_is_reported_with_its_rule(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    now = int(time.time() * 1000)
-    stamps = [now - 3 * HOUR + i for i in range(20)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps}, key=lambda p, i: b"order-%d" % i)
-    idle = f"{topic}-idle"
-    commit(bootstrap, idle, topic, {0: 5})
-    apply_policy(
-        stack,
-        e2e_ns,
-        "cap",
-        topics={"names": [topic]},
-        maxRetention="1h",
-        notify={"groups": [idle]},
+    stamps = old_then_new(20, 3 * HOUR)
+    topic = kafka.topic(
+        {0: 30}, NO_RETENTION, timestamps={0: stamps}, key=lambda p, i: b"order-%d" % i
     )
+    idle = kafka.group_at(topic, "idle", {0: 5})
+    apply_policy_on(stack, e2e_ns, "cap", topic, maxRetention="1h", notify={"groups": [idle]})
     obj = ran(stack, e2e_ns, "cap")
-    assert log_starts(admin, topic, 1) == [20]
+    assert log_starts(kafka.admin, topic, 1) == [20]
     (loss,) = obj["status"]["losses"]
     assert (loss["fromOffset"], loss["toOffset"], loss["cause"]) == (5, 20, "maxRetention")
     assert (loss["group"], loss["records"]) == (idle, 15)
@@ -100,48 +77,46 @@ def test_the_policys_own_max_retention_cut_is_reported_with_its_rule(
     assert "cause maxRetention, keys 'order-5', 'order-6'" in event["message"]
 
 
-@pytest.mark.stack
 def test_a_record_purge_past_a_watched_group_is_named_as_the_cause(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 50, 1: 50})
-    slow = f"{topic}-slow"
-    commit(bootstrap, slow, topic, {0: 10, 1: 10})
-    apply_policy(stack, e2e_ns, "blame", topics={"names": [topic]}, notify={"groups": [slow]})
+    topic = kafka.topic({0: 50, 1: 50})
+    slow = kafka.group_at(topic, "slow", {0: 10, 1: 10})
+    apply_policy_on(stack, e2e_ns, "blame", topic, notify={"groups": [slow]})
     first = ran(stack, e2e_ns, "blame")
     apply_purge(
         stack,
         e2e_ns,
         "trim",
-        partitions=[{"topic": topic, "partition": 0, "offset": 30}],
+        partitions=cuts(topic, {0: 30}),
     )
     assert purge_finished(stack, e2e_ns, "trim")["status"]["phase"] == "Succeeded"
     # And someone else's delete on partition 1, which no purge explains.
-    delete_records(admin, topic, {1: 20})
+    delete_records(kafka.admin, topic, {1: 20})
     after = ran(stack, e2e_ns, "blame", after=first["status"]["lastRun"]["completedAt"])
     found = {loss["partition"]: loss for loss in after["status"]["losses"]}
     assert (found[0]["cause"], found[0]["recordPurge"]) == ("recordPurge", f"{e2e_ns}/trim")
     assert (found[0]["fromOffset"], found[0]["toOffset"]) == (10, 30)
     assert (found[1]["cause"], "recordPurge" in found[1]) == ("external", False)
-    assert log_starts(admin, topic, 2) == [30, 20]
+    assert log_starts(kafka.admin, topic, 2) == [30, 20]
 
 
-@pytest.mark.stack
 def test_records_aged_out_by_the_brokers_retention_are_reported_with_that_cause(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     # A topic that stopped receiving data: every record is older than its retention.ms, so
     # the broker deletes them all (the active segment too) at its next retention check.
-    topic = make_topic(partitions=1, config={"retention.ms": str(HOUR)})
+    topic = kafka.make_topic(partitions=1, config={"retention.ms": str(HOUR)})
     slow = f"{topic}-slow"
-    apply_policy(stack, e2e_ns, "aged", topics={"names": [topic]}, notify={"groups": [slow]})
+    apply_policy_on(stack, e2e_ns, "aged", topic, notify={"groups": [slow]})
     first = ran(stack, e2e_ns, "aged")
     now = int(time.time() * 1000)
-    produce(bootstrap, topic, {0: 30}, timestamps={0: [now - 3 * HOUR + i for i in range(30)]})
-    commit(bootstrap, slow, topic, {0: 5})
+    produce(
+        kafka.bootstrap, topic, {0: 30}, timestamps={0: [now - 3 * HOUR + i for i in range(30)]}
+    )
+    commit(kafka.bootstrap, slow, topic, {0: 5})
     deadline = time.monotonic() + 60
-    while log_starts(admin, topic, 1) != [30]:
+    while log_starts(kafka.admin, topic, 1) != [30]:
         assert time.monotonic() < deadline, "the broker's retention did not delete the records"
         time.sleep(0.5)
     obj = ran(stack, e2e_ns, "aged", after=first["status"]["lastRun"]["completedAt"])
@@ -150,21 +125,16 @@ def test_records_aged_out_by_the_brokers_retention_are_reported_with_that_cause(
     assert loss["cause"] == "brokerRetention"
 
 
-@pytest.mark.stack
 def test_at_risk_is_raised_before_retention_reaches_unread_records(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config={"retention.ms": str(2 * HOUR)})
-    now = int(time.time() * 1000)
     # The first 20 records reach the 2h retention in about 10 minutes; the rest are new.
-    stamps = [now - 2 * HOUR + 10 * 60_000 + i for i in range(20)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
+    stamps = old_then_new(20, 2 * HOUR - 10 * 60_000)
+    topic = kafka.topic({0: 30}, {"retention.ms": str(2 * HOUR)}, timestamps={0: stamps})
     behind, current = f"{topic}-behind", f"{topic}-current"
-    commit(bootstrap, behind, topic, {0: 5})
-    commit(bootstrap, current, topic, {0: 25})
-    apply_policy(
-        stack, e2e_ns, "risk", topics={"names": [topic]}, notify={"groups": [behind, current]}
-    )
+    commit(kafka.bootstrap, behind, topic, {0: 5})
+    commit(kafka.bootstrap, current, topic, {0: 25})
+    apply_policy_on(stack, e2e_ns, "risk", topic, notify={"groups": [behind, current]})
     obj = ran(stack, e2e_ns, "risk")
     risk = condition(obj, "AtRisk")
     assert risk["status"] == "True", risk
@@ -174,30 +144,20 @@ def test_at_risk_is_raised_before_retention_reaches_unread_records(
     assert entry["withinSeconds"] == 900
     # Nothing is lost yet, and nothing was deleted.
     assert obj["status"]["losses"] == []
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
-@pytest.mark.stack
 def test_a_restarted_operator_reports_nothing_twice(
-    stack: Stack,
-    namespace: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    tmp_path: Path,
+    stack: Stack, namespace: str, kafka: Kafka, tmp_path: Path
 ) -> None:
     # Its own operator (the namespace is not the session operator's), stopped and started.
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 60})
-    slow = f"{topic}-slow"
-    commit(bootstrap, slow, topic, {0: 10})
+    topic = kafka.topic({0: 60})
+    slow = kafka.group_at(topic, "slow", {0: 10})
     first_operator = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
     try:
-        apply_policy(
-            stack, namespace, "watch", topics={"names": [topic]}, notify={"groups": [slow]}
-        )
+        apply_policy_on(stack, namespace, "watch", topic, notify={"groups": [slow]})
         first = ran(stack, namespace, "watch")
-        delete_records(admin, topic, {0: 35})
+        delete_records(kafka.admin, topic, {0: 35})
         found = ran(stack, namespace, "watch", after=first["status"]["lastRun"]["completedAt"])
         assert found["status"]["unconsumedLostTotal"] == 25
         # Kopf posts events from a queue after the run's status is written: let the first

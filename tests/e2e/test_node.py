@@ -12,7 +12,9 @@ import pytest
 
 from devstack.node import NODE_IP, NODE_NAME, HostState
 from devstack.stack import Stack
-from tests.support import get
+from tests.helpers.kube import get
+
+pytestmark = pytest.mark.stack
 
 PAUSE_PROBE = "sleep-probe"
 
@@ -50,7 +52,6 @@ def wait_until(what: str, check: object, timeout: float = 90) -> None:
         time.sleep(0.5)
 
 
-@pytest.mark.stack
 def test_node_is_ready(stack: Stack) -> None:
     node = json.loads(stack.kubectl("get", "node", NODE_NAME, "-o", "json").stdout)
     ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
@@ -59,7 +60,6 @@ def test_node_is_ready(stack: Stack) -> None:
     assert addresses["InternalIP"] == NODE_IP
 
 
-@pytest.mark.stack
 def test_pod_is_garbage_collected_with_its_owner(stack: Stack, namespace: str) -> None:
     stack.kubectl("create", "configmap", "owner", "-n", namespace)
     uid = get(stack, "configmap", namespace, "owner")["metadata"]["uid"]
@@ -81,7 +81,6 @@ def test_pod_is_garbage_collected_with_its_owner(stack: Stack, namespace: str) -
     wait_until("pod owned by a deleted ConfigMap garbage-collected", gone)
 
 
-@pytest.mark.stack
 def test_deleted_namespace_finishes_terminating(stack: Stack, namespace: str) -> None:
     stack.kubectl("create", "configmap", "content", "-n", namespace)
     stack.kubectl(
@@ -97,7 +96,6 @@ def test_deleted_namespace_finishes_terminating(stack: Stack, namespace: str) ->
     wait_until(f"namespace {namespace} deleted", gone, timeout=120)
 
 
-@pytest.mark.stack
 def test_stopping_the_node_leaves_the_host_as_it_was(stack: Stack, namespace: str) -> None:
     """Stops the node with a pod running (and a bridge pod, so the CNI bridge and a
     network namespace exist), checks every host change is undone, and starts it again
@@ -123,7 +121,6 @@ def test_stopping_the_node_leaves_the_host_as_it_was(stack: Stack, namespace: st
     stack.node.wait_ready(stack.kube.kubectl)
 
 
-@pytest.mark.stack
 def test_a_node_whose_session_was_killed_is_cleaned_up_by_the_next_start(
     stack: Stack, namespace: str
 ) -> None:

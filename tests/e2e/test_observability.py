@@ -22,24 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.e2e.test_orphan_partitions import HEX, create_on
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    apply_policy,
-    apply_purge,
-    commit_groups,
-    get,
-    produce,
-    purge_finished,
-)
-from tests.unit.test_monitoring import (
+from tests.helpers.commits import commit_groups
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import get
+from tests.helpers.monitoring import (
     BUCKET_LABEL,
     MONITORING,
     all_queries,
@@ -47,6 +37,13 @@ from tests.unit.test_monitoring import (
     problems,
     sample_names,
 )
+from tests.helpers.orphans import HEX
+from tests.helpers.policies import apply_policy_on
+from tests.helpers.purges import apply_purge, cuts, purge_finished
+from tests.helpers.records import HOUR, old_then_new, produce
+from tests.helpers.topics import NO_RETENTION, compacted, create_on
+
+pytestmark = pytest.mark.stack
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "tests" / "fixtures" / "prometheusrule-crd.yaml"
@@ -101,53 +98,43 @@ def read_by_queries() -> set[str]:
 
 
 def lagging(
-    make_topic: TopicFactory,
-    admin: AdminClient,
-    bootstrap: str,
-    config: dict[str, str],
-    old: int,
-    age_ms: int,
-    read: int,
+    kafka: Kafka, config: dict[str, str], old: int, age_ms: int, read: int
 ) -> tuple[str, str]:
     """A one-partition topic with `old` keyed records written `age_ms` ago and ten new
     ones, and a group that has read the first `read`: (topic, group)."""
-    topic = make_topic(partitions=1, config=config)
-    now = int(time.time() * 1000)
-    stamps = [now - age_ms + i for i in range(old)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: old + 10}, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
+    stamps = old_then_new(old, age_ms)
+    topic = kafka.topic({0: old + 10}, config, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
     # Through the admin API, retried: on a fresh cluster the group coordinators are still
     # loading (a consumer's commit fails with NOT_COORDINATOR then).
-    commit_groups(admin, {topic: read}, suffix="-behind")
+    commit_groups(kafka.admin, {topic: read}, suffix="-behind")
     return topic, f"{topic}-behind"
 
 
-@pytest.mark.stack
 def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
-    stack: Stack,
-    metrics_operator: tuple[str, str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, metrics_operator: tuple[str, str], kafka: Kafka
 ) -> None:
     ns, url = metrics_operator
 
     # A RecordPurge: records deleted, partitions purged (and failed: none), run duration.
-    purged = make_topic(partitions=2)
-    produce(bootstrap, purged, {0: 20, 1: 20})
-    apply_purge(stack, ns, "cut", partitions=[{"topic": purged, "partition": 0, "offset": 10}])
+    purged = kafka.topic({0: 20, 1: 20})
+    apply_purge(stack, ns, "cut", partitions=cuts(purged, {0: 10}))
 
     # A policy whose maxRetention cuts past what its group has read: records deleted,
     # bytes reclaimed, unread records deleted and lost.
     capped, idle = lagging(
-        make_topic, admin, bootstrap, NO_RETENTION, old=20, age_ms=3 * HOUR, read=5
+        kafka,
+        NO_RETENTION,
+        old=20,
+        age_ms=3 * HOUR,
+        read=5,
     )
     # One run each (interval 1h): a second run could clear a series before the scrape.
-    apply_policy(
+    apply_policy_on(
         stack,
         ns,
         "caps",
+        capped,
         interval="1h",
-        topics={"names": [capped]},
         deleteConsumed={"groups": [idle]},
         maxRetention="1h",
         notify={"groups": [idle]},
@@ -157,43 +144,42 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     # minutes: unread records at risk.
     two_hours = {"retention.ms": str(2 * HOUR)}
     risky, behind = lagging(
-        make_topic, admin, bootstrap, two_hours, 20, 2 * HOUR - 10 * MINUTE, read=5
+        kafka,
+        two_hours,
+        20,
+        2 * HOUR - 10 * MINUTE,
+        read=5,
     )
-    apply_policy(
-        stack, ns, "at-risk", interval="1h", topics={"names": [risky]}, notify={"groups": [behind]}
-    )
+    apply_policy_on(stack, ns, "at-risk", risky, interval="1h", notify={"groups": [behind]})
 
     # A group 55 minutes behind on a compacted topic whose delete.retention.ms is an hour:
     # tombstones at risk, and delete.retention.ms raised.
-    compact = {"cleanup.policy": "compact", "delete.retention.ms": str(60 * MINUTE)}
-    compacted, slow = lagging(
-        make_topic, admin, bootstrap, compact, old=10, age_ms=55 * MINUTE, read=2
-    )
-    apply_policy(
+    tombstoned, slow = lagging(kafka, compacted(60 * MINUTE), old=10, age_ms=55 * MINUTE, read=2)
+    apply_policy_on(
         stack,
         ns,
         "tombstones",
+        tombstoned,
         interval="1h",
-        topics={"names": [compacted]},
         tombstones={"groups": [slow], "raiseDeleteRetention": {"enabled": True, "max": "3h"}},
     )
 
     # A policy whose runs fail: its client Secret does not exist.
-    apply_policy(
+    apply_policy_on(
         stack,
         ns,
         "no-secret",
+        capped,
         interval="1h",
-        cluster={"bootstrapServers": bootstrap, "clientConfigSecret": "absent"},
-        topics={"names": [capped]},
+        cluster={"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "absent"},
         notify={"groups": [idle]},
     )
 
     # A copy of a partition that only broker 2 hosts, on broker 1 under the name a KRaft
     # broker gives a stray replica: an orphan, removed once its removalDelay passed.
     elsewhere = f"orphan-{ns[-6:]}"
-    create_on(admin, elsewhere, [2])
-    produce(bootstrap, elsewhere, {0: 10})
+    create_on(kafka.admin, elsewhere, [2])
+    produce(kafka.bootstrap, elsewhere, {0: 10})
     stray = stack.kafka.node(1).log_dir / f"{elsewhere}-0.{HEX}-stray"
     shutil.copytree(stack.kafka.node(2).log_dir / f"{elsewhere}-0", stray)
     try:
@@ -202,7 +188,7 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
             "kind": "RetentionPolicy",
             "metadata": {"name": "orphans", "namespace": ns},
             "spec": {
-                "cluster": {"bootstrapServers": bootstrap, "brokers": {"access": "local"}},
+                "cluster": {"bootstrapServers": kafka.bootstrap, "brokers": {"access": "local"}},
                 "interval": "10s",
                 "orphanPartitions": {"enabled": True, "removalDelay": "10s", "minAge": "1s"},
             },
@@ -247,7 +233,6 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     )
 
 
-@pytest.mark.stack
 def test_a_metric_the_operator_does_not_export_is_named(
     stack: Stack, metrics_operator: tuple[str, str]
 ) -> None:
@@ -270,7 +255,6 @@ def test_a_metric_the_operator_does_not_export_is_named(
     ]
 
 
-@pytest.mark.stack
 def test_monitoring_manifests_are_accepted_by_the_api_server(stack: Stack) -> None:
     stack.kubectl("apply", "--server-side", "-f", str(CRDS))
     for crd in ("prometheusrules", "podmonitors"):

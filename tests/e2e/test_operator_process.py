@@ -9,8 +9,9 @@ import pytest
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 
+pytestmark = pytest.mark.stack
 
-@pytest.mark.stack
+
 def test_operator_connects_watches_and_exits_zero_on_sigterm(
     stack: Stack, namespace: str, tmp_path: Path
 ) -> None:

@@ -10,63 +10,26 @@ Kafka's own kafka-reassign-partitions tool."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
-import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tenacity
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import paths
 from devstack.stack import Stack
-from tests.support import condition, events, get, produce, wait_for
+from tests.helpers.conditions import condition
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import events, get, wait_for
+from tests.helpers.orphans import HEX, digest, orphan_copy, reclaimed
+from tests.helpers.policies import apply_policy
+from tests.helpers.records import produce
+from tests.helpers.topics import create_on, topic_id, wait_for_gone
 
-HEX = "00112233445566778899aabbccddeeff"
-
-
-def create_on(admin: AdminClient, name: str, brokers: list[int]) -> str:
-    """A one-partition topic on exactly these brokers; its topic id (Kafka's form)."""
-    admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[brokers])])[
-        name
-    ].result(timeout=30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        meta = admin.list_topics(name, timeout=10).topics.get(name)
-        if meta is not None and meta.error is None and meta.partitions[0].leader >= 0:
-            break
-        time.sleep(0.2)
-    return topic_id(admin, name)
-
-
-# A broker whose metadata has not caught up with a topic just (re-)created answers
-# UNKNOWN_TOPIC_OR_PART for a moment, even after another broker listed it (CI saw it).
-@tenacity.retry(
-    retry=tenacity.retry_if_exception_type(KafkaException),
-    stop=tenacity.stop_after_delay(30),
-    wait=tenacity.wait_fixed(0.5),
-    reraise=True,
-)
-def topic_id(admin: AdminClient, name: str) -> str:
-    from confluent_kafka import TopicCollection
-
-    desc = admin.describe_topics(TopicCollection([name]))[name].result(timeout=30)
-    return str(desc.topic_id).replace("+", "-").replace("/", "_")
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(path.rglob("*")):
-        h.update(str(f.relative_to(path)).encode())
-        if f.is_file() and not f.is_symlink():
-            h.update(f.read_bytes())
-    return h.hexdigest()
+pytestmark = pytest.mark.stack
 
 
 def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None:
@@ -99,41 +62,22 @@ def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
     return {(e["broker"], e["name"]): e for e in obj.get("status", {}).get("orphans", [])}
 
 
-@pytest.fixture
-def planted(stack: Stack, admin: AdminClient) -> Iterator[list[Path]]:
-    """Paths the test plants in log dirs; whatever is left is removed afterwards, so no
-    later broker restart ever loads them."""
-    made: list[Path] = []
-    yield made
-    for path in made:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            shutil.rmtree(path)
-
-
-@pytest.mark.stack
 def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    planted: list[Path],
-    tmp_path: Path,
+    stack: Stack, e2e_ns: str, kafka: Kafka, planted: list[Path], tmp_path: Path
 ) -> None:
     logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
     tag = e2e_ns[-6:]
     a, b, d = f"orphan-a-{tag}", f"orphan-b-{tag}", f"orphan-d-{tag}"
     for name in (a, b, d):
-        create_on(admin, name, [1])
-        produce(bootstrap, name, {0: 50})
+        create_on(kafka.admin, name, [1])
+        produce(kafka.bootstrap, name, {0: 50})
     # b is deleted and re-created: the copy kept from before names the old topic id.
     old_b = tmp_path / "old-b"
     shutil.copytree(logs[1] / f"{b}-0", old_b)
-    old_id = topic_id(admin, b)
-    admin.delete_topics([b])[b].result(timeout=30)
-    wait_for_gone(admin, b)
-    new_id = create_on(admin, b, [1])
+    old_id = topic_id(kafka.admin, b)
+    kafka.admin.delete_topics([b])[b].result(timeout=30)
+    wait_for_gone(kafka.admin, b)
+    new_id = create_on(kafka.admin, b, [1])
     assert new_id != old_id
 
     def plant(source: Path, broker: int, name: str) -> Path:
@@ -167,28 +111,18 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     }
     untouched = {p: digest(p) for p in (future, outside, hostile)}
 
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "orphans", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {
-                "bootstrapServers": stack.kafka.bootstrap_servers,
-                "brokers": {"access": "local"},
-            },
-            "interval": "10s",
-            "orphanPartitions": {
-                "enabled": True,
-                "removalDelay": "15s",
-                "minAge": "1s",
-                "dryRun": True,
-            },
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    first = wait_for(
-        stack, "retentionpolicy", e2e_ns, "orphans", lambda o: bool(entries(o)), timeout=60
+    apply_policy(
+        stack,
+        e2e_ns,
+        "orphans",
+        cluster={"bootstrapServers": stack.kafka.bootstrap_servers, "brokers": {"access": "local"}},
+        orphanPartitions={"enabled": True, "removalDelay": "15s", "minAge": "1s", "dryRun": True},
     )
+
+    def policy_when(check: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
+        return wait_for(stack, "retentionpolicy", e2e_ns, "orphans", check, timeout=timeout)
+
+    first = policy_when(lambda o: bool(entries(o)), timeout=60)
     found = entries(first)
     assert {k: v["state"] for k, v in found.items() if v["state"] == "Pending"} == {
         (2, f"{a}-0"): "Pending",
@@ -206,26 +140,14 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     assert condition(first, "OrphansFound")["status"] == "True"
 
     # d's partition is assigned to broker 2 during the delay: broker 2 adopts the copy.
-    reassign(bootstrap, d, [1, 2], tmp_path)
+    reassign(kafka.bootstrap, d, [1, 2], tmp_path)
     # Broker 2 serves the partition from that directory now: it is the broker's to delete
     # (with the topic), never the test's: removing it under the broker fails its log dir.
     planted.remove(copy_d)
-    again = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans",
-        lambda o: entries(o).get((2, f"{d}-0"), {}).get("state") == "Kept",
-        timeout=60,
-    )
+    again = policy_when(lambda o: entries(o).get((2, f"{d}-0"), {}).get("state") == "Kept", 60)
     assert entries(again)[(2, f"{d}-0")]["reason"] == "assigned again"
-    dry = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans",
-        lambda o: entries(o).get((2, f"{a}-0"), {}).get("reason", "").endswith("dry run"),
-        timeout=90,
+    dry = policy_when(
+        lambda o: entries(o).get((2, f"{a}-0"), {}).get("reason", "").endswith("dry run"), 90
     )
     assert (2, f"{d}-0") not in entries(dry) or entries(dry)[(2, f"{d}-0")]["state"] == "Kept"
     assert all(p.exists() for p in (copy_a, stray, copy_b, copy_d))
@@ -240,14 +162,7 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
         "-p",
         json.dumps({"spec": {"orphanPartitions": {"dryRun": False}}}),
     )
-    done = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans",
-        lambda o: o.get("status", {}).get("orphanBytesReclaimedTotal", 0) > 0,
-        timeout=90,
-    )
+    done = policy_when(reclaimed, timeout=90)
     removed = {k for k, v in entries(done).items() if v["state"] == "Removed"}
     assert removed == {(2, f"{a}-0"), (3, f"{a}-0.{HEX}-stray"), (3, f"{b}-0")}
     assert not copy_a.exists()
@@ -267,16 +182,9 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
     assert final["status"]["orphanCount"] == 0
     stack.kubectl("delete", "retentionpolicy", "orphans", "-n", e2e_ns)
     for name in (a, b, d):
-        admin.delete_topics([name])[name].result(timeout=30)
+        kafka.admin.delete_topics([name])[name].result(timeout=30)
     for name in (a, b, d):
-        wait_for_gone(admin, name)
-
-
-def wait_for_gone(admin: AdminClient, name: str) -> None:
-    deadline = time.monotonic() + 30
-    while name in admin.list_topics(timeout=10).topics:
-        assert time.monotonic() < deadline, f"{name} was not deleted"
-        time.sleep(0.2)
+        wait_for_gone(kafka.admin, name)
 
 
 def broker_pod(namespace: str, image: str, log_dir: Path) -> str:
@@ -312,59 +220,35 @@ def broker_pod(namespace: str, image: str, log_dir: Path) -> str:
 BROKER_LABELS = {"app.kubernetes.io/name": "kafka", "kafka-broker": "2"}
 
 
-@pytest.mark.stack
 def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
-    stack: Stack,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    planted: list[Path],
+    stack: Stack, e2e_ns: str, kafka: Kafka, planted: list[Path]
 ) -> None:
     logs = {b: stack.kafka.node(b).log_dir for b in (1, 2)}
     topic = f"orphan-x-{e2e_ns[-6:]}"
-    create_on(admin, topic, [1])
-    produce(bootstrap, topic, {0: 40})
-    copy = logs[2] / f"{topic}-0"
-    shutil.copytree(logs[1] / f"{topic}-0", copy)
-    planted.append(copy)
-    assigned = digest(logs[1] / f"{topic}-0")
+    copy, assigned = orphan_copy(stack, kafka, topic, 40, planted)
     image = stack.env()["KAFKA_RETENTION_IMAGE"]
     stack.kubectl("apply", "-f", "-", stdin=broker_pod(e2e_ns, image, logs[2]))
     stack.kubectl("wait", "pod/broker-2", "-n", e2e_ns, "--for=condition=Ready", "--timeout=120s")
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "orphans-exec", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {
-                "bootstrapServers": stack.kafka.bootstrap_servers,
-                "brokers": {"podSelector": {"matchLabels": BROKER_LABELS}},
-            },
-            "interval": "10s",
-            "orphanPartitions": {"enabled": True, "removalDelay": "10s", "minAge": "1s"},
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    first = wait_for(
+    apply_policy(
         stack,
-        "retentionpolicy",
         e2e_ns,
         "orphans-exec",
-        lambda o: (2, f"{topic}-0") in entries(o),
-        timeout=60,
+        cluster={
+            "bootstrapServers": stack.kafka.bootstrap_servers,
+            "brokers": {"podSelector": {"matchLabels": BROKER_LABELS}},
+        },
+        orphanPartitions={"enabled": True, "removalDelay": "10s", "minAge": "1s"},
     )
+
+    def policy_when(check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        return wait_for(stack, "retentionpolicy", e2e_ns, "orphans-exec", check, timeout=60)
+
+    first = policy_when(lambda o: (2, f"{topic}-0") in entries(o))
     entry = entries(first)[(2, f"{topic}-0")]
     assert (entry["state"], entry["logDir"]) == ("Pending", str(logs[2]))
     # Only broker 2's log dir is mounted in a matching pod: the others are not looked at.
     assert {broker for broker, _ in entries(first)} == {2}
-    done = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "orphans-exec",
-        lambda o: o.get("status", {}).get("orphanBytesReclaimedTotal", 0) > 0,
-        timeout=60,
-    )
+    done = policy_when(reclaimed)
     assert entries(done)[(2, f"{topic}-0")]["state"] == "Removed"
     assert not copy.exists()
     assert digest(logs[1] / f"{topic}-0") == assigned
@@ -373,4 +257,4 @@ def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
     ]
     assert f"removed {topic}-0" in event["message"]
     assert condition(done, "Degraded")["status"] == "False"
-    admin.delete_topics([topic])[topic].result(timeout=30)
+    kafka.admin.delete_topics([topic])[topic].result(timeout=30)

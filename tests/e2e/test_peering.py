@@ -10,23 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
-    apply_policy,
-    apply_purge,
-    commit,
-    condition,
-    events,
-    eventually,
-    get,
-    log_starts,
-    produce,
-    purge_finished,
-)
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import events, get
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy_on
+from tests.helpers.purges import apply_purge, purge_finished
+from tests.helpers.waiting import eventually
+
+pytestmark = pytest.mark.stack
 
 PARTITIONS = 4
 LIFETIME_S = 10
@@ -56,31 +52,19 @@ def started_events(stack: Stack, ns: str, name: str) -> int:
     )
 
 
-@pytest.mark.stack
 def test_the_standby_replica_takes_over_when_the_acting_one_is_killed(
-    stack: Stack,
-    namespace: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    tmp_path: Path,
+    stack: Stack, namespace: str, kafka: Kafka, tmp_path: Path
 ) -> None:
-    topic = make_topic(partitions=PARTITIONS)
-    produce(bootstrap, topic, dict.fromkeys(range(PARTITIONS), 100))
-    commit(bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), 20))
+    topic = kafka.topic(dict.fromkeys(range(PARTITIONS), 100))
+    commit(kafka.bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), 20))
     first = replica(stack, namespace, tmp_path / "first.log")
     second = replica(stack, namespace, tmp_path / "second.log")
     try:
         eventually(lambda: len(peers(stack, namespace)) == 2, 30, "both replicas in kr-ha")
-        apply_policy(
-            stack,
-            namespace,
-            "ha",
-            interval="10s",
-            topics={"names": [topic]},
-            deleteConsumed={"groups": ["reader"]},
+        apply_policy_on(
+            stack, namespace, "ha", topic, interval="10s", deleteConsumed={"groups": ["reader"]}
         )
-        eventually(lambda: log_starts(admin, topic, PARTITIONS) == [20] * 4, 60, "first cut")
+        eventually(lambda: log_starts(kafka.admin, topic, PARTITIONS) == [20] * 4, 60, "first cut")
         purge(stack, namespace, "before-kill", topic, 30)
         assert purge_finished(stack, namespace, "before-kill")["status"]["phase"] == "Succeeded"
         # The older replica acts; the younger stands by and has run nothing.
@@ -90,16 +74,16 @@ def test_the_standby_replica_takes_over_when_the_acting_one_is_killed(
 
         first.kill()
         killed_at = time.monotonic()
-        commit(bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), 60))
+        commit(kafka.bootstrap, "reader", topic, dict.fromkeys(range(PARTITIONS), 60))
         # Its record lives on for LIFETIME_S; then the standby holds 5 s, then runs.
         eventually(
-            lambda: log_starts(admin, topic, PARTITIONS) == [60] * 4, 90, "cut after takeover"
+            lambda: log_starts(kafka.admin, topic, PARTITIONS) == [60] * 4, 90, "cut after takeover"
         )
         assert time.monotonic() - killed_at >= LIFETIME_S - 2, "took over while the peer lived"
         assert "acting: running 1 RetentionPolicies" in second.log.read_text()
         purge(stack, namespace, "after-kill", topic, 70)
         assert purge_finished(stack, namespace, "after-kill")["status"]["phase"] == "Succeeded"
-        assert log_starts(admin, topic, PARTITIONS) == [70, 60, 60, 60]
+        assert log_starts(kafka.admin, topic, PARTITIONS) == [70, 60, 60, 60]
         # Each purge began once: the takeover re-listed the finished one and left it be.
         assert started_events(stack, namespace, "before-kill") == 1
         assert started_events(stack, namespace, "after-kill") == 1

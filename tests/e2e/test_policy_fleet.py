@@ -10,10 +10,16 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack.stack import Stack
-from tests.support import commit_groups, log_starts, produce_to_each
+from tests.helpers.commits import commit_groups
+from tests.helpers.kafka import Kafka
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import policy
+from tests.helpers.records import produce_to_each
+
+pytestmark = pytest.mark.stack
 
 POLICIES = 100
 INTERVAL_S = 20
@@ -21,44 +27,30 @@ INTERVAL_S = 20
 SLACK_S = 30
 
 
-def policy(
-    ns: str, i: int, topic: str, group: str, bootstrap: str, interval_s: int = INTERVAL_S
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": f"p{i:03d}", "namespace": ns},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "interval": f"{interval_s}s",
-            "topics": {"names": [topic]},
-            "deleteConsumed": {"groups": [group]},
-        },
-    }
-
-
 def starts_by_policy(stack: Stack, ns: str) -> dict[str, dict[str, Any]]:
     done = stack.kubectl("get", "retentionpolicies", "-n", ns, "-o", "json")
     return {o["metadata"]["name"]: o.get("status", {}) for o in json.loads(done.stdout)["items"]}
 
 
-@pytest.mark.stack
 def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     prefix = f"fleet-{e2e_ns[-6:]}"
     topics = [f"{prefix}-{i:03d}" for i in range(POLICIES)]
-    futures = admin.create_topics([NewTopic(t, 1, 1) for t in topics])
+    futures = kafka.admin.create_topics([NewTopic(t, 1, 1) for t in topics])
     for f in futures.values():
         f.result(timeout=60)
-    produce_to_each(bootstrap, [(t, 0) for t in topics] * 30, b"v" * 100)
+    produce_to_each(kafka.bootstrap, [(t, 0) for t in topics] * 30, b"v" * 100)
     first_cut = {t: 1 + i % 10 for i, t in enumerate(topics)}
-    commit_groups(admin, {t: first_cut[t] for t in topics})
+    commit_groups(kafka.admin, {t: first_cut[t] for t in topics})
     applied = time.monotonic()
     body = {
         "apiVersion": "v1",
         "kind": "List",
-        "items": [policy(e2e_ns, i, t, f"{t}-g", bootstrap) for i, t in enumerate(topics)],
+        "items": [
+            policy(e2e_ns, i, t, f"{t}-g", kafka.bootstrap, INTERVAL_S)
+            for i, t in enumerate(topics)
+        ],
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
 
@@ -74,9 +66,11 @@ def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
                 seen[name].add(started)
         if not advanced_at and all(seen.values()):
             first_round = time.monotonic() - applied
-            assert [log_starts(admin, t, 1)[0] for t in topics] == [first_cut[t] for t in topics]
+            assert [log_starts(kafka.admin, t, 1)[0] for t in topics] == [
+                first_cut[t] for t in topics
+            ]
             # Every group reads on: the next run must follow it.
-            commit_groups(admin, {t: first_cut[t] + 10 for t in topics})
+            commit_groups(kafka.admin, {t: first_cut[t] + 10 for t in topics})
             # startedAt has whole seconds: a run started in a later second began after this.
             advanced_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
         if advanced_at and all(max(s) >= advanced_at for s in seen.values()):
@@ -86,27 +80,26 @@ def test_a_hundred_policies_each_run_twice_on_time_and_cut_at_their_group(
     assert first_round < INTERVAL_S + SLACK_S
     behind = sorted(n for n, s in seen.items() if len(s) < 2 or max(s) < advanced_at)
     assert not behind, f"{len(behind)} policies did not run again in time: {behind[:10]}"
-    assert [log_starts(admin, t, 1)[0] for t in topics] == [first_cut[t] + 10 for t in topics]
+    assert [log_starts(kafka.admin, t, 1)[0] for t in topics] == [first_cut[t] + 10 for t in topics]
     statuses = starts_by_policy(stack, e2e_ns)
     for name, status in statuses.items():
         conds = {c["type"]: c for c in status["conditions"]}
         assert conds["Ready"]["status"] == "True", (name, conds["Ready"])
         assert conds["OnSchedule"]["status"] == "True", (name, conds["OnSchedule"])
     stack.kubectl("delete", "retentionpolicies", "--all", "-n", e2e_ns, "--timeout=60s")
-    for f in admin.delete_topics(topics).values():
+    for f in kafka.admin.delete_topics(topics).values():
         f.result(timeout=60)
 
 
-@pytest.mark.stack
 def test_an_unreachable_cluster_delays_no_policy_of_another(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     topic = f"fleet-up-{e2e_ns[-6:]}"
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
-    produce_to_each(bootstrap, [(topic, 0)] * 30, b"v")
-    commit_groups(admin, {topic: 10})
-    down = policy(e2e_ns, 0, "anything", "g", "127.0.0.1:1")  # nothing listens there
-    up = policy(e2e_ns, 1, topic, f"{topic}-g", bootstrap)
+    kafka.admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
+    produce_to_each(kafka.bootstrap, [(topic, 0)] * 30, b"v")
+    commit_groups(kafka.admin, {topic: 10})
+    down = policy(e2e_ns, 0, "anything", "g", "127.0.0.1:1", INTERVAL_S)  # nothing listens there
+    up = policy(e2e_ns, 1, topic, f"{topic}-g", kafka.bootstrap, INTERVAL_S)
     stack.kubectl(
         "apply",
         "-f",
@@ -119,11 +112,11 @@ def test_an_unreachable_cluster_delays_no_policy_of_another(
         status = starts_by_policy(stack, e2e_ns).get("p001", {})
         if status.get("lastRun", {}).get("startedAt"):
             starts.add(status["lastRun"]["startedAt"])
-            commit_groups(admin, {topic: 10 + 5 * len(starts)})
+            commit_groups(kafka.admin, {topic: 10 + 5 * len(starts)})
         time.sleep(1)
     assert len(starts) >= 2, "the reachable cluster's policy did not run twice in time"
-    assert log_starts(admin, topic, 1)[0] >= 10
+    assert log_starts(kafka.admin, topic, 1)[0] >= 10
     ready = {c["type"]: c for c in starts_by_policy(stack, e2e_ns)["p000"]["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "KafkaUnavailable")
     stack.kubectl("delete", "retentionpolicies", "--all", "-n", e2e_ns, "--timeout=60s")
-    admin.delete_topics([topic])[topic].result(timeout=60)
+    kafka.admin.delete_topics([topic])[topic].result(timeout=60)

@@ -2,54 +2,48 @@
 
 from __future__ import annotations
 
-import json
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
+from tests.helpers.argocd import argocd_health
+from tests.helpers.conditions import condition, with_reason
+from tests.helpers.kafka import Kafka, read_by_fast_and_slow
+from tests.helpers.kube import NOWHERE, apply_refused, events, get, resource, wait_for
+from tests.helpers.offsets import high_watermarks, log_starts
+from tests.helpers.purges import (
     apply_purge,
-    argocd_health,
-    commit,
-    condition,
-    events,
-    first_offsets_read,
-    get,
-    high_watermarks,
-    log_starts,
-    produce,
+    before,
+    cuts,
+    finished_by_a_new_operator,
     purge_finished,
+    purge_protecting,
     results,
-    wait_for,
 )
+from tests.helpers.records import HOUR, first_offsets_read, hours_ago_on_the_hour, produce, utc
+from tests.helpers.topics import NO_RETENTION
+
+pytestmark = pytest.mark.stack
 
 
-@pytest.mark.stack
 def test_explicit_offsets_delete_exactly_below_each_offset(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=3)
-    produce(bootstrap, topic, {0: 100, 1: 80, 2: 50})
+    topic = kafka.topic({0: 100, 1: 80, 2: 50})
     apply_purge(
         stack,
         e2e_ns,
         "explicit",
-        partitions=[
-            {"topic": topic, "partition": 0, "offset": 30},
-            {"topic": topic, "partition": 1, "offset": -1},
-        ],
+        partitions=cuts(topic, {0: 30, 1: -1}),
     )
     obj = purge_finished(stack, e2e_ns, "explicit")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
-    assert log_starts(admin, topic, 3) == [30, 80, 0]
-    assert first_offsets_read(bootstrap, topic, 3) == [30, None, 0]
+    assert log_starts(kafka.admin, topic, 3) == [30, 80, 0]
+    assert first_offsets_read(kafka.bootstrap, topic, 3) == [30, None, 0]
     assert obj["status"]["summary"] == {
         "partitions": 2,
         "purged": 2,
@@ -69,85 +63,60 @@ def test_explicit_offsets_delete_exactly_below_each_offset(
     assert argocd_health(obj)[0] == "Healthy"  # what Argo CD shows (manifests/argocd)
 
 
-@pytest.mark.stack
 def test_timestamp_cut_keeps_records_at_or_after_the_time_with_out_of_order_times(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    # Broker retention would delete these old-stamped records by itself: turn it off.
-    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
-    hour = 3_600_000
-    base = (int(time.time() * 1000) // hour - 48) * hour  # two days ago, on the hour
+    base = hours_ago_on_the_hour(48)
     # Partition 0: hours 0..9 with one late record (hour 2) after hour 6.
-    ts0 = [base + h * hour for h in (0, 1, 3, 4, 5, 6, 2, 7, 8, 9)]
-    ts1 = [base + h * hour for h in range(10)]
-    produce(bootstrap, topic, {0: 10, 1: 10}, timestamps={0: ts0, 1: ts1})
-    cut_ms = base + 4 * hour  # the first offset with a time >= this is the cut
-    cut = datetime.fromtimestamp(cut_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
-    apply_purge(stack, e2e_ns, "by-time", topics=[{"name": topic, "before": {"timestamp": cut}}])
+    ts0 = [base + h * HOUR for h in (0, 1, 3, 4, 5, 6, 2, 7, 8, 9)]
+    ts1 = [base + h * HOUR for h in range(10)]
+    # Broker retention would delete these old-stamped records by itself: turn it off.
+    topic = kafka.topic({0: 10, 1: 10}, NO_RETENTION, timestamps={0: ts0, 1: ts1})
+    cut = utc(base + 4 * HOUR)  # the first offset with a time >= this is the cut
+    apply_purge(stack, e2e_ns, "by-time", topics=before(topic, timestamp=cut))
     obj = purge_finished(stack, e2e_ns, "by-time")
     assert obj["status"]["phase"] == Phase.SUCCEEDED, obj["status"]
     # Offset 3 carries hour 4 in partition 0; offset 4 carries hour 4 in partition 1.
     # The late record (hour 2, offset 6) stays: a cut removes a prefix of offsets.
-    assert log_starts(admin, topic, 2) == [3, 4]
+    assert log_starts(kafka.admin, topic, 2) == [3, 4]
 
 
-@pytest.mark.stack
 def test_committed_by_cuts_at_the_slower_group_and_a_group_without_commit_protects(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=3)
-    produce(bootstrap, topic, {0: 100, 1: 100, 2: 100})
-    fast, slow = f"{topic}-fast", f"{topic}-slow"
-    commit(bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
-    commit(bootstrap, slow, topic, {0: 40, 1: 60})  # nothing on partition 2
-    apply_purge(
-        stack, e2e_ns, "consumed", topics=[{"name": topic, "before": {"committedBy": [fast, slow]}}]
-    )
+    topic, fast, slow = read_by_fast_and_slow(kafka)
+    apply_purge(stack, e2e_ns, "consumed", topics=before(topic, committedBy=[fast, slow]))
     obj = purge_finished(stack, e2e_ns, "consumed")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
-    assert log_starts(admin, topic, 3) == [40, 60, 0]
+    assert log_starts(kafka.admin, topic, 3) == [40, 60, 0]
     assert "no committed offset" in results(obj)[(topic, 2)]["reason"]
 
 
-@pytest.mark.stack
-def test_protect_groups_lower_a_high_watermark_cut(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
-) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 50, 1: 50})
-    auditor = f"{topic}-auditor"
-    commit(bootstrap, auditor, topic, {0: 20})
-    apply_purge(
-        stack,
-        e2e_ns,
-        "protected",
-        protectGroups=[auditor],
-        topics=[{"name": topic, "before": {"highWatermark": True}}],
-    )
-    obj = purge_finished(stack, e2e_ns, "protected")
-    assert log_starts(admin, topic, 2) == [20, 0]
+def test_protect_groups_lower_a_high_watermark_cut(stack: Stack, e2e_ns: str, kafka: Kafka) -> None:
+    topic = kafka.topic({0: 50, 1: 50})
+    auditor = kafka.group_at(topic, "auditor", {0: 20})
+    obj = purge_protecting(stack, e2e_ns, topic, auditor)
+    assert log_starts(kafka.admin, topic, 2) == [20, 0]
     res = results(obj)
     assert f"committed offset of {auditor}" in res[(topic, 0)]["note"]
     assert "no committed offset" in res[(topic, 1)]["note"]
 
 
-@pytest.mark.stack
 def test_dry_run_reports_the_plan_and_deletes_nothing(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 60, 1: 40}, value=b"x" * 200)
+    topic = kafka.topic({0: 60, 1: 40}, value=b"x" * 200)
     apply_purge(
         stack,
         e2e_ns,
         "dry",
         dryRun=True,
-        topics=[{"name": topic, "before": {"highWatermark": True}}],
+        topics=before(topic, highWatermark=True),
     )
     obj = purge_finished(stack, e2e_ns, "dry")
     assert obj["status"]["phase"] == Phase.SUCCEEDED
     assert condition(obj, "Succeeded")["reason"] == "DryRunCompleted"
-    assert log_starts(admin, topic, 2) == [0, 0]
+    assert log_starts(kafka.admin, topic, 2) == [0, 0]
     summary = obj["status"]["summary"]
     assert summary["recordsDeleted"] == 0
     assert summary["recordsToDelete"] == 100
@@ -156,41 +125,32 @@ def test_dry_run_reports_the_plan_and_deletes_nothing(
     assert {r["state"] for r in obj["status"]["results"]} == {State.DRY_RUN}
 
 
-@pytest.mark.stack
 def test_compact_only_topic_fails_naming_the_cleanup_policy(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config={"cleanup.policy": "compact"})
-    produce(bootstrap, topic, {0: 10}, key=lambda p, i: f"k{i}".encode())
-    apply_purge(
-        stack, e2e_ns, "compact", partitions=[{"topic": topic, "partition": 0, "offset": 5}]
-    )
+    topic = kafka.topic({0: 10}, {"cleanup.policy": "compact"}, key=lambda p, i: f"k{i}".encode())
+    apply_purge(stack, e2e_ns, "compact", partitions=cuts(topic, {0: 5}))
     obj = purge_finished(stack, e2e_ns, "compact")
     assert obj["status"]["phase"] == Phase.FAILED
     cond = condition(obj, "Succeeded")
     assert cond["status"] == "False"
     assert "cleanup.policy=compact" in cond["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
-@pytest.mark.stack
 def test_offset_above_the_high_watermark_fails_that_partition_only(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 10, 1: 10})
+    topic = kafka.topic({0: 10, 1: 10})
     apply_purge(
         stack,
         e2e_ns,
         "too-far",
-        partitions=[
-            {"topic": topic, "partition": 0, "offset": 5},
-            {"topic": topic, "partition": 1, "offset": 500},
-        ],
+        partitions=cuts(topic, {0: 5, 1: 500}),
     )
     obj = purge_finished(stack, e2e_ns, "too-far")
     assert obj["status"]["phase"] == Phase.PARTIALLY_SUCCEEDED
-    assert log_starts(admin, topic, 2) == [5, 0]
+    assert log_starts(kafka.admin, topic, 2) == [5, 0]
     error = results(obj)[(topic, 1)]["error"]
     assert error.startswith("OFFSET_OUT_OF_RANGE")
     assert f"{topic}-1" in error
@@ -198,25 +158,23 @@ def test_offset_above_the_high_watermark_fails_that_partition_only(
     assert any(f"{topic}-1" in e["message"] for e in warnings)
 
 
-@pytest.mark.stack
 def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None:
     apply_purge(
         stack,
         e2e_ns,
         "ghost",
-        partitions=[{"topic": "no-such-topic-anywhere", "partition": 0, "offset": 1}],
+        partitions=cuts("no-such-topic-anywhere", {0: 1}),
     )
     obj = purge_finished(stack, e2e_ns, "ghost")
     assert obj["status"]["phase"] == Phase.FAILED
     assert "UNKNOWN_TOPIC_OR_PARTITION" in obj["status"]["results"][0]["error"]
 
 
-@pytest.mark.stack
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
         (
-            {"partitions": [{"topic": "__consumer_offsets", "partition": 0, "offset": 1}]},
+            {"partitions": cuts("__consumer_offsets", {0: 1})},
             "internal topics",
         ),
         (
@@ -224,7 +182,7 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
             "internal topics",
         ),
         (
-            {"partitions": [{"topic": "t", "partition": 0, "offset": -7}]},
+            {"partitions": cuts("t", {0: -7})},
             "should be greater than or equal to -1",
         ),
         ({"partitions": [{"topic": "t", "partition": 0}]}, "Required value"),
@@ -267,63 +225,40 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
 def test_malformed_purge_is_rejected_at_apply_time(
     stack: Stack, e2e_ns: str, spec: dict[str, Any], message: str
 ) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": "bad", "namespace": e2e_ns},
-        "spec": {"cluster": {"bootstrapServers": "127.0.0.1:1"}, **spec},
-    }
-    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(body), check=False)
-    assert done.returncode != 0
-    assert message in done.stderr
+    body = resource("RecordPurge", "bad", e2e_ns, spec={"cluster": NOWHERE, **spec})
+    assert message in apply_refused(stack, body)
     assert stack.kubectl("get", "recordpurge", "bad", "-n", e2e_ns, check=False).returncode != 0
 
 
-@pytest.mark.stack
 def test_finished_purge_is_not_redone_when_the_operator_restarts(
-    stack: Stack,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    namespace: str,
-    tmp_path: Any,
+    stack: Stack, kafka: Kafka, namespace: str, tmp_path: Any
 ) -> None:
     """A `-1` purge re-run after a restart would delete records produced since."""
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
+    topic = kafka.topic({0: 30})
     first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
     try:
-        apply_purge(
-            stack, namespace, "once", partitions=[{"topic": topic, "partition": 0, "offset": -1}]
-        )
+        apply_purge(stack, namespace, "once", partitions=cuts(topic, {0: -1}))
         done = purge_finished(stack, namespace, "once")
     finally:
         first.stop()
-    produce(bootstrap, topic, {0: 20})
+    produce(kafka.bootstrap, topic, {0: 20})
     second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
     try:
         time.sleep(5)  # time enough for the resumed operator to act, if it (wrongly) would
         again = get(stack, "recordpurge", namespace, "once")
     finally:
         second.stop()
-    assert log_starts(admin, topic, 1) == [30]
-    assert high_watermarks(admin, topic, 1) == [50]
+    assert log_starts(kafka.admin, topic, 1) == [30]
+    assert high_watermarks(kafka.admin, topic, 1) == [50]
     assert again["status"] == done["status"]
 
 
-@pytest.mark.stack
 def test_purge_in_flight_completes_after_the_operator_is_killed(
-    stack: Stack,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    namespace: str,
-    tmp_path: Any,
+    stack: Stack, kafka: Kafka, namespace: str, tmp_path: Any
 ) -> None:
     """Brokers frozen mid-purge keep it retrying; the operator is SIGKILLed; a new one
     finishes the purge once Kafka answers again."""
-    topic = make_topic(partitions=3)
-    produce(bootstrap, topic, {0: 40, 1: 40, 2: 40})
+    topic = kafka.topic({0: 40, 1: 40, 2: 40})
     first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
     frozen = False
     try:
@@ -335,60 +270,30 @@ def test_purge_in_flight_completes_after_the_operator_is_killed(
             "in-flight",
             partitions=[{"topic": topic, "partition": p, "offset": 10 * (p + 1)} for p in range(3)],
         )
-        wait_for(
-            stack,
-            "recordpurge",
-            namespace,
-            "in-flight",
-            lambda o: any(
-                c["reason"] == "KafkaUnavailable" for c in o.get("status", {}).get("conditions", [])
-            ),
-            90,
-        )
+        wait_for(stack, "recordpurge", namespace, "in-flight", with_reason("KafkaUnavailable"), 90)
         first.kill()
     finally:
         if frozen:
             stack.kafka.thaw()
     stuck = get(stack, "recordpurge", namespace, "in-flight")
     assert stuck["status"]["phase"] not in FINAL_PHASES
-    assert log_starts(admin, topic, 3) == [0, 0, 0]
-    second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
-    try:
-        obj = purge_finished(stack, namespace, "in-flight", timeout=180)
-    finally:
-        second.stop()
+    assert log_starts(kafka.admin, topic, 3) == [0, 0, 0]
+    obj = finished_by_a_new_operator(stack, namespace, "in-flight", tmp_path / "second.log", 180)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
-    assert log_starts(admin, topic, 3) == [10, 20, 30]
+    assert log_starts(kafka.admin, topic, 3) == [10, 20, 30]
     assert obj["status"]["summary"]["recordsDeleted"] == 60
 
 
-@pytest.mark.stack
 def test_missing_client_config_secret_waits_and_deletes_nothing_until_it_exists(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 20})
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": "with-secret", "namespace": e2e_ns},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap, "clientConfigSecret": "kafka-client"},
-            "partitions": [{"topic": topic, "partition": 0, "offset": 15}],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    waiting = wait_for(
-        stack,
-        "recordpurge",
-        e2e_ns,
-        "with-secret",
-        lambda o: any(
-            c["reason"] == "SecretUnavailable" for c in o.get("status", {}).get("conditions", [])
-        ),
-    )
+    topic = kafka.topic({0: 20})
+    cluster = {"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "kafka-client"}
+    apply_purge(stack, e2e_ns, "with-secret", cluster=cluster, partitions=cuts(topic, {0: 15}))
+    secret_missing = with_reason("SecretUnavailable")
+    waiting = wait_for(stack, "recordpurge", e2e_ns, "with-secret", secret_missing)
     assert "kafka-client" in condition(waiting, "Ready")["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
     # librdkafka properties, as a SASL/TLS setup would carry; PLAINTEXT fits the local stack.
     stack.kubectl(
         "create",
@@ -402,4 +307,4 @@ def test_missing_client_config_secret_waits_and_deletes_nothing_until_it_exists(
     )
     obj = purge_finished(stack, e2e_ns, "with-secret", timeout=150)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
-    assert log_starts(admin, topic, 1) == [15]
+    assert log_starts(kafka.admin, topic, 1) == [15]

@@ -16,18 +16,16 @@ import pytest
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from kafka_retention.core.purge_states import FINAL_PHASES, Phase
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
-    apply_purge,
-    get,
-    log_starts,
-    produce,
-    produce_to_each,
-    wait_for,
-)
+from kafka_retention.core.purge_states import Phase
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import get, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.purges import apply_purge, cuts, finished_by_a_new_operator, purge_finished
+from tests.helpers.records import produce_to_each
+
+pytestmark = pytest.mark.stack
 
 TOPICS, PER_TOPIC = 100, 200  # 20,000 partitions, replication factor 1
 
@@ -93,28 +91,20 @@ def purge_all(stack: Stack, ns: str, name: str, topics: list[str]) -> None:
     )
 
 
-@pytest.mark.stack
 def test_twenty_thousand_partitions_are_purged_with_a_small_status(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, big_topics: list[str]
+    stack: Stack, e2e_ns: str, kafka: Kafka, big_topics: list[str]
 ) -> None:
-    one_record_each(bootstrap, big_topics)
+    one_record_each(kafka.bootstrap, big_topics)
     started = time.monotonic()
     purge_all(stack, e2e_ns, "everything", big_topics)
-    obj = wait_for(
-        stack,
-        "recordpurge",
-        e2e_ns,
-        "everything",
-        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-        timeout=300,
-    )
+    obj = purge_finished(stack, e2e_ns, "everything", timeout=300)
     took = time.monotonic() - started
     status = obj["status"]
     assert status["phase"] == Phase.SUCCEEDED, status.get("conditions")
     assert status["summary"]["partitions"] == TOPICS * PER_TOPIC
     assert status["summary"]["recordsDeleted"] == TOPICS * PER_TOPIC
     assert len(json.dumps(status)) < 256 * 1024, len(json.dumps(status))
-    assert set(all_log_starts(admin, big_topics)) == {1}
+    assert set(all_log_starts(kafka.admin, big_topics)) == {1}
     # Every partition's outcome is kept beside the folded status, owned by the purge.
     ref = status["resultsRef"]["configMap"]
     cm = json.loads(stack.kubectl("get", "configmap", ref, "-n", e2e_ns, "-o", "json").stdout)
@@ -122,17 +112,11 @@ def test_twenty_thousand_partitions_are_purged_with_a_small_status(
     print(f"20,000-partition purge: apply -> Succeeded in {took:.1f}s")
 
 
-@pytest.mark.stack
 def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_plan(
-    stack: Stack,
-    namespace: str,
-    admin: AdminClient,
-    bootstrap: str,
-    big_topics: list[str],
-    tmp_path: Path,
+    stack: Stack, namespace: str, kafka: Kafka, big_topics: list[str], tmp_path: Path
 ) -> None:
-    before = all_log_starts(admin, big_topics)
-    one_record_each(bootstrap, big_topics)  # the plan's -1 is the high watermark now
+    before = all_log_starts(kafka.admin, big_topics)
+    one_record_each(kafka.bootstrap, big_topics)  # the plan's -1 is the high watermark now
     planned = [start + 1 for start in before]
     first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
     # Planning 20,000 partitions takes seconds: the watch starts well before the plan.
@@ -162,35 +146,22 @@ def test_a_restart_between_the_stored_plan_and_the_delete_deletes_exactly_the_pl
                 break
     finally:
         watch.kill()
-    assert all_log_starts(admin, big_topics) == before, "deleted before the kill"
+    assert all_log_starts(kafka.admin, big_topics) == before, "deleted before the kill"
     first.kill()
     stored = get(stack, "recordpurge", namespace, "restarted")["status"]
     assert stored["phase"] == Phase.PURGING
     assert stored["planRef"]["partitions"] == TOPICS * PER_TOPIC
-    one_record_each(bootstrap, big_topics)  # more records: a new plan would cut further
-    second = OperatorProcess(stack, [namespace], tmp_path / "second.log").start()
-    try:
-        obj = wait_for(
-            stack,
-            "recordpurge",
-            namespace,
-            "restarted",
-            lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-            timeout=300,
-        )
-    finally:
-        second.stop()
+    one_record_each(kafka.bootstrap, big_topics)  # more records: a new plan would cut further
+    obj = finished_by_a_new_operator(stack, namespace, "restarted", tmp_path / "second.log", 300)
     assert obj["status"]["phase"] == Phase.SUCCEEDED
-    assert all_log_starts(admin, big_topics) == planned
+    assert all_log_starts(kafka.admin, big_topics) == planned
     assert obj["status"]["summary"]["recordsDeleted"] == TOPICS * PER_TOPIC
 
 
-@pytest.mark.stack
 def test_a_plan_the_api_server_will_not_store_fails_the_purge_naming_why(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 10})
+    topic = kafka.topic({0: 10})
     quota = {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -212,21 +183,14 @@ def test_a_plan_the_api_server_will_not_store_fails_the_purge_naming_why(
         "kind": "RecordPurge",
         "metadata": {"name": "unstorable", "namespace": e2e_ns},
         "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "partitions": [{"topic": topic, "partition": 0, "offset": 5}],
+            "cluster": {"bootstrapServers": kafka.bootstrap},
+            "partitions": cuts(topic, {0: 5}),
         },
     }
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    obj = wait_for(
-        stack,
-        "recordpurge",
-        e2e_ns,
-        "unstorable",
-        lambda o: o.get("status", {}).get("phase") in FINAL_PHASES,
-        timeout=60,
-    )
+    obj = purge_finished(stack, e2e_ns, "unstorable", timeout=60)
     ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
     assert obj["status"]["phase"] == Phase.FAILED
     assert ready["reason"] == "StateNotPersisted"
     assert "exceeded quota" in ready["message"], ready["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]

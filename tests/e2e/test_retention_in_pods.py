@@ -14,23 +14,47 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.adapters import kube
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
-from tests.conftest import TopicFactory
-from tests.support import (
-    OperatorProcess,
-    apply_policy,
-    commit,
-    get,
-    install_spark_operator_crd,
-    log_starts,
-    produce,
-    wait_for,
-)
+from tests.helpers.commits import commit
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import get, install_spark_operator_crd, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy_on
+
+pytestmark = pytest.mark.stack
+
+
+@pytest.fixture
+def playing_driver(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test plays the spark-operator and its driver: the SparkApplication CRD is
+    served, and this process's Kubernetes adapter (the driver's ConfigMap sink) talks to
+    the stack's API server."""
+    install_spark_operator_crd(stack)
+    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
+    monkeypatch.setattr(kube, "_api", None)
+
+
+def spark_operator_mode(
+    stack: Stack, namespace: str, tmp_path: Path, *extra: str
+) -> OperatorProcess:
+    """An operator of the test's own that plans every policy, even a tiny one (as a large
+    one would be), through a SparkApplication."""
+    args = ("--spark-mode", "spark-operator", *extra, "--in-process-max-partitions", "0")
+    return OperatorProcess(stack, [namespace], tmp_path / "operator.log", args).start()
+
+
+def plan_applied(stack: Stack, namespace: str, name: str) -> dict[str, Any]:
+    """The policy once its run applied the plan (lastRun.recordsDeleted is set)."""
+
+    def applied(o: dict[str, Any]) -> bool:
+        return o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None
+
+    return wait_for(stack, "retentionpolicy", namespace, name, applied, timeout=60)
 
 
 def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
@@ -43,13 +67,8 @@ def apply_policy_and_wait_for_run(
     stack: Stack, namespace: str, name: str, interval: str, topic: str, group: str
 ) -> dict[str, Any]:
     """A deleteConsumed policy on `topic`, and the SparkApplication its first run makes."""
-    apply_policy(
-        stack,
-        namespace,
-        name,
-        interval=interval,
-        topics={"names": [topic]},
-        deleteConsumed={"groups": [group]},
+    apply_policy_on(
+        stack, namespace, name, topic, interval=interval, deleteConsumed={"groups": [group]}
     )
     deadline = time.monotonic() + 60
     while not (apps := sparkapplications(stack, namespace)):
@@ -101,38 +120,19 @@ def complete(stack: Stack, namespace: str, name: str) -> None:
     )
 
 
-@pytest.mark.stack
 def test_policy_plans_through_a_spark_application_and_applies_its_plan(
     stack: Stack,
     spark: Any,
     namespace: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    kafka: Kafka,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    playing_driver: None,
 ) -> None:
-    install_spark_operator_crd(stack)
-    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
-    monkeypatch.setattr(kube, "_api", None)
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 50, 1: 50})
-    group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 30, 1: 10})
-    operator = OperatorProcess(
-        stack,
-        [namespace],
-        tmp_path / "operator.log",
-        (
-            "--spark-mode",
-            "spark-operator",
-            "--spark-image",
-            "kafka-retention-operator:test",
-            # Plan even this tiny policy with Spark, as a large one would be.
-            "--in-process-max-partitions",
-            "0",
-        ),
-    ).start()
+    topic = kafka.topic({0: 50, 1: 50})
+    group = kafka.group_at(topic, "g", {0: 30, 1: 10})
+    operator = spark_operator_mode(
+        stack, namespace, tmp_path, "--spark-image", "kafka-retention-operator:test"
+    )
     try:
         app = apply_policy_and_wait_for_run(stack, namespace, "in-pods", "30s", topic, group)
         policy_uid = get(stack, "retentionpolicy", namespace, "in-pods")["metadata"]["uid"]
@@ -140,22 +140,15 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         assert name.startswith("kr-batch-")
         assert app["metadata"]["ownerReferences"][0]["uid"] == policy_uid
         assert app["spec"]["image"] == "kafka-retention-operator:test"
-        assert log_starts(admin, topic, 2) == [0, 0]  # nothing before the plan exists
+        assert log_starts(kafka.admin, topic, 2) == [0, 0]  # nothing before the plan exists
 
         request = play_driver(stack, spark, namespace, app)
         assert request.connection.client_config == {}  # secrets never go in ConfigMaps
         assert [p.id for p in request.policies] == [f"{namespace}/in-pods"]
         complete(stack, namespace, name)
 
-        obj = wait_for(
-            stack,
-            "retentionpolicy",
-            namespace,
-            "in-pods",
-            lambda o: o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None,
-            timeout=60,
-        )
-        assert log_starts(admin, topic, 2) == [30, 10]
+        obj = plan_applied(stack, namespace, "in-pods")
+        assert log_starts(kafka.admin, topic, 2) == [30, 10]
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
         leftovers = stack.kubectl(
             "get",
@@ -175,34 +168,16 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         assert operator.stop() == 0
 
 
-@pytest.mark.stack
 def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
-    stack: Stack,
-    namespace: str,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    tmp_path: Path,
+    stack: Stack, namespace: str, kafka: Kafka, tmp_path: Path
 ) -> None:
     """Nobody plays the spark-operator here, so the run stays in flight. SIGTERM must end
     the operator's wait for the plan at once (a waiting pool thread would hold the process
     for the whole run timeout, an hour here), write no failure, and leave the run in the
     cluster for the next operator."""
     install_spark_operator_crd(stack)
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 5, 1: 5})
-    operator = OperatorProcess(
-        stack,
-        [namespace],
-        tmp_path / "operator.log",
-        (
-            "--spark-mode",
-            "spark-operator",
-            "--spark-run-timeout",
-            "3600",
-            "--in-process-max-partitions",
-            "0",
-        ),
-    ).start()
+    topic = kafka.topic({0: 5, 1: 5})
+    operator = spark_operator_mode(stack, namespace, tmp_path, "--spark-run-timeout", "3600")
     try:
         app = apply_policy_and_wait_for_run(
             stack, namespace, "in-flight", "30s", topic, f"{topic}-g"
@@ -230,34 +205,21 @@ def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
         )
 
 
-@pytest.mark.stack
 def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
     stack: Stack,
     spark: Any,
     namespace: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    kafka: Kafka,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    playing_driver: None,
 ) -> None:
     """The plan is made while the group stands at 30; the group then rewinds partition 0
     to 10 (a consumer reset, a replay) before the operator applies the plan. The fresh
     read before the delete must see 10: cutting at the planned 30 would delete 20 records
     the group is about to read again."""
-    install_spark_operator_crd(stack)
-    monkeypatch.setenv("KUBECONFIG", str(stack.kube.kubeconfig))
-    monkeypatch.setattr(kube, "_api", None)
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 50, 1: 50})
-    group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 30, 1: 30})
-    operator = OperatorProcess(
-        stack,
-        [namespace],
-        tmp_path / "operator.log",
-        ("--spark-mode", "spark-operator", "--in-process-max-partitions", "0"),
-    ).start()
+    topic = kafka.topic({0: 50, 1: 50})
+    group = kafka.group_at(topic, "g", {0: 30, 1: 30})
+    operator = spark_operator_mode(stack, namespace, tmp_path)
     try:
         app = apply_policy_and_wait_for_run(stack, namespace, "rewind", "1h", topic, group)
         planned: dict[int, int] = {}
@@ -265,20 +227,13 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
         def rewind(results: dict[str, plan_job.PlanResult]) -> None:
             (result,) = results.values()
             planned.update({r["partition"]: r["targetOffset"] for r in result.rows})
-            commit(bootstrap, group, topic, {0: 10})
+            commit(kafka.bootstrap, group, topic, {0: 10})
 
         play_driver(stack, spark, namespace, app, before_write=rewind)
         complete(stack, namespace, app["metadata"]["name"])
         assert planned == {0: 30, 1: 30}  # the plan was made before the rewind
-        obj = wait_for(
-            stack,
-            "retentionpolicy",
-            namespace,
-            "rewind",
-            lambda o: o.get("status", {}).get("lastRun", {}).get("recordsDeleted") is not None,
-            timeout=60,
-        )
-        assert log_starts(admin, topic, 2) == [10, 30]
+        obj = plan_applied(stack, namespace, "rewind")
+        assert log_starts(kafka.admin, topic, 2) == [10, 30]
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
     finally:
         stack.kubectl(

@@ -3,51 +3,38 @@ real 3-broker cluster; every check reads log start offsets from Kafka itself."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    apply_policy,
-    argocd_health,
-    commit,
-    condition,
-    events,
-    eventually,
-    get,
-    log_starts,
-    produce,
-    ran,
-    wait_for,
-)
+from tests.helpers.argocd import argocd_health
+from tests.helpers.commits import commit
+from tests.helpers.conditions import condition, with_reason
+from tests.helpers.kafka import Kafka, read_by_fast_and_slow
+from tests.helpers.kube import NOWHERE, apply, apply_refused, events, get, resource, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import apply_policy, apply_policy_on, ran
+from tests.helpers.records import HOUR, hours_ago_on_the_hour, old_then_new, produce, utc
+from tests.helpers.topics import NO_RETENTION
+from tests.helpers.waiting import eventually
+
+pytestmark = pytest.mark.stack
 
 
-@pytest.mark.stack
 def test_log_start_follows_the_slower_group_and_a_group_without_commit_protects(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=3)
-    produce(bootstrap, topic, {0: 100, 1: 100, 2: 100})
-    fast, slow = f"{topic}-fast", f"{topic}-slow"
-    commit(bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
-    commit(bootstrap, slow, topic, {0: 40, 1: 60})  # nothing yet on partition 2
-    apply_policy(
-        stack, e2e_ns, "trim", topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow]}
-    )
-    eventually(lambda: log_starts(admin, topic, 3) == [40, 60, 0], what="first cut")
+    topic, fast, slow = read_by_fast_and_slow(kafka)
+    apply_policy_on(stack, e2e_ns, "trim", topic, deleteConsumed={"groups": [fast, slow]})
+    eventually(lambda: log_starts(kafka.admin, topic, 3) == [40, 60, 0], what="first cut")
     obj = ran(stack, e2e_ns, "trim")
     assert condition(obj, "Ready")["status"] == "True"
     assert obj["status"]["recordsDeletedTotal"] >= 100
     # The slow group moves on, and reaches partition 2: the log start follows.
-    commit(bootstrap, slow, topic, {0: 85, 1: 75, 2: 50})
+    commit(kafka.bootstrap, slow, topic, {0: 85, 1: 75, 2: 50})
     eventually(
-        lambda: log_starts(admin, topic, 3) == [85, 75, 50],
+        lambda: log_starts(kafka.admin, topic, 3) == [85, 75, 50],
         timeout=60,
         what="cut following the slower group",
     )
@@ -60,70 +47,42 @@ def test_log_start_follows_the_slower_group_and_a_group_without_commit_protects(
     assert argocd_health(obj)[0] == "Healthy"  # what Argo CD shows (manifests/argocd)
 
 
-@pytest.mark.stack
 def test_min_retention_holds_back_a_cut_on_recent_records(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    now = int(time.time() * 1000)
-    stamps = [now - 2 * HOUR + i for i in range(20)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
-    group = f"{topic}-reader"
-    commit(bootstrap, group, topic, {0: 30})
-    apply_policy(
-        stack,
-        e2e_ns,
-        "young",
-        topics={"names": [topic]},
-        deleteConsumed={"groups": [group], "minRetention": "30m"},
+    topic = kafka.topic({0: 30}, NO_RETENTION, timestamps={0: old_then_new(20, 2 * HOUR)})
+    group = kafka.group_at(topic, "reader", {0: 30})
+    apply_policy_on(
+        stack, e2e_ns, "young", topic, deleteConsumed={"groups": [group], "minRetention": "30m"}
     )
     ran(stack, e2e_ns, "young")
-    assert log_starts(admin, topic, 1) == [20]
+    assert log_starts(kafka.admin, topic, 1) == [20]
 
 
-@pytest.mark.stack
-def test_delete_before_cuts_regardless_of_groups(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
-) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    base = (int(time.time() * 1000) // HOUR - 48) * HOUR
-    produce(bootstrap, topic, {0: 10}, timestamps={0: [base + h * HOUR for h in range(10)]})
-    cut = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((base + 6 * HOUR) / 1000))
+def test_delete_before_cuts_regardless_of_groups(stack: Stack, e2e_ns: str, kafka: Kafka) -> None:
+    base = hours_ago_on_the_hour(48)
+    topic = kafka.topic({0: 10}, NO_RETENTION, timestamps={0: [base + h * HOUR for h in range(10)]})
+    cut = utc(base + 6 * HOUR)
     never = f"{topic}-never-read"  # a deleteConsumed group with no commits at all
-    apply_policy(
-        stack,
-        e2e_ns,
-        "before",
-        topics={"names": [topic]},
-        deleteBefore=cut,
-        deleteConsumed={"groups": [never]},
+    apply_policy_on(
+        stack, e2e_ns, "before", topic, deleteBefore=cut, deleteConsumed={"groups": [never]}
     )
     obj = ran(stack, e2e_ns, "before")
-    assert log_starts(admin, topic, 1) == [6]
+    assert log_starts(kafka.admin, topic, 1) == [6]
     losses = obj["status"]["lastRun"]["unconsumedDeleted"]
     assert losses == [{"group": never, "topic": topic, "records": 6}]
 
 
-@pytest.mark.stack
 def test_max_retention_cuts_past_an_idle_group_and_says_who_lost_what(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    now = int(time.time() * 1000)
-    stamps = [now - 3 * HOUR + i for i in range(20)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
-    idle = f"{topic}-idle"
-    commit(bootstrap, idle, topic, {0: 5})
-    apply_policy(
-        stack,
-        e2e_ns,
-        "cap",
-        topics={"names": [topic]},
-        deleteConsumed={"groups": [idle]},
-        maxRetention="1h",
+    topic = kafka.topic({0: 30}, NO_RETENTION, timestamps={0: old_then_new(20, 3 * HOUR)})
+    idle = kafka.group_at(topic, "idle", {0: 5})
+    apply_policy_on(
+        stack, e2e_ns, "cap", topic, deleteConsumed={"groups": [idle]}, maxRetention="1h"
     )
     obj = ran(stack, e2e_ns, "cap")
-    assert log_starts(admin, topic, 1) == [20]
+    assert log_starts(kafka.admin, topic, 1) == [20]
     assert obj["status"]["lastRun"]["unconsumedDeleted"] == [
         {"group": idle, "topic": topic, "records": 15}
     ]
@@ -135,97 +94,63 @@ def test_max_retention_cuts_past_an_idle_group_and_says_who_lost_what(
     assert any(f"group {idle} lost 15 unread records of {topic}" in m for m in warnings)
 
 
-@pytest.mark.stack
-def test_dry_run_changes_nothing(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
-) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 50, 1: 50})
-    group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 50, 1: 20})
-    apply_policy(
-        stack,
-        e2e_ns,
-        "preview",
-        topics={"names": [topic]},
-        dryRun=True,
-        deleteConsumed={"groups": [group]},
+def test_dry_run_changes_nothing(stack: Stack, e2e_ns: str, kafka: Kafka) -> None:
+    topic = kafka.topic({0: 50, 1: 50})
+    group = kafka.group_at(topic, "g", {0: 50, 1: 20})
+    apply_policy_on(
+        stack, e2e_ns, "preview", topic, dryRun=True, deleteConsumed={"groups": [group]}
     )
     obj = ran(stack, e2e_ns, "preview")
-    assert log_starts(admin, topic, 2) == [0, 0]
+    assert log_starts(kafka.admin, topic, 2) == [0, 0]
     assert "dry run: would delete 70 records" in condition(obj, "Ready")["message"]
     assert obj["status"]["lastRun"]["recordsDeleted"] == 0
 
 
-@pytest.mark.stack
 def test_new_topic_matching_the_pattern_is_picked_up_and_compact_only_is_skipped(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    first = make_topic(partitions=1)
+    first = kafka.make_topic(partitions=1)
     prefix = first.rsplit("-", 1)[0]
-    produce(bootstrap, first, {0: 20})
-    compacted = make_topic(partitions=1, config={"cleanup.policy": "compact"})
+    produce(kafka.bootstrap, first, {0: 20})
+    compacted = kafka.make_topic(partitions=1, config={"cleanup.policy": "compact"})
     apply_policy(stack, e2e_ns, "pattern", topics={"pattern": f"{prefix}-.*"}, maxRetention="1ms")
     obj = ran(stack, e2e_ns, "pattern")
-    assert log_starts(admin, first, 1) == [20]
+    assert log_starts(kafka.admin, first, 1) == [20]
     notes = {t["name"]: t.get("note", "") for t in obj["status"]["topics"]}
     assert "cleanup.policy=compact" in notes[compacted]
-    later = make_topic(partitions=1)
+    later = kafka.make_topic(partitions=1)
     assert later.startswith(prefix)
-    produce(bootstrap, later, {0: 7})
+    produce(kafka.bootstrap, later, {0: 7})
     eventually(
-        lambda: log_starts(admin, later, 1) == [7],
+        lambda: log_starts(kafka.admin, later, 1) == [7],
         timeout=60,
         what="topic created after the policy",
     )
 
 
-@pytest.mark.stack
 def test_invalid_policies_are_refused_at_apply_time_or_named_in_a_condition(
     stack: Stack, e2e_ns: str
 ) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": "no-rule", "namespace": e2e_ns},
-        "spec": {"cluster": {"bootstrapServers": "127.0.0.1:1"}, "topics": {"names": ["t"]}},
-    }
-    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(body), check=False)
-    assert done.returncode != 0
-    assert "at least one deleting rule" in done.stderr
+    spec = {"cluster": NOWHERE, "topics": {"names": ["t"]}}
+    stderr = apply_refused(stack, resource("RetentionPolicy", "no-rule", e2e_ns, spec=spec))
+    assert "at least one deleting rule" in stderr
     apply_policy(stack, e2e_ns, "bad-regex", topics={"pattern": "(unclosed"}, maxRetention="1d")
-    obj = wait_for(
-        stack,
-        "retentionpolicy",
-        e2e_ns,
-        "bad-regex",
-        lambda o: any(
-            c["reason"] == "InvalidSpec" for c in o.get("status", {}).get("conditions", [])
-        ),
-    )
+    obj = wait_for(stack, "retentionpolicy", e2e_ns, "bad-regex", with_reason("InvalidSpec"))
     assert "spec.topics.pattern" in condition(obj, "Ready")["message"]
     assert get(stack, "retentionpolicy", e2e_ns, "bad-regex")["status"].get("lastRun") is None
 
 
-@pytest.mark.stack
 def test_a_policy_left_with_an_earlier_versions_finalizer_can_still_be_deleted(
     stack: Stack, e2e_ns: str
 ) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {
-            "name": "old",
-            "namespace": e2e_ns,
-            "finalizers": ["kafka-retention.io/finalizer"],
-        },
-        "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "topics": {"names": ["nothing-here"]},
-            "maxRetention": "7d",
-        },
+    spec = {
+        "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+        "topics": {"names": ["nothing-here"]},
+        "maxRetention": "7d",
     }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    body = resource("RetentionPolicy", "old", e2e_ns, spec=spec)
+    body["metadata"]["finalizers"] = ["kafka-retention.io/finalizer"]
+    apply(stack, body)
     stack.kubectl("delete", "retentionpolicy", "old", "-n", e2e_ns, "--wait=false")
     eventually(
         lambda: (
@@ -237,35 +162,25 @@ def test_a_policy_left_with_an_earlier_versions_finalizer_can_still_be_deleted(
     )
 
 
-@pytest.mark.stack
 def test_a_peer_naming_the_same_cluster_another_way_still_holds_a_cut_back(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     """The overlap rule compares clusters by Kafka's own id: a policy that names the
     brokers in another order is on the same cluster, and its protected group holds back
     a deleteBefore that would otherwise take everything."""
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    base = (int(time.time() * 1000) // HOUR - 48) * HOUR
-    produce(bootstrap, topic, {0: 20}, timestamps={0: [base + i for i in range(20)]})
-    reader = f"{topic}-reader"
-    commit(bootstrap, reader, topic, {0: 10})
-    apply_policy(
-        stack, e2e_ns, "guard", topics={"names": [topic]}, deleteConsumed={"groups": [reader]}
-    )
-    eventually(lambda: log_starts(admin, topic, 1) == [10], what="the guard's own cut")
-    reordered = ",".join(reversed(bootstrap.split(",")))
-    assert reordered != bootstrap
-    cut = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
-    apply_policy(
-        stack,
-        e2e_ns,
-        "sweep",
-        cluster={"bootstrapServers": reordered},
-        topics={"names": [topic]},
-        deleteBefore=cut,
+    base = hours_ago_on_the_hour(48)
+    topic = kafka.topic({0: 20}, NO_RETENTION, timestamps={0: [base + i for i in range(20)]})
+    reader = kafka.group_at(topic, "reader", {0: 10})
+    apply_policy_on(stack, e2e_ns, "guard", topic, deleteConsumed={"groups": [reader]})
+    eventually(lambda: log_starts(kafka.admin, topic, 1) == [10], what="the guard's own cut")
+    reordered = ",".join(reversed(kafka.bootstrap.split(",")))
+    assert reordered != kafka.bootstrap
+    cut = utc(int(time.time() * 1000) - HOUR)
+    apply_policy_on(
+        stack, e2e_ns, "sweep", topic, cluster={"bootstrapServers": reordered}, deleteBefore=cut
     )
     obj = ran(stack, e2e_ns, "sweep")
     obj = ran(stack, e2e_ns, "sweep", obj["status"]["lastRun"]["completedAt"])
-    assert log_starts(admin, topic, 1) == [10]
+    assert log_starts(kafka.admin, topic, 1) == [10]
     (summary,) = obj["status"]["topics"]
     assert f"overlaps with policy {e2e_ns}/guard" in summary["note"]

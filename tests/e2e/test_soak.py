@@ -30,14 +30,20 @@ import pytest
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition as Partition
 from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
-from tests.conftest import create_namespace
-from tests.e2e.test_policy_fleet import policy
-from tests.support import OperatorProcess, commit_groups, produce_to_each
+from tests.helpers.commits import commit_groups
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import create_namespace
+from tests.helpers.policies import policy
+from tests.helpers.purges import before
+from tests.helpers.records import produce_to_each
+
+pytestmark = pytest.mark.stack
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "60"))
 POLICIES = int(os.environ.get("SOAK_POLICIES", "100"))
@@ -138,7 +144,7 @@ def purge(ns: str, i: int, topic: str, bootstrap: str, rng: random.Random) -> di
     """Half cut at the group's commit, half at an offset the group protects."""
     spec: dict[str, Any] = {"cluster": {"bootstrapServers": bootstrap}}
     if i % 2:
-        spec["topics"] = [{"name": topic, "before": {"committedBy": [f"{topic}-g"]}}]
+        spec["topics"] = before(topic, committedBy=[f"{topic}-g"])
     else:
         # At most 30: every topic holds at least 30 records (past the high watermark fails).
         spec["partitions"] = [{"topic": topic, "partition": 0, "offset": rng.randint(1, 30)}]
@@ -172,16 +178,15 @@ def soak_ns(stack: Stack) -> Iterator[str]:
     stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
-@pytest.mark.stack
 @pytest.mark.timeout(SECONDS + 600)
 def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
-    stack: Stack, soak_ns: str, admin: AdminClient, bootstrap: str, tmp_path: Path
+    stack: Stack, soak_ns: str, kafka: Kafka, tmp_path: Path
 ) -> None:
     topics = [f"{soak_ns}-{i:03d}" for i in range(POLICIES)]
-    for f in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+    for f in kafka.admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
         f.result(timeout=60)
-    produce_to_each(bootstrap, [(t, 0) for t in topics] * 30, b"v" * 100)
-    commit_groups(admin, dict.fromkeys(topics, 5))
+    produce_to_each(kafka.bootstrap, [(t, 0) for t in topics] * 30, b"v" * 100)
+    commit_groups(kafka.admin, dict.fromkeys(topics, 5))
     operator = OperatorProcess(stack, [soak_ns], tmp_path / "operator.log").start()
     stop = threading.Event()
     samples = Samples()
@@ -197,15 +202,16 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
         return threading.Thread(target=run)
 
     threads = [
-        guarded(sampler, admin, bootstrap, topics, operator.pid, stop, samples),
-        guarded(mover, bootstrap, admin, topics, stop),
+        guarded(sampler, kafka.admin, kafka.bootstrap, topics, operator.pid, stop, samples),
+        guarded(mover, kafka.bootstrap, kafka.admin, topics, stop),
     ]
     rng = random.Random(11)  # noqa: S311 - a repeatable workload, not a secret
     try:
         for thread in threads:
             thread.start()
         policies = [
-            policy(soak_ns, i, t, f"{t}-g", bootstrap, INTERVAL_S) for i, t in enumerate(topics)
+            policy(soak_ns, i, t, f"{t}-g", kafka.bootstrap, INTERVAL_S)
+            for i, t in enumerate(topics)
         ]
         stack.kubectl(
             "apply",
@@ -216,7 +222,7 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
         started = time.monotonic()
         for i in range(PURGES):  # spread over the soak
             time.sleep(SECONDS / PURGES)
-            body = purge(soak_ns, i, rng.choice(topics), bootstrap, rng)
+            body = purge(soak_ns, i, rng.choice(topics), kafka.bootstrap, rng)
             stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
         time.sleep(max(0.0, SECONDS - (time.monotonic() - started)))
     finally:
@@ -272,5 +278,5 @@ def test_soak_never_deletes_unread_records_and_every_run_and_purge_ends(
             + "\n".join(f"- {line}" for line in report)
             + "\n"
         )
-    for f in admin.delete_topics(topics).values():
+    for f in kafka.admin.delete_topics(topics).values():
         f.result(timeout=60)

@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import (
-    HOUR,
-    NO_RETENTION,
-    condition,
-    log_starts,
-    produce,
-    purge_finished,
-    ran,
-    wait_for,
-)
+from tests.helpers.conditions import condition
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.policies import ran
+from tests.helpers.purges import purge_finished
+from tests.helpers.records import HOUR, hours_ago_on_the_hour, utc
+from tests.helpers.topics import NO_RETENTION
+
+pytestmark = pytest.mark.stack
 
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "strimzi-crds.yaml"
 KAFKA = "local"
@@ -186,64 +183,41 @@ def unresolved(obj: dict[str, Any]) -> bool:
     )
 
 
-@pytest.mark.stack
 def test_a_purge_by_strimzi_reference_waits_for_the_kafka_and_then_deletes(
-    stack: Stack,
-    strimzi_crds: None,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, strimzi_crds: None, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 20})
+    topic = kafka.topic({0: 20})
     purge_via(stack, e2e_ns, "early", {"kafka": KAFKA, "listener": "plain"}, topic, 12)
     waiting = wait_for(stack, "recordpurge", e2e_ns, "early", unresolved)
     assert "spec.cluster.strimzi.kafka" in condition(waiting, "Ready")["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
     make_kafka(stack, e2e_ns)
     done = purge_finished(stack, e2e_ns, "early", timeout=150)
     assert done["status"]["phase"] == "Succeeded", done["status"]
-    assert log_starts(admin, topic, 1) == [12]
+    assert log_starts(kafka.admin, topic, 1) == [12]
 
 
-@pytest.mark.stack
 @pytest.mark.parametrize(
     ("listener", "kind"), [("scram", "scram-sha-512"), ("mtls", "tls")], ids=["scram", "mtls"]
 )
 def test_a_kafkauser_connects_through_the_listener_that_asks_for_its_credentials(
-    stack: Stack,
-    strimzi_crds: None,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
-    listener: str,
-    kind: str,
+    stack: Stack, strimzi_crds: None, e2e_ns: str, kafka: Kafka, listener: str, kind: str
 ) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 20})
+    topic = kafka.topic({0: 20})
     make_kafka(stack, e2e_ns)
     make_user(stack, e2e_ns, "retention", kind)
     ref = {"kafka": KAFKA, "namespace": e2e_ns, "listener": listener, "kafkaUser": "retention"}
     purge_via(stack, e2e_ns, f"via-{listener}", ref, topic, 7)
     done = purge_finished(stack, e2e_ns, f"via-{listener}", timeout=90)
     assert done["status"]["phase"] == "Succeeded", done["status"]
-    assert log_starts(admin, topic, 1) == [7]
+    assert log_starts(kafka.admin, topic, 1) == [7]
 
 
-@pytest.mark.stack
 def test_a_kafkauser_of_the_wrong_kind_is_named_and_nothing_is_deleted(
-    stack: Stack,
-    strimzi_crds: None,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, strimzi_crds: None, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 20})
+    topic = kafka.topic({0: 20})
     make_kafka(stack, e2e_ns)
     make_user(stack, e2e_ns, "certified", "tls")
     ref = {"kafka": KAFKA, "listener": "scram", "kafkaUser": "certified"}
@@ -252,22 +226,15 @@ def test_a_kafkauser_of_the_wrong_kind_is_named_and_nothing_is_deleted(
     message = condition(waiting, "Ready")["message"]
     assert "spec.cluster.strimzi.kafkaUser" in message
     assert "authenticates with tls" in message
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
-@pytest.mark.stack
 def test_a_retention_policy_by_strimzi_reference_cuts_through_scram(
-    stack: Stack,
-    strimzi_crds: None,
-    e2e_ns: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, strimzi_crds: None, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
-    base = (int(time.time() * 1000) // HOUR - 48) * HOUR
-    cut = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((base + 6 * HOUR) / 1000))
-    produce(bootstrap, topic, {0: 10}, timestamps={0: [base + h * HOUR for h in range(10)]})
+    base = hours_ago_on_the_hour(48)
+    cut = utc(base + 6 * HOUR)
+    topic = kafka.topic({0: 10}, NO_RETENTION, timestamps={0: [base + h * HOUR for h in range(10)]})
     make_kafka(stack, e2e_ns)
     make_user(stack, e2e_ns, "retention", "scram-sha-512")
     body = {
@@ -284,4 +251,4 @@ def test_a_retention_policy_by_strimzi_reference_cuts_through_scram(
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
     obj = ran(stack, e2e_ns, "by-ref")
     assert condition(obj, "Ready")["status"] == "True", obj["status"]
-    assert log_starts(admin, topic, 1) == [6]
+    assert log_starts(kafka.admin, topic, 1) == [6]

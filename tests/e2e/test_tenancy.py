@@ -10,7 +10,6 @@ namespace purging and cutting on its own cluster, within the topics its binding 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,19 +17,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.conftest import TopicFactory, create_namespace
-from tests.corpus.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
-from tests.e2e.test_orphan_partitions import create_on, digest
-from tests.support import get, log_starts, produce, purge_finished, wait_for
+from tests.helpers import tenancy
+from tests.helpers.cleanup import undone_afterwards
+from tests.helpers.conditions import ready, with_reason
+from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import apply, create_namespace, get, resource, wait_for
+from tests.helpers.offsets import log_starts
+from tests.helpers.orphans import digest, orphan_copy
+from tests.helpers.policies import apply_policy, apply_policy_on, completed
+from tests.helpers.purges import apply_purge, cuts, purge_all, purge_finished
+from tests.helpers.records import produce
+from tests.helpers.topics import cluster_id
+
+pytestmark = pytest.mark.stack
 
 PREFIX = "tenancy"
-# The topic the corpus aims at (tests/corpus/hostile.py: `orders`, which the binding
+# The topic the corpus aims at (tests/helpers/hostile.py: `orders`, which the binding
 # allows), made to hold records so a wrong delete would show.
 TOPIC = "orders"
+# A deleteBefore past every record's time: the cut takes everything the rule may take.
+EVERYTHING = "2100-01-01T00:00:00Z"
 
 
 @pytest.fixture(scope="module")
@@ -61,96 +72,37 @@ def teams(stack: Stack, strict_operator: OperatorProcess) -> Iterator[tuple[str,
 
 @pytest.fixture
 def bindings(stack: Stack) -> Iterator[list[str]]:
-    made: list[str] = []
-    yield made
-    for name in made:
-        stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
-
-
-@pytest.fixture
-def planted() -> Iterator[list[Path]]:
-    """Directories the test plants in log dirs; any left are removed afterwards."""
-    made: list[Path] = []
-    yield made
-    for path in made:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def cluster_id(admin: AdminClient) -> str:
-    return str(admin.list_topics(timeout=10).cluster_id)
+    """KafkaClusterBindings the test made (cluster-scoped: no namespace takes them away)."""
+    yield from undone_afterwards(
+        lambda name: stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
+    )
 
 
 def bind(stack: Stack, made: list[str], namespace: str, cluster: str, **spec: Any) -> str:
     name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "KafkaClusterBinding",
-        "metadata": {"name": name},
-        "spec": {
-            "clusterId": cluster,
-            "connection": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "tenants": [{"namespaces": [namespace], "operations": ["purge", "retention"]}],
-            **spec,
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply(stack, tenancy.binding(name, cluster, stack.kafka.bootstrap_servers, namespace, **spec))
     made.append(name)
     return name
 
 
-def apply(stack: Stack, kind: str, ns: str, name: str, spec: dict[str, Any]) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": ns},
-        "spec": spec,
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-
-
-def purge_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
-    """A RecordPurge of partition 0 of `topic` up to its high watermark."""
-    partitions = [{"topic": topic, "partition": 0, "offset": -1}]
-    apply(stack, "RecordPurge", ns, name, {"cluster": cluster, "partitions": partitions})
-
-
 def cut_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
     """A RetentionPolicy that deletes every record of `topic` now and every 10s."""
-    spec = {
-        "cluster": cluster,
-        "interval": "10s",
-        "topics": {"names": [topic]},
-        "deleteBefore": "2100-01-01T00:00:00Z",
-    }
-    apply(stack, "RetentionPolicy", ns, name, spec)
-
-
-def ready(obj: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+    apply_policy_on(stack, ns, name, topic, cluster=cluster, deleteBefore=EVERYTHING)
 
 
 def policy_refused(stack: Stack, ns: str, name: str, reason: str) -> dict[str, Any]:
-    def refused(o: dict[str, Any]) -> bool:
-        conditions = o.get("status", {}).get("conditions") or []
-        return any(c["type"] == "Ready" and c["reason"] == reason for c in conditions)
-
-    obj = wait_for(stack, "retentionpolicy", ns, name, refused, timeout=90)
-    return ready(obj)
+    """The policy's Ready condition, once it gives this reason."""
+    refused = with_reason(reason, "Ready")
+    return ready(wait_for(stack, "retentionpolicy", ns, name, refused, timeout=90))
 
 
-@pytest.mark.stack
 def test_an_inline_cluster_is_refused_naming_the_field_and_nothing_is_deleted(
-    stack: Stack,
-    teams: tuple[str, str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], kafka: Kafka
 ) -> None:
     """Team A types in the brokers of a cluster nobody bound to it."""
     team_a, _ = teams
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 30, 1: 30})
-    inline = {"bootstrapServers": bootstrap}
+    topic = kafka.topic({0: 30, 1: 30})
+    inline = {"bootstrapServers": kafka.bootstrap}
     purge_all(stack, team_a, "wipe", inline, topic)
     cut_all(stack, team_a, "wipe", inline, topic)
     purge = purge_finished(stack, team_a, "wipe")
@@ -159,23 +111,16 @@ def test_an_inline_cluster_is_refused_naming_the_field_and_nothing_is_deleted(
     assert "spec.cluster.bootstrapServers" in ready(purge)["message"]
     condition = policy_refused(stack, team_a, "wipe", "NotPermitted")
     assert "spec.cluster.bootstrapServers" in condition["message"]
-    assert log_starts(admin, topic, 2) == [0, 0]
+    assert log_starts(kafka.admin, topic, 2) == [0, 0]
 
 
-@pytest.mark.stack
 def test_a_namespace_cannot_use_a_binding_made_for_another(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     """Team B names team A's binding; the binding admits only team A."""
     team_a, team_b = teams
-    binding = bind(stack, bindings, team_a, cluster_id(admin))
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
+    binding = bind(stack, bindings, team_a, cluster_id(kafka.admin))
+    topic = kafka.topic({0: 30})
     purge_all(stack, team_b, "steal", {"clusterRef": binding}, topic)
     cut_all(stack, team_b, "steal", {"clusterRef": binding}, topic)
     purge = purge_finished(stack, team_b, "steal")
@@ -183,79 +128,38 @@ def test_a_namespace_cannot_use_a_binding_made_for_another(
     assert f"does not admit namespace {team_b}" in ready(purge)["message"]
     condition = policy_refused(stack, team_b, "steal", "NotPermitted")
     assert "spec.cluster.clusterRef" in condition["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
-@pytest.mark.stack
 def test_a_cluster_answering_with_another_id_than_the_bindings_is_never_acted_on(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     """The binding names the cluster by id; a listener that leads elsewhere (here: the
     same brokers, but the binding expects another cluster) must stop everything."""
     team_a, _ = teams
     binding = bind(stack, bindings, team_a, "NotThisClusterAtAll0")
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
+    topic = kafka.topic({0: 30})
     purge_all(stack, team_a, "elsewhere", {"clusterRef": binding}, topic)
 
-    def mismatch(o: dict[str, Any]) -> bool:
-        conditions = o.get("status", {}).get("conditions") or []
-        return any(c["reason"] == "ClusterIdMismatch" for c in conditions)
-
+    mismatch = with_reason("ClusterIdMismatch")
     purge = wait_for(stack, "recordpurge", team_a, "elsewhere", mismatch, timeout=60)
     assert purge["status"]["phase"] not in ("Succeeded", "PartiallySucceeded")
     assert "NotThisClusterAtAll0" in ready(purge)["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
-@pytest.mark.stack
 def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     team_a, _ = teams
-    mine, theirs = make_topic(partitions=2), make_topic(partitions=1)
-    binding = bind(
-        stack, bindings, team_a, cluster_id(admin), topics={"allow": [mine.replace(".", "\\.")]}
-    )
-    produce(bootstrap, mine, {0: 40, 1: 40})
-    produce(bootstrap, theirs, {0: 40})
-    ref = {"clusterRef": binding}
-    apply(
-        stack,
-        "RecordPurge",
-        team_a,
-        "trim",
-        {"cluster": ref, "partitions": [{"topic": mine, "partition": 0, "offset": 25}]},
-    )
-    apply(
-        stack,
-        "RecordPurge",
-        team_a,
-        "reach",
-        {"cluster": ref, "partitions": [{"topic": theirs, "partition": 0, "offset": 25}]},
-    )
+    mine, theirs = kafka.topic({0: 40, 1: 40}), kafka.topic({0: 40})
+    allow = {"allow": [mine.replace(".", "\\.")]}
+    ref = {"clusterRef": bind(stack, bindings, team_a, cluster_id(kafka.admin), topics=allow)}
+    apply_purge(stack, team_a, "trim", cluster=ref, partitions=cuts(mine, {0: 25}))
+    apply_purge(stack, team_a, "reach", cluster=ref, partitions=cuts(theirs, {0: 25}))
     # A pattern matching every topic cuts only what the binding allows.
-    apply(
-        stack,
-        "RetentionPolicy",
-        team_a,
-        "all",
-        {
-            "cluster": ref,
-            "interval": "10s",
-            "topics": {"pattern": ".*"},
-            "deleteBefore": "2100-01-01T00:00:00Z",
-        },
+    apply_policy(
+        stack, team_a, "all", cluster=ref, topics={"pattern": ".*"}, deleteBefore=EVERYTHING
     )
     trim = purge_finished(stack, team_a, "trim")
     assert trim["status"]["phase"] == "Succeeded", trim["status"]
@@ -263,48 +167,30 @@ def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
     assert (reach["status"]["phase"], ready(reach)["reason"]) == ("Failed", "NotPermitted")
     assert "spec.partitions[0].topic" in ready(reach)["message"]
 
-    def cut(o: dict[str, Any]) -> bool:
-        return bool(o.get("status", {}).get("lastRun", {}).get("completedAt"))
-
-    policy = wait_for(stack, "retentionpolicy", team_a, "all", cut, timeout=120)
+    policy = wait_for(stack, "retentionpolicy", team_a, "all", completed, timeout=120)
     assert ready(policy)["status"] == "True", policy["status"]
-    assert log_starts(admin, mine, 2) == [40, 40]
-    assert log_starts(admin, theirs, 1) == [0]
+    assert log_starts(kafka.admin, mine, 2) == [40, 40]
+    assert log_starts(kafka.admin, theirs, 1) == [0]
     assert get(stack, "retentionpolicy", team_a, "all")["status"]["topicCount"] == 1
 
 
-@pytest.mark.stack
 def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_nothing(
-    stack: Stack,
-    teams: tuple[str, str],
-    admin: AdminClient,
-    bootstrap: str,
+    stack: Stack, teams: tuple[str, str], kafka: Kafka
 ) -> None:
-    """tests/corpus/hostile.py's TENANCY entries, applied in a namespace its binding
+    """tests/helpers/hostile.py's TENANCY entries, applied in a namespace its binding
     admits: the API server refuses some (CEL), the strict operator the rest, each naming
     the field; the topic they aim at keeps every record."""
     team_a, _ = teams
-    stack.kubectl(
-        "apply",
-        "-f",
-        "-",
-        stdin=json.dumps(
-            {
-                "apiVersion": "kafka-retention.io/v1alpha1",
-                "kind": "KafkaClusterBinding",
-                "metadata": {"name": BINDING_NAME},
-                "spec": {
-                    **tenancy_binding(team_a, cluster_id(admin)),
-                    "connection": {"bootstrapServers": bootstrap},
-                },
-            }
-        ),
-    )
+    spec = {
+        **tenancy_binding(team_a, cluster_id(kafka.admin)),
+        "connection": {"bootstrapServers": kafka.bootstrap},
+    }
+    apply(stack, resource("KafkaClusterBinding", BINDING_NAME, spec=spec))
     try:
-        if TOPIC not in admin.list_topics(timeout=10).topics:
-            admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=30)
-        produce(bootstrap, TOPIC, {0: 20})
-        before = log_starts(admin, TOPIC, 1)
+        if TOPIC not in kafka.admin.list_topics(timeout=10).topics:
+            kafka.admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=30)
+        produce(kafka.bootstrap, TOPIC, {0: 20})
+        before = log_starts(kafka.admin, TOPIC, 1)
         accepted: dict[str, tuple[str, str]] = {}
         for entry in TENANCY:
             done = stack.kubectl(
@@ -331,53 +217,37 @@ def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_not
                     del waiting[name]
             time.sleep(1)
         assert waiting == {}, "accepted by the API server and not refused naming the field"
-        assert log_starts(admin, TOPIC, 1) == before
+        assert log_starts(kafka.admin, TOPIC, 1) == before
         print(f"tenancy corpus: {len(TENANCY)} specs, {len(accepted)} refused by the operator")
     finally:
         stack.kubectl("delete", "kafkaclusterbinding", BINDING_NAME, check=False)
 
 
-@pytest.mark.stack
 def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    planted: list[Path],
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka, planted: list[Path]
 ) -> None:
     """The positive path of orphan cleanup under strict tenancy: the binding says where
     the log dirs are (here the brokers' own, access local) and the floors; the policy
     says only how long to wait. The copy on broker 2 goes, after its log dir's
     meta.properties named the binding's cluster id; the live partition stays."""
     team_a, _ = teams
-    logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
     topic = f"tenancy-orphan-{uuid.uuid4().hex[:6]}"
-    create_on(admin, topic, [1])
-    produce(bootstrap, topic, {0: 30})
-    copy = logs[2] / f"{topic}-0"
-    shutil.copytree(logs[1] / f"{topic}-0", copy)
-    planted.append(copy)
-    live = digest(logs[1] / f"{topic}-0")
+    copy, live = orphan_copy(stack, kafka, topic, 30, planted)
     binding = bind(
         stack,
         bindings,
         team_a,
-        cluster_id(admin),
+        cluster_id(kafka.admin),
         tenants=[{"namespaces": [team_a], "operations": ["orphanCleanup"]}],
         brokers={"access": "local"},
         orphanCleanup={"minRemovalDelay": "5s", "minAge": "1s"},
     )
-    apply(
+    apply_policy(
         stack,
-        "RetentionPolicy",
         team_a,
         "orphans",
-        {
-            "cluster": {"clusterRef": binding},
-            "interval": "10s",
-            "orphanPartitions": {"enabled": True, "removalDelay": "5s", "minAge": "1s"},
-        },
+        cluster={"clusterRef": binding},
+        orphanPartitions={"enabled": True, "removalDelay": "5s", "minAge": "1s"},
     )
 
     def removed(o: dict[str, Any]) -> bool:
@@ -389,57 +259,41 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
     wait_for(stack, "retentionpolicy", team_a, "orphans", removed, timeout=120)
     assert not copy.exists()
     planted.remove(copy)
-    assert digest(logs[1] / f"{topic}-0") == live
+    assert digest(stack.kafka.node(1).log_dir / f"{topic}-0") == live
 
 
-@pytest.mark.stack
 def test_a_policy_refused_by_its_binding_freezes_no_other_tenants_cuts(
-    stack: Stack,
-    teams: tuple[str, str],
-    bindings: list[str],
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka
 ) -> None:
     """Team A names team B's binding with a pattern matching every topic and a group that
     never commits: were it counted as an overlapping policy, team B's cuts would be held
     at the log start. Refused, it holds nobody back, and team B's status never names it."""
     team_a, team_b = teams
-    binding = bind(stack, bindings, team_b, cluster_id(admin))
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
-    apply(
+    binding = bind(stack, bindings, team_b, cluster_id(kafka.admin))
+    topic = kafka.topic({0: 30})
+    apply_policy(
         stack,
-        "RetentionPolicy",
         team_a,
         "freeze",
-        {
-            "cluster": {"clusterRef": binding},
-            "interval": "10s",
-            "topics": {"pattern": ".*"},
-            "deleteConsumed": {"groups": ["never-commits"]},
-        },
+        cluster={"clusterRef": binding},
+        topics={"pattern": ".*"},
+        deleteConsumed={"groups": ["never-commits"]},
     )
     policy_refused(stack, team_a, "freeze", "NotPermitted")
     cut_all(stack, team_b, "trim", {"clusterRef": binding}, topic)
 
-    def ran(o: dict[str, Any]) -> bool:
-        return bool(o.get("status", {}).get("lastRun", {}).get("completedAt"))
-
-    trimmed = wait_for(stack, "retentionpolicy", team_b, "trim", ran, timeout=120)
-    assert log_starts(admin, topic, 1) == [30]
+    trimmed = wait_for(stack, "retentionpolicy", team_b, "trim", completed, timeout=120)
+    assert log_starts(kafka.admin, topic, 1) == [30]
     assert team_a not in json.dumps(trimmed["status"])
 
 
-@pytest.mark.stack
 def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
     """Open tenancy (the session's operator): a tenant's own Secret asks librdkafka to
     fetch tokens from a URL and to load a provider. Refused naming the property, before
     any connection; nothing is deleted."""
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 20})
+    topic = kafka.topic({0: 20})
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -450,14 +304,10 @@ def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
             "sasl.oauthbearer.token.endpoint.url": "http://169.254.169.254/token",
         },
     }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
-    cluster = {"bootstrapServers": bootstrap, "clientConfigSecret": "reach-out"}
+    apply(stack, secret)
+    cluster = {"bootstrapServers": kafka.bootstrap, "clientConfigSecret": "reach-out"}
     purge_all(stack, e2e_ns, "reach-out", cluster, topic)
-
-    def refused(o: dict[str, Any]) -> bool:
-        conditions = o.get("status", {}).get("conditions") or []
-        return any(c["reason"] == "SecretUnavailable" for c in conditions)
-
+    refused = with_reason("SecretUnavailable")
     purge = wait_for(stack, "recordpurge", e2e_ns, "reach-out", refused, timeout=60)
     assert "sasl.oauthbearer.token.endpoint.url" in ready(purge)["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]

@@ -9,19 +9,24 @@ through its binding succeeds."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import REPO, TopicFactory, create_namespace
-from tests.e2e.test_in_cluster import deployed
-from tests.support import get, log_starts, produce, purge_finished
+from tests.helpers import tenancy
+from tests.helpers.conditions import ready
+from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import apply, create_namespace, get
+from tests.helpers.offsets import log_starts
+from tests.helpers.purges import purge_all, purge_finished
+from tests.helpers.topics import cluster_id
+
+pytestmark = pytest.mark.stack
 
 # Plain names (a replica with --peering takes no patterns), watched by no other operator.
 TEAM_A, TEAM_B = "ictenant-a", "ictenant-b"
@@ -30,24 +35,12 @@ OPEN_TENANCY = "kafka-retention-open-tenancy"
 
 def strict_overlay(stack: Stack) -> list[dict[str, Any]]:
     """The local overlay as users of the local stack deploy it, back to strict tenancy."""
-    docs = [
-        d
-        for d in yaml.safe_load_all(
-            stack.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "local")).stdout
-        )
-        if d and d["metadata"]["name"] != OPEN_TENANCY
-    ]
-    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    args = [a for a in container["args"] if a not in ("--all-namespaces", "--tenancy=open")]
-    assert len(args) == len(container["args"]) - 2, container["args"]
-    container["args"] = [
-        *args,
-        "--tenancy=strict",
-        f"--namespace={TEAM_A}",
-        f"--namespace={TEAM_B}",
-    ]
-    return docs
+    return local_overlay(
+        stack,
+        dropped_args=("--all-namespaces", "--tenancy=open"),
+        added_args=("--tenancy=strict", f"--namespace={TEAM_A}", f"--namespace={TEAM_B}"),
+        dropped_objects=(OPEN_TENANCY,),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,68 +55,32 @@ def strict_in_cluster(stack: Stack) -> Iterator[str]:
 def binding(stack: Stack, admin: AdminClient, strict_in_cluster: str) -> Iterator[str]:
     """Team A's binding: purge and retention on the local cluster, by its id."""
     name = f"ictenant-{uuid.uuid4().hex[:6]}"
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "KafkaClusterBinding",
-        "metadata": {"name": name},
-        "spec": {
-            "clusterId": str(admin.list_topics(timeout=10).cluster_id),
-            "connection": {"bootstrapServers": stack.kafka.bootstrap_servers},
-            "tenants": [{"namespaces": [TEAM_A], "operations": ["purge", "retention"]}],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    apply(stack, tenancy.binding(name, cluster_id(admin), stack.kafka.bootstrap_servers, TEAM_A))
     yield name
     for ns in (TEAM_A, TEAM_B):
         stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", ns, check=False)
     stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
 
 
-def purge(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RecordPurge",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "cluster": cluster,
-            "partitions": [{"topic": topic, "partition": 0, "offset": -1}],
-        },
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-
-
-def ready(obj: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
-
-
-@pytest.mark.stack
 def test_the_deployed_operator_refuses_tenants_and_serves_the_bound_one(
-    stack: Stack,
-    binding: str,
-    strict_in_cluster: str,
-    admin: AdminClient,
-    bootstrap: str,
-    make_topic: TopicFactory,
+    stack: Stack, binding: str, strict_in_cluster: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 30})
-    purge(stack, TEAM_A, "typed-in", {"bootstrapServers": bootstrap}, topic)
-    purge(stack, TEAM_B, "borrowed", {"clusterRef": binding}, topic)
+    topic = kafka.topic({0: 30})
+    purge_all(stack, TEAM_A, "typed-in", {"bootstrapServers": kafka.bootstrap}, topic)
+    purge_all(stack, TEAM_B, "borrowed", {"clusterRef": binding}, topic)
     typed = purge_finished(stack, TEAM_A, "typed-in", timeout=90)
     borrowed = purge_finished(stack, TEAM_B, "borrowed", timeout=90)
     assert (typed["status"]["phase"], ready(typed)["reason"]) == ("Failed", "NotPermitted")
     assert "spec.cluster.bootstrapServers" in ready(typed)["message"]
     assert (borrowed["status"]["phase"], ready(borrowed)["reason"]) == ("Failed", "NotPermitted")
     assert f"does not admit namespace {TEAM_B}" in ready(borrowed)["message"]
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
-    purge(stack, TEAM_A, "bound", {"clusterRef": binding}, topic)
+    purge_all(stack, TEAM_A, "bound", {"clusterRef": binding}, topic)
     bound = purge_finished(stack, TEAM_A, "bound", timeout=90)
     assert bound["status"]["phase"] == "Succeeded", bound["status"]
-    assert log_starts(admin, topic, 1) == [30]
+    assert log_starts(kafka.admin, topic, 1) == [30]
     # The refusals stay as they were: nothing retried them into a success meanwhile.
     assert get(stack, "recordpurge", TEAM_B, "borrowed")["status"]["phase"] == "Failed"
-    (status,) = get(stack, "pod", "kafka-retention-system", strict_in_cluster)["status"][
-        "containerStatuses"
-    ]
+    (status,) = get(stack, "pod", OPERATOR_NS, strict_in_cluster)["status"]["containerStatuses"]
     assert status["restartCount"] == 0

@@ -12,8 +12,14 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import apply_policy, commit, condition, events, produce, ran
+from tests.helpers.conditions import condition
+from tests.helpers.kafka import Kafka
+from tests.helpers.kube import events
+from tests.helpers.policies import apply_policy_on, ran
+from tests.helpers.records import old_then_new
+from tests.helpers.topics import compacted
+
+pytestmark = pytest.mark.stack
 
 MINUTE = 60_000
 
@@ -24,27 +30,21 @@ def delete_retention_ms(admin: AdminClient, topic: str) -> int:
     return int(entries["delete.retention.ms"].value)
 
 
-@pytest.mark.stack
 def test_a_lagging_group_on_a_compacted_topic_is_named_and_delete_retention_raised(
-    stack: Stack, e2e_ns: str, admin: AdminClient, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(
-        partitions=1,
-        config={"cleanup.policy": "compact", "delete.retention.ms": str(60 * MINUTE)},
-    )
-    now = int(time.time() * 1000)
     # The slow group's next record is 55 minutes old: past 80% of the topic's hour.
-    stamps = [now - 55 * MINUTE + i for i in range(10)] + [now + i for i in range(10)]
-    produce(bootstrap, topic, {0: 20}, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
-    slow, fresh = f"{topic}-slow", f"{topic}-fresh"
-    commit(bootstrap, slow, topic, {0: 2})
-    commit(bootstrap, fresh, topic, {0: 15})
-    apply_policy(
+    stamps = old_then_new(10, 55 * MINUTE)
+    config = compacted(60 * MINUTE)
+    topic = kafka.topic({0: 20}, config, timestamps={0: stamps}, key=lambda p, i: b"k%d" % i)
+    slow = kafka.group_at(topic, "slow", {0: 2})
+    fresh = kafka.group_at(topic, "fresh", {0: 15})
+    apply_policy_on(
         stack,
         e2e_ns,
         "tomb",
+        topic,
         interval="1h",
-        topics={"names": [topic]},
         tombstones={
             "groups": [slow, fresh],
             "raiseDeleteRetention": {"enabled": True, "max": "3h"},
@@ -63,7 +63,7 @@ def test_a_lagging_group_on_a_compacted_topic_is_named_and_delete_retention_rais
     assert 55 * 60 <= entry["lagSeconds"] < 60 * 60
     # Raised so 55 minutes and a little is half of 80% of it: 138 or 139 minutes (rounded
     # up to a minute), under the 3h cap.
-    raised = delete_retention_ms(admin, topic)
+    raised = delete_retention_ms(kafka.admin, topic)
     assert 138 * MINUTE <= raised <= 139 * MINUTE
     (change,) = obj["status"]["deleteRetentionRaised"]
     assert (change["fromMs"], change["toMs"]) == (60 * MINUTE, raised)
@@ -72,28 +72,24 @@ def test_a_lagging_group_on_a_compacted_topic_is_named_and_delete_retention_rais
     assert reasons.count("DeleteRetentionRaised") == 1
 
 
-@pytest.mark.stack
 def test_a_tombstone_inventory_counts_them_with_the_oldest_age(
-    stack: Stack, e2e_ns: str, bootstrap: str, make_topic: TopicFactory
+    stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    topic = make_topic(
-        partitions=2,
-        config={"cleanup.policy": "compact", "delete.retention.ms": str(180 * MINUTE)},
-    )
+    topic = kafka.make_topic(partitions=2, config=compacted(180 * MINUTE))
     now = int(time.time() * 1000)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "acks": "all"})
     for i in range(20):
         producer.produce(topic, key=b"k%d" % i, value=b"x", partition=i % 2, timestamp=now + i)
     # Deletes of k3 (two hours ago) and k5 on partition 1, and k4 on partition 0.
     for key, partition, age in ((b"k3", 1, 120 * MINUTE), (b"k5", 1, 10 * MINUTE), (b"k4", 0, 0)):
         producer.produce(topic, key=key, value=None, partition=partition, timestamp=now - age)
     assert producer.flush(30) == 0
-    apply_policy(
+    apply_policy_on(
         stack,
         e2e_ns,
         "inventory",
+        topic,
         interval="1h",
-        topics={"names": [topic]},
         tombstones={"groups": [f"{topic}-g"], "inventory": True},
     )
     # The scan runs in the operator's Spark session: allow for the JVM to start.

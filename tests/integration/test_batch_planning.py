@@ -14,8 +14,9 @@ from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy_planning import plan_in_process, select
 from retention_jobs.plan_job import run_batch
 from retention_jobs.request import PlanRequest, Scans
-from tests.conftest import TopicFactory
-from tests.support import commit, produce
+from tests.helpers.commits import commit
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 HOUR = 3_600_000
 COMPARED = ("logStartOffset", "highWatermark", "targetOffset", "rule", "recordsToDelete")

@@ -2,114 +2,47 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
-from devstack import paths
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
-from tests.support import log_starts, produce
-
-
-def offset_json(tmp_path: Path, topic: str, cuts: dict[int, int]) -> Path:
-    path = tmp_path / f"{topic}.json"
-    path.write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "partitions": [
-                    {"topic": topic, "partition": p, "offset": o} for p, o in cuts.items()
-                ],
-            }
-        )
-    )
-    return path
-
-
-def ours(bootstrap: str, offsets: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("kafka-retention")
-    return subprocess.run(
-        [
-            str(exe),
-            "purge",
-            "--bootstrap-server",
-            bootstrap,
-            "--offset-json-file",
-            str(offsets),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-def reference(bootstrap: str, offsets: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{paths.kafka_libs()}/*",
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            "--bootstrap-server",
-            bootstrap,
-            "--offset-json-file",
-            str(offsets),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+from tests.helpers.kafka import Kafka
+from tests.helpers.offsets import log_starts
+from tests.helpers.purge_cli import offset_json, ours, ours_and_reference
 
 
 @pytest.mark.stack
 def test_same_offset_json_gives_the_same_log_starts_as_kafka_delete_records(
-    stack: Stack, bootstrap: str, admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
+    stack: Stack, kafka: Kafka, tmp_path: Path
 ) -> None:
-    mine, theirs = make_topic(partitions=3), make_topic(partitions=3)
-    for topic in (mine, theirs):
-        produce(bootstrap, topic, {0: 50, 1: 50, 2: 50})
-    cuts = {0: 10, 1: -1, 2: 0}
-    done = ours(bootstrap, offset_json(tmp_path, mine, cuts))
-    ref = reference(bootstrap, offset_json(tmp_path, theirs, cuts))
+    (mine, done), (theirs, ref) = ours_and_reference(
+        kafka, kafka.bootstrap, tmp_path, {0: 50, 1: 50, 2: 50}, {0: 10, 1: -1, 2: 0}
+    )
     assert done.returncode == 0, done.stderr
     assert ref.returncode == 0, ref.stderr
-    assert log_starts(admin, mine, 3) == log_starts(admin, theirs, 3) == [10, 50, 0]
+    assert log_starts(kafka.admin, mine, 3) == log_starts(kafka.admin, theirs, 3) == [10, 50, 0]
     assert f"partition: {mine}-0\tlow_watermark: 10" in done.stdout
     assert f"partition: {mine}-1\tlow_watermark: 50" in done.stdout
 
 
 @pytest.mark.stack
-def test_failure_exits_non_zero_and_names_the_partition(
-    bootstrap: str, admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
-) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 20, 1: 20})
-    done = ours(bootstrap, offset_json(tmp_path, topic, {0: 5, 1: 500}))
+def test_failure_exits_non_zero_and_names_the_partition(kafka: Kafka, tmp_path: Path) -> None:
+    topic = kafka.topic({0: 20, 1: 20})
+    done = ours(kafka.bootstrap, offset_json(tmp_path, topic, {0: 5, 1: 500}))
     assert done.returncode == 1
     assert f"partition: {topic}-1\terror: OFFSET_OUT_OF_RANGE" in done.stdout
     assert f"partition: {topic}-0\tlow_watermark: 5" in done.stdout
-    assert log_starts(admin, topic, 2) == [5, 0]
+    assert log_starts(kafka.admin, topic, 2) == [5, 0]
 
 
 @pytest.mark.stack
-def test_dry_run_prints_the_plan_and_deletes_nothing(
-    bootstrap: str, admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
-) -> None:
-    topic = make_topic(partitions=1)
-    produce(bootstrap, topic, {0: 20})
-    done = ours(bootstrap, offset_json(tmp_path, topic, {0: -1}), "--dry-run")
+def test_dry_run_prints_the_plan_and_deletes_nothing(kafka: Kafka, tmp_path: Path) -> None:
+    topic = kafka.topic({0: 20})
+    done = ours(kafka.bootstrap, offset_json(tmp_path, topic, {0: -1}), "--dry-run")
     assert done.returncode == 0, done.stderr
     assert "would_delete_to: 20\trecords: 20" in done.stdout
-    assert log_starts(admin, topic, 1) == [0]
+    assert log_starts(kafka.admin, topic, 1) == [0]
 
 
 def test_malformed_offset_json_is_a_usage_error(tmp_path: Path) -> None:

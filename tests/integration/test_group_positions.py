@@ -16,15 +16,16 @@ from kafka_retention.adapters import group_reader
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
-from tests.conftest import TopicFactory
-from tests.share_consumer import (
+from tests.helpers.commits import commit
+from tests.helpers.records import produce
+from tests.helpers.share_consumer import (
     accept_below,
     read_from_earliest,
     start_offset_by_kafka,
     wait_for_start_offset,
 )
-from tests.streams_app import run_streams_app, streams_commit_by_kafka
-from tests.support import commit, produce
+from tests.helpers.streams_app import run_streams_app, streams_commit_by_kafka
+from tests.helpers.topics import TopicFactory
 
 
 def share_group_accepting_below(bootstrap: str, group: str, tp: TopicPartition, below: int) -> int:

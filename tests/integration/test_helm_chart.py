@@ -4,7 +4,6 @@ with the grants the operator needs."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,7 +15,8 @@ import yaml
 
 from devstack import build
 from devstack.stack import Stack
-from tests.conftest import REPO
+from tests.helpers.manifests import kustomize_base_with
+from tests.helpers.paths import REPO
 
 CHART = REPO / "charts" / "kafka-retention-operator"
 NAMESPACE = "kafka-retention-system"
@@ -55,6 +55,11 @@ def helm_template(helm: Path, *args: str, release: str = RELEASE) -> list[dict[s
     )
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def chart_with(helm: Path, *values: str) -> list[dict[str, Any]]:
+    """The chart rendered in NAMESPACE with these `--set` values."""
+    return helm_template(helm, "-n", NAMESPACE, *(arg for v in values for arg in ("--set", v)))
 
 
 def by_key(docs: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
@@ -238,7 +243,7 @@ def container_args(docs: list[dict[str, Any]]) -> list[str]:
 
 
 def test_chart_tenancy_strict_by_default_with_the_admission_policy(helm: Path) -> None:
-    docs = helm_template(helm, "-n", NAMESPACE)
+    docs = chart_with(helm)
     assert "--tenancy=strict" in container_args(docs)
     (policy,) = kinds(docs)["ValidatingAdmissionPolicy"]
     (binding,) = kinds(docs)["ValidatingAdmissionPolicyBinding"]
@@ -254,7 +259,7 @@ def test_chart_tenancy_strict_by_default_with_the_admission_policy(helm: Path) -
         resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
         assert "secrets" not in resources, cluster_role["metadata"]["name"]
     # The admission policy can be left to the operator alone.
-    docs = helm_template(helm, "-n", NAMESPACE, "--set", "admissionPolicy.enabled=false")
+    docs = chart_with(helm, "admissionPolicy.enabled=false")
     assert "--tenancy=strict" in container_args(docs)
     assert not [d for d in docs if d["kind"] in ADMISSION_POLICY]
 
@@ -263,24 +268,9 @@ def test_chart_tenancy_strict_by_default_with_the_admission_policy(helm: Path) -
 def test_chart_open_tenancy_renders_what_the_open_tenancy_component_renders(
     stack: Stack, helm: Path, tmp_path: Path
 ) -> None:
-    chart = by_key(
-        helm_template(
-            helm, "-n", NAMESPACE, "--set", "createNamespace=true", "--set", "tenancy=open"
-        )
-    )
+    chart = by_key(chart_with(helm, "createNamespace=true", "tenancy=open"))
     assert "--tenancy=open" in container_args(list(chart.values()))
-    overlay = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        # kustomize takes relative paths only.
-        "resources": [os.path.relpath(REPO / "manifests" / "base", tmp_path)],
-        "components": [
-            os.path.relpath(REPO / "manifests" / "components" / "open-tenancy", tmp_path)
-        ],
-    }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
-    out = stack.kubectl("kustomize", str(tmp_path)).stdout
-    rendered = by_key([d for d in yaml.safe_load_all(out) if d])
+    rendered = by_key(kustomize_base_with(stack, tmp_path, ["open-tenancy"]))
     ours = {k: v for k, v in rendered.items() if k[0] != "CustomResourceDefinition"}
     assert sorted(chart) == sorted(ours)
     for k, want in ours.items():
@@ -290,17 +280,11 @@ def test_chart_open_tenancy_renders_what_the_open_tenancy_component_renders(
 def test_chart_grants_exec_and_strimzi_secrets_in_the_listed_namespaces_only(
     helm: Path,
 ) -> None:
-    docs = helm_template(
+    docs = chart_with(
         helm,
-        "-n",
-        NAMESPACE,
-        "--set",
         "orphanCleanup.enabled=true",
-        "--set",
         "orphanCleanup.brokerNamespaces={kafka-a,kafka-b}",
-        "--set",
         "strimzi.enabled=true",
-        "--set",
         "strimzi.namespaces={kafka-a}",
     )
     roles = {(d["metadata"]["name"], d["metadata"]["namespace"]): d for d in kinds(docs)["Role"]}
@@ -327,15 +311,7 @@ def test_chart_grants_exec_and_strimzi_secrets_in_the_listed_namespaces_only(
 def test_chart_with_watch_namespaces_renders_roles_there_and_a_small_cluster_role(
     helm: Path,
 ) -> None:
-    docs = helm_template(
-        helm,
-        "-n",
-        NAMESPACE,
-        "--set",
-        "watch.allNamespaces=false",
-        "--set",
-        "watch.namespaces={team-a,team-b}",
-    )
+    docs = chart_with(helm, "watch.allNamespaces=false", "watch.namespaces={team-a,team-b}")
     args = container_args(docs)
     assert args[: args.index("--tenancy=strict")] == [
         "run",
@@ -374,16 +350,8 @@ def test_chart_with_watch_namespaces_renders_roles_there_and_a_small_cluster_rol
     }
     assert watched_bindings == {"team-a", "team-b"}
     # Open tenancy there: a resource's own Secret, in the watched namespaces only.
-    docs = helm_template(
-        helm,
-        "-n",
-        NAMESPACE,
-        "--set",
-        "watch.allNamespaces=false",
-        "--set",
-        "watch.namespaces={team-a}",
-        "--set",
-        "tenancy=open",
+    docs = chart_with(
+        helm, "watch.allNamespaces=false", "watch.namespaces={team-a}", "tenancy=open"
     )
     assert [d["metadata"]["name"] for d in kinds(docs)["ClusterRole"]] == [f"{RELEASE}-operator"]
     (watched_role,) = [d for d in kinds(docs)["Role"] if d["metadata"]["namespace"] == "team-a"]

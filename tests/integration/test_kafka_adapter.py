@@ -17,39 +17,38 @@ from devstack.stack import Stack
 from kafka_retention.adapters import kafka_calls, kafka_groups
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
-from tests.conftest import TopicFactory
-from tests.support import commit, produce
+from tests.helpers.commits import commit
+from tests.helpers.kafka import Kafka
+from tests.helpers.records import produce
+from tests.helpers.topics import TopicFactory
 
 
 @pytest.mark.stack
 def test_committed_offsets_asked_in_pieces_come_back_whole(
-    bootstrap: str, make_topic: TopicFactory, monkeypatch: pytest.MonkeyPatch
+    kafka: Kafka, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two partitions a request: seven partitions take four requests, and every answer,
     # including "nothing committed", lands on its own partition.
     monkeypatch.setattr(kafka_groups, "COMMITTED_PER_REQUEST", 2)
-    topic = make_topic(partitions=7)
-    produce(bootstrap, topic, dict.fromkeys(range(7), 20))
-    group = f"{topic}-g"
-    commit(bootstrap, group, topic, {p: 10 + p for p in range(7) if p != 4})
+    topic = kafka.topic(dict.fromkeys(range(7), 20))
+    group = kafka.group_at(topic, "g", {p: 10 + p for p in range(7) if p != 4})
 
-    got = KafkaAdmin(bootstrap).committed(group, [TopicPartition(topic, p) for p in range(7)])
+    got = KafkaAdmin(kafka.bootstrap).committed(group, [TopicPartition(topic, p) for p in range(7)])
 
     assert got == {TopicPartition(topic, p): (None if p == 4 else 10 + p) for p in range(7)}
 
 
 @pytest.mark.stack
 def test_offsets_and_deletes_sent_in_pieces_land_on_their_own_partitions(
-    bootstrap: str, make_topic: TopicFactory, monkeypatch: pytest.MonkeyPatch
+    kafka: Kafka, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two partitions a request: seven partitions take four ListOffsets requests a kind
     # and four DeleteRecords requests, all in flight together; each partition has its own
     # record count and cut, so an answer landing on the wrong partition shows.
     monkeypatch.setattr(kafka_calls, "PARTITIONS_PER_REQUEST", 2)
-    topic = make_topic(partitions=7)
-    produce(bootstrap, topic, {p: 10 + p for p in range(7)})
+    topic = kafka.topic({p: 10 + p for p in range(7)})
     tps = [TopicPartition(topic, p) for p in range(7)]
-    admin = KafkaAdmin(bootstrap)
+    admin = KafkaAdmin(kafka.bootstrap)
 
     starts, ends = admin.log_bounds(tps)
     assert starts == dict.fromkeys(tps, 0)

@@ -19,7 +19,7 @@ from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
 from retention_jobs import kafka_source, scans
 from retention_jobs.request import Connection
-from tests.conftest import TopicFactory
+from tests.helpers.topics import TopicFactory
 
 HOUR = 3_600_000
 

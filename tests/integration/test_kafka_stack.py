@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from confluent_kafka.admin import AdminClient
 
 from devstack.stack import Stack
-from tests.conftest import TopicFactory
+from tests.helpers.topics import TopicFactory
 
 
 def _produce(

@@ -1,28 +1,22 @@
-"""The deploy manifests are accepted by a real API server, and their RBAC is sufficient."""
+"""The deploy manifests are accepted by a real API server, and their RBAC_KINDS is sufficient."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from devstack.stack import Stack
-from tests.support import install_spark_operator_crd
+from tests.helpers.kube import install_spark_operator_crd
+from tests.helpers.manifests import STRIMZI_CRDS, delete_objects, ident, render
+from tests.helpers.paths import REPO
+from tests.helpers.rbac import KAFKA_NS, RBAC_KINDS, SA, can_i
 
-REPO = Path(__file__).resolve().parents[2]
-SA = "system:serviceaccount:kafka-retention-system:kafka-retention-operator"
-STRIMZI_CRDS = REPO / "tests" / "fixtures" / "strimzi-crds.yaml"
-RBAC = ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 # Cluster-wide: applied for real, the base's strict-tenancy policy would refuse every other
 # test's resource that names bootstrap servers. test_rbac.py applies it to one namespace.
 ADMISSION_POLICY = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-# The components' placeholder namespace of the Kafka and its brokers.
-KAFKA_NS = "kafka"
 
 
 @pytest.fixture(scope="module")
@@ -34,54 +28,22 @@ def installed(stack: Stack) -> Stack:
     # The base's grants alone: an earlier test may have left an overlay's (the local
     # overlay's open-tenancy ClusterRoleBinding reads Secrets in every namespace).
     base = {ident(d) for d in docs}
-    remove(
+    delete_objects(
         stack,
         [
             d
             for overlay in OVERLAYS
             for d in render(stack, f"overlays/{overlay}")
-            if d["kind"] in RBAC and ident(d) not in base
+            if d["kind"] in RBAC_KINDS and ident(d) not in base
         ],
     )
     stack.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(docs))
     return stack
 
 
-def render(stack: Stack, path: str) -> list[dict[str, Any]]:
-    """kustomize's rendering of manifests/<path>, as objects."""
-    out = stack.kubectl("kustomize", str(REPO / "manifests" / path)).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
-
-
-def can_i(
-    stack: Stack,
-    verb: str,
-    resource: str,
-    *flags: str,
-    expect: str = "yes",
-    namespace: str = "default",
-    user: str = SA,
-) -> str:
-    """`can-i`'s answer for the operator (or `user`), once it is `expect` or after 10 s:
-    the authorizer learns of a new or deleted binding from a watch, a moment after."""
-    deadline = time.monotonic() + 10
-    while True:
-        done = stack.kubectl(
-            "auth", "can-i", verb, resource, "-n", namespace, "--as", user, *flags, check=False
-        )
-        answer = done.stdout.strip()
-        if answer == expect or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.2)
-
-
-def ident(doc: dict[str, Any]) -> tuple[str, str, str]:
-    return (doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", ""))
-
-
 @contextmanager
 def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
-    """The RBAC the overlay adds to the base (ClusterRoles, and the components' Roles in
+    """The RBAC_KINDS the overlay adds to the base (ClusterRoles, and the components' Roles in
     the Kafka's namespace), applied for real and deleted again after (so a later test sees
     the base's grants alone). Only these: the overlay's Deployment would start an operator
     on the local node."""
@@ -89,10 +51,10 @@ def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
     added = [
         d
         for d in render(stack, f"overlays/{overlay}")
-        if d["kind"] in RBAC and ident(d) not in base
+        if d["kind"] in RBAC_KINDS and ident(d) not in base
     ]
-    assert added, f"overlay {overlay} adds no RBAC"
-    remove(stack, added)  # a test before may have left them (the local overlay adds some)
+    assert added, f"overlay {overlay} adds no RBAC_KINDS"
+    delete_objects(stack, added)  # a test before may have left them (the local overlay adds some)
     stack.kubectl("create", "namespace", KAFKA_NS, check=False)
     stack.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(added)
@@ -100,20 +62,7 @@ def overlay_rbac(stack: Stack, overlay: str) -> Iterator[None]:
     try:
         yield
     finally:
-        remove(stack, added)
-
-
-def remove(stack: Stack, objs: list[dict[str, Any]]) -> None:
-    for obj in objs:
-        namespace = obj["metadata"].get("namespace")
-        stack.kubectl(
-            "delete",
-            obj["kind"],
-            obj["metadata"]["name"],
-            *(["-n", namespace] if namespace else []),
-            "--ignore-not-found",
-            check=False,
-        )
+        delete_objects(stack, added)
 
 
 def dry_run(stack: Stack, overlay: str) -> tuple[str, str]:

@@ -4,8 +4,6 @@ checked against offsets, commits and timestamps the tests set up themselves."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,14 +17,16 @@ from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy_planning import Planned, plan_in_process, select
 from retention_jobs.plan_job import PlanResult, run
 from retention_jobs.request import PlanRequest, Scans
-from tests.conftest import TopicFactory
-from tests.share_consumer import (
+from tests.helpers.cli import kafka_retention, policy_file
+from tests.helpers.commits import commit
+from tests.helpers.kafka import Kafka
+from tests.helpers.records import old_then_new, produce
+from tests.helpers.share_consumer import (
     accept_below,
     read_from_earliest,
     start_offset_by_kafka,
     wait_for_start_offset,
 )
-from tests.support import commit, produce
 
 HOUR = 3_600_000
 NO_RETENTION = {"retention.ms": "-1"}  # old CreateTimes must not meet broker retention
@@ -46,15 +46,14 @@ def by_partition(result: Planned, topic: str) -> dict[int, dict[str, Any]]:
 
 @pytest.mark.stack
 def test_consumer_aware_cut_is_the_slowest_group_and_no_commit_protects(
-    spark: Any, bootstrap: str, make_topic: TopicFactory
+    spark: Any, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=3)
-    produce(bootstrap, topic, {0: 100, 1: 100, 2: 100})
+    topic = kafka.topic({0: 100, 1: 100, 2: 100})
     fast, slow, idle = f"{topic}-fast", f"{topic}-slow", f"{topic}-idle"
-    commit(bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
-    commit(bootstrap, slow, topic, {0: 40, 1: 60})
+    commit(kafka.bootstrap, fast, topic, {0: 90, 1: 80, 2: 70})
+    commit(kafka.bootstrap, slow, topic, {0: 40, 1: 60})
     result = plan(
-        spark, bootstrap, topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow]}
+        spark, kafka.bootstrap, topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow]}
     )
     rows = by_partition(result, topic)
     assert [rows[p]["targetOffset"] for p in range(3)] == [40, 60, 0]
@@ -63,37 +62,41 @@ def test_consumer_aware_cut_is_the_slowest_group_and_no_commit_protects(
     assert all(g["unconsumedToDelete"] == 0 for r in rows.values() for g in r["groups"])
     # Same topic, a third group that never committed anywhere: nothing may go.
     held = plan(
-        spark, bootstrap, topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow, idle]}
+        spark,
+        kafka.bootstrap,
+        topics={"names": [topic]},
+        deleteConsumed={"groups": [fast, slow, idle]},
     )
     assert [r["targetOffset"] for r in held.rows] == [0, 0, 0]
 
 
 @pytest.mark.stack
 def test_a_share_group_holds_the_cut_at_its_start_offset_in_spark_and_in_process_plans(
-    spark: Any, bootstrap: str, make_topic: TopicFactory
+    spark: Any, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 100, 1: 100})
+    topic = kafka.topic({0: 100, 1: 100})
     done, share = f"{topic}-done", f"{topic}-share"
-    commit(bootstrap, done, topic, {0: 100, 1: 100})  # a consumer group that read it all
-    read_from_earliest(bootstrap, share)
-    accept_below(bootstrap, share, topic, 40, partition=0)  # partition 1's records released
-    wait_for_start_offset(bootstrap, share, TopicPartition(topic, 0), at_least=40)
+    commit(kafka.bootstrap, done, topic, {0: 100, 1: 100})  # a consumer group that read it all
+    read_from_earliest(kafka.bootstrap, share)
+    accept_below(kafka.bootstrap, share, topic, 40, partition=0)  # partition 1's records released
+    wait_for_start_offset(kafka.bootstrap, share, TopicPartition(topic, 0), at_least=40)
     now = int(time.time() * 1000)
     fields: dict[str, Any] = {
         "topics": {"names": [topic]},
         "deleteConsumed": {"groups": [done, share]},
     }
 
-    by_spark = plan(spark, bootstrap, now_ms=now, **fields)
-    kafka = KafkaAdmin(bootstrap)
+    by_spark = plan(spark, kafka.bootstrap, now_ms=now, **fields)
+    adapter = KafkaAdmin(kafka.bootstrap)
     members = [
-        Member("ns/p", parse_policy_spec({"cluster": {"bootstrapServers": bootstrap}, **fields}))
+        Member(
+            "ns/p", parse_policy_spec({"cluster": {"bootstrapServers": kafka.bootstrap}, **fields})
+        )
     ]
-    by_core = plan_in_process(kafka, members, select(kafka, members), now)["ns/p"]
+    by_core = plan_in_process(adapter, members, select(adapter, members), now)["ns/p"]
 
     # Kafka's own tool says where the share group is ("-": nowhere yet, which protects all).
-    starts = {p: start_offset_by_kafka(bootstrap, share, topic, p) for p in (0, 1)}
+    starts = {p: start_offset_by_kafka(kafka.bootstrap, share, topic, p) for p in (0, 1)}
     assert starts[0] is not None
     assert starts[0] >= 40
     expected = {p: 0 if at is None else at for p, at in starts.items()}
@@ -108,14 +111,14 @@ def test_a_share_group_holds_the_cut_at_its_start_offset_in_spark_and_in_process
 
 @pytest.mark.stack
 def test_delete_before_with_out_of_order_create_times_cuts_a_safe_prefix(
-    spark: Any, bootstrap: str, make_topic: TopicFactory
+    spark: Any, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
+    topic = kafka.make_topic(partitions=1, config=NO_RETENTION)
     base = (int(time.time() * 1000) // HOUR - 48) * HOUR
     hours = (0, 1, 3, 4, 5, 6, 2, 7, 8, 9)  # offset 6 arrives late with hour 2
-    produce(bootstrap, topic, {0: 10}, timestamps={0: [base + h * HOUR for h in hours]})
+    produce(kafka.bootstrap, topic, {0: 10}, timestamps={0: [base + h * HOUR for h in hours]})
     cut = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((base + 4 * HOUR) / 1000))
-    result = plan(spark, bootstrap, topics={"names": [topic]}, deleteBefore=cut)
+    result = plan(spark, kafka.bootstrap, topics={"names": [topic]}, deleteBefore=cut)
     (row,) = result.rows
     # Offsets 0..2 (hours 0, 1, 3) are all older; offset 3 is hour 4. The late record at
     # offset 6 is older too but sits behind newer ones: a cut is a prefix, so it stays.
@@ -124,18 +127,15 @@ def test_delete_before_with_out_of_order_create_times_cuts_a_safe_prefix(
 
 
 @pytest.mark.stack
-def test_min_retention_holds_back_a_cut_on_recent_records(
-    spark: Any, bootstrap: str, make_topic: TopicFactory
-) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
+def test_min_retention_holds_back_a_cut_on_recent_records(spark: Any, kafka: Kafka) -> None:
     now = int(time.time() * 1000)
-    stamps = [now - 2 * HOUR + i for i in range(20)] + [now - 60_000 + i for i in range(10)]
-    produce(bootstrap, topic, {0: 30}, timestamps={0: stamps})
+    stamps = old_then_new(20, 2 * HOUR, now=now, new_age_ms=60_000)
+    topic = kafka.topic({0: 30}, NO_RETENTION, timestamps={0: stamps})
     group = f"{topic}-reader"
-    commit(bootstrap, group, topic, {0: 30})  # everything read
+    commit(kafka.bootstrap, group, topic, {0: 30})  # everything read
     result = plan(
         spark,
-        bootstrap,
+        kafka.bootstrap,
         now_ms=now,
         topics={"names": [topic]},
         deleteConsumed={"groups": [group], "minRetention": "30m"},
@@ -147,24 +147,21 @@ def test_min_retention_holds_back_a_cut_on_recent_records(
 
 @pytest.mark.stack
 def test_max_retention_past_an_idle_group_counts_and_samples_what_it_loses(
-    spark: Any, bootstrap: str, make_topic: TopicFactory
+    spark: Any, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=1, config=NO_RETENTION)
     now = int(time.time() * 1000)
-    stamps = [now - 3 * HOUR + i for i in range(20)] + [now - 60_000 + i for i in range(10)]
-    produce(
-        bootstrap,
-        topic,
+    stamps = old_then_new(20, 3 * HOUR, now=now, new_age_ms=60_000)
+    topic = kafka.topic(
         {0: 30},
+        NO_RETENTION,
         timestamps={0: stamps},
         value=b"v" * 50,
         key=lambda p, i: f"key-{i}".encode(),
     )
-    idle = f"{topic}-idle"
-    commit(bootstrap, idle, topic, {0: 5})
+    idle = kafka.group_at(topic, "idle", {0: 5})
     result = plan(
         spark,
-        bootstrap,
+        kafka.bootstrap,
         now_ms=now,
         topics={"names": [topic]},
         deleteConsumed={"groups": [idle]},
@@ -185,14 +182,12 @@ def test_max_retention_past_an_idle_group_counts_and_samples_what_it_loses(
 
 
 @pytest.mark.stack
-def test_tombstone_inventory_on_a_compacted_topic(
-    spark: Any, bootstrap: str, make_topic: TopicFactory
-) -> None:
-    topic = make_topic(
+def test_tombstone_inventory_on_a_compacted_topic(spark: Any, kafka: Kafka) -> None:
+    topic = kafka.make_topic(
         partitions=1, config={"cleanup.policy": "compact", "delete.retention.ms": "3600000"}
     )
     now = int(time.time() * 1000)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "acks": "all"})
     for i in range(20):
         producer.produce(
             topic, key=f"k{i}".encode(), value=b"x", partition=0, timestamp=now - 10 * HOUR + i
@@ -202,7 +197,7 @@ def test_tombstone_inventory_on_a_compacted_topic(
     assert producer.flush(30) == 0
     result = plan(
         spark,
-        bootstrap,
+        kafka.bootstrap,
         now_ms=now,
         topics={"names": [topic]},
         maxRetention="1d",
@@ -220,42 +215,23 @@ def test_tombstone_inventory_on_a_compacted_topic(
 
 @pytest.mark.stack
 def test_pattern_selects_topics_created_by_the_test_and_skips_internal_ones(
-    spark: Any, bootstrap: str, make_topic: TopicFactory
+    spark: Any, kafka: Kafka
 ) -> None:
-    topic = make_topic(partitions=2)
+    topic = kafka.make_topic(partitions=2)
     result = plan(
-        spark, bootstrap, topics={"pattern": f"{topic}|__consumer_offsets"}, maxRetention="7d"
+        spark, kafka.bootstrap, topics={"pattern": f"{topic}|__consumer_offsets"}, maxRetention="7d"
     )
     assert {r["topic"] for r in result.rows} == {topic}
 
 
 @pytest.mark.stack
-def test_plan_command_prints_the_table_and_writes_json_lines(
-    bootstrap: str, make_topic: TopicFactory, tmp_path: Path
-) -> None:
-    topic = make_topic(partitions=2)
-    produce(bootstrap, topic, {0: 30, 1: 30})
-    group = f"{topic}-g"
-    commit(bootstrap, group, topic, {0: 12, 1: 30})
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(f"""
-apiVersion: kafka-retention.io/v1alpha1
-kind: RetentionPolicy
-metadata: {{name: p}}
-spec:
-  cluster: {{bootstrapServers: "{bootstrap}"}}
-  topics: {{names: [{topic}]}}
-  deleteConsumed: {{groups: [{group}]}}
-""")
+def test_plan_command_prints_the_table_and_writes_json_lines(kafka: Kafka, tmp_path: Path) -> None:
+    topic = kafka.topic({0: 30, 1: 30})
+    group = kafka.group_at(topic, "g", {0: 12, 1: 30})
+    rule = f"deleteConsumed: {{groups: [{group}]}}"
+    policy = policy_file(tmp_path / "policy.yaml", kafka.bootstrap, topic, rule)
     out = tmp_path / "plan.jsonl"
-    exe = Path(sys.executable).with_name("kafka-retention")
-    done = subprocess.run(
-        [str(exe), "plan", "-f", str(policy), "--output", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    done = kafka_retention("plan", "-f", str(policy), "--output", str(out), timeout=300)
     assert done.returncode == 0, done.stderr
     assert "42 records" in done.stdout
     assert "nothing was deleted" in done.stdout
@@ -276,13 +252,6 @@ def test_plan_command_names_the_bad_field(tmp_path: Path) -> None:
         "kind: RetentionPolicy\nspec: {cluster: {bootstrapServers: k:1}, "
         "topics: {pattern: '(oops'}, maxRetention: 1d}\n"
     )
-    exe = Path(sys.executable).with_name("kafka-retention")
-    done = subprocess.run(
-        [str(exe), "plan", "-f", str(policy)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    done = kafka_retention("plan", "-f", str(policy), timeout=60)
     assert done.returncode == 2
     assert "spec.topics.pattern" in done.stderr

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,41 +31,22 @@ import yaml
 
 from devstack import build
 from devstack.stack import Stack
-from tests.integration.test_manifests import REPO, SA, can_i, render
+from tests.helpers.manifests import STRIMZI_CRDS, delete_objects, ident, kustomize_base_with, render
+from tests.helpers.paths import REPO
+from tests.helpers.rbac import KAFKA_NS, RBAC_KINDS, SA, can_i
 
 OPERATOR_NS = "kafka-retention-system"
-# The components' placeholder for the Kafka's and the brokers' namespace.
-KAFKA_NS = "kafka"
-RBAC_KINDS = ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-STRIMZI_CRDS = REPO / "tests" / "fixtures" / "strimzi-crds.yaml"
 BINDINGS = "kafkaclusterbindings.kafka-retention.io"
 EXEC = ("create", "pods", "--subresource=exec")
 
 Key = tuple[str, str, str]
 
 
-def key(doc: dict[str, Any]) -> Key:
-    return (doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", ""))
-
-
 def apply(stack: Stack, docs: list[dict[str, Any]]) -> None:
     stack.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs)
     )
-
-
-def delete(stack: Stack, docs: list[dict[str, Any]]) -> None:
-    for doc in docs:
-        namespace = doc["metadata"].get("namespace")
-        stack.kubectl(
-            "delete",
-            doc["kind"],
-            doc["metadata"]["name"],
-            *(["-n", namespace] if namespace else []),
-            "--ignore-not-found",
-            check=False,
-        )
 
 
 def rbac(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,14 +67,14 @@ def base(stack: Stack) -> Stack:
     create_namespace(stack, KAFKA_NS)
     stack.kubectl("apply", "--server-side", "-f", str(STRIMZI_CRDS))
     docs = render(stack, "base")
-    keep = {key(d) for d in docs}
+    keep = {ident(d) for d in docs}
     extra = [
         d
         for path in ("overlays/local", "overlays/strimzi", "overlays/spark-on-kubernetes")
         for d in rbac(render(stack, path))
-        if key(d) not in keep
+        if ident(d) not in keep
     ]
-    delete(stack, extra)
+    delete_objects(stack, extra)
     apply(stack, [d for d in docs if d["kind"] not in ("Deployment", *POLICY_KINDS)])
     stack.kubectl(
         "wait",
@@ -111,17 +91,17 @@ def base(stack: Stack) -> Stack:
 def component(stack: Stack, name: str) -> Iterator[list[dict[str, Any]]]:
     """What an overlay with only this component adds to the base (its RBAC), applied for
     real and deleted after, so a later test sees the base's grants alone."""
-    added = [d for d in rbac(render(stack, f"overlays/{name}")) if key(d) not in base_keys(stack)]
+    added = [d for d in rbac(render(stack, f"overlays/{name}")) if ident(d) not in base_keys(stack)]
     assert added, f"overlays/{name} adds no RBAC"
     apply(stack, added)
     try:
         yield added
     finally:
-        delete(stack, added)
+        delete_objects(stack, added)
 
 
 def base_keys(stack: Stack) -> set[Key]:
-    return {key(d) for d in render(stack, "base")}
+    return {ident(d) for d in render(stack, "base")}
 
 
 # --- the base: what every install is granted, and what it is not --------------------
@@ -208,7 +188,7 @@ def test_strimzi_reads_secrets_in_the_kafkas_namespace_only_and_grants_no_exec(
     strimzi_only = [
         d
         for d in rbac(render(base, "overlays/strimzi"))
-        if key(d) not in base_keys(base) and "strimzi" in d["metadata"]["name"]
+        if ident(d) not in base_keys(base) and "strimzi" in d["metadata"]["name"]
     ]
     apply(base, strimzi_only)
     try:
@@ -222,13 +202,13 @@ def test_strimzi_reads_secrets_in_the_kafkas_namespace_only_and_grants_no_exec(
         # The Strimzi component alone grants no exec anywhere.
         assert can_i(base, *EXEC, namespace=KAFKA_NS, expect="no") == "no"
     finally:
-        delete(base, strimzi_only)
+        delete_objects(base, strimzi_only)
     assert can_i(base, "get", "secrets", namespace=KAFKA_NS, expect="no") == "no"
 
 
 @pytest.mark.stack
 def test_strimzi_overlay_grants_nothing_cluster_wide_but_reading_kafkas(base: Stack) -> None:
-    added = [d for d in rbac(render(base, "overlays/strimzi")) if key(d) not in base_keys(base)]
+    added = [d for d in rbac(render(base, "overlays/strimzi")) if ident(d) not in base_keys(base)]
     cluster_rules = [rule for d in added if d["kind"] == "ClusterRole" for rule in d["rules"]]
     assert cluster_rules == [
         {"apiGroups": ["kafka.strimzi.io"], "resources": ["kafkas", "kafkausers"], "verbs": ["get"]}
@@ -244,33 +224,21 @@ def test_brokers_namespace_patch_from_the_component_comment_moves_the_exec_grant
 ) -> None:
     """The patch that components/orphan-cleanup/kustomization.yaml documents, in an
     overlay of one's own, grants exec in that namespace instead of `kafka`."""
-    overlay = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        # kustomize takes relative paths only.
-        "resources": [os.path.relpath(REPO / "manifests" / "base", tmp_path)],
-        "components": [
-            os.path.relpath(REPO / "manifests" / "components" / "orphan-cleanup", tmp_path)
-        ],
-        "patches": [
-            {
-                "target": {"kind": kind, "name": "kafka-retention-orphan-cleanup"},
-                "patch": json.dumps(
-                    [{"op": "replace", "path": "/metadata/namespace", "value": namespace}]
-                ),
-            }
-            for kind in ("Role", "RoleBinding")
-        ],
-    }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    patches = [
+        {
+            "target": {"kind": kind, "name": "kafka-retention-orphan-cleanup"},
+            "patch": json.dumps(
+                [{"op": "replace", "path": "/metadata/namespace", "value": namespace}]
+            ),
+        }
+        for kind in ("Role", "RoleBinding")
+    ]
     documented = (
         REPO / "manifests" / "components" / "orphan-cleanup" / "kustomization.yaml"
     ).read_text()
     assert '"op": "replace", "path": "/metadata/namespace"' in documented
-    out = base.kubectl("kustomize", str(tmp_path)).stdout
-    added = [
-        d for d in rbac([d for d in yaml.safe_load_all(out) if d]) if key(d) not in base_keys(base)
-    ]
+    out = kustomize_base_with(base, tmp_path, ["orphan-cleanup"], patches=patches)
+    added = [d for d in rbac(out) if ident(d) not in base_keys(base)]
     assert {(d["kind"], d["metadata"]["namespace"]) for d in added} == {
         ("Role", namespace),
         ("RoleBinding", namespace),
@@ -280,7 +248,7 @@ def test_brokers_namespace_patch_from_the_component_comment_moves_the_exec_grant
         assert can_i(base, *EXEC, namespace=namespace) == "yes"
         assert can_i(base, *EXEC, namespace=KAFKA_NS, expect="no") == "no"
     finally:
-        delete(base, added)
+        delete_objects(base, added)
 
 
 # --- the chart with watch.namespaces: Roles where it watches ------------------------
@@ -352,7 +320,7 @@ def test_chart_with_watch_namespaces_grants_the_namespaced_resources_there_only(
         assert can_i(stack, *EXEC, namespace=KAFKA_NS, user=sa) == "yes"
         assert can_i(stack, *EXEC, namespace=namespace, user=sa, expect="no") == "no"
     finally:
-        delete(stack, [d for d in applied if d["kind"] != "Namespace"])
+        delete_objects(stack, [d for d in applied if d["kind"] != "Namespace"])
         stack.kubectl("delete", "namespace", CHART_NS, "--wait=false", check=False)
 
 
@@ -429,7 +397,7 @@ def strict_tenancy(stack: Stack, namespace: str) -> Iterator[None]:
             time.sleep(0.2)
         yield
     finally:
-        delete(stack, [scoped, policy])
+        delete_objects(stack, [scoped, policy])
 
 
 @pytest.mark.stack

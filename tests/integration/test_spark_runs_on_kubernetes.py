@@ -18,7 +18,7 @@ from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.kube_objects.spark_runs import RunSpec, run_name
 from retention_jobs import sinks
 from retention_jobs.request import PlanRequest
-from tests.support import install_spark_operator_crd
+from tests.helpers.kube import install_spark_operator_crd
 
 
 @pytest.fixture

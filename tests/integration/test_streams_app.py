@@ -1,4 +1,4 @@
-"""The streams-group fixture: tests/streams_app.py runs a real Kafka Streams application
+"""The streams-group fixture: tests/helpers/streams_app.py runs a real Kafka Streams application
 (tests/fixtures/streams/PassThrough.java, group.protocol=streams, KIP-1071), and Kafka's own
 tools see the group it leaves behind: of type Streams, committed where it stopped."""
 
@@ -10,15 +10,16 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from kafka_retention.core.facts import TopicPartition
-from tests.conftest import TopicFactory
-from tests.streams_app import (
+from tests.helpers.offsets import high_watermarks
+from tests.helpers.records import produce
+from tests.helpers.streams_app import (
     GROUPS_COMMAND,
     kafka_tool,
     run_streams_app,
     streams_commit_by_kafka,
     table,
 )
-from tests.support import high_watermarks, produce
+from tests.helpers.topics import TopicFactory
 
 
 @pytest.mark.stack

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import ARGOCD, argocd_health
+from tests.helpers.argocd import ARGOCD, argocd_health
 
 
 def cond(kind: str, status: str, reason: str, message: str = "", gen: int = 1) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from kafka_retention.services.fleet import Fleet, cluster_of
 from kafka_retention.services.policy_batches import Due, Environment
 from kafka_retention.services.retention_run import RunOutcome
 from kafka_retention.services.scheduler import Scheduled, Scheduler, interleave_namespaces
-from tests.unit.fakes import MemoryStore
+from tests.helpers.fakes import MemoryStore
 
 
 def add(s: Scheduler, key: str, cluster: str, interval: float = 60, due: float = 0) -> None:

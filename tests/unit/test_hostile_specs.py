@@ -19,7 +19,7 @@ from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.tenancy import Refused, Tenancy
-from tests.corpus.hostile import (
+from tests.helpers.hostile import (
     API_VERSION,
     BINDING_NAME,
     BOOTSTRAP,

@@ -18,7 +18,7 @@ from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.policy_batches import Due, Environment
 from kafka_retention.services.retention_run import RunOutcome
-from tests.unit.fakes import MemoryStore
+from tests.helpers.fakes import MemoryStore
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ME = Peering("kr", "me", priority=100, lifetime_s=10, clusterwide=True)

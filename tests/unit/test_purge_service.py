@@ -28,12 +28,13 @@ from kafka_retention.services import purge as service
 from kafka_retention.services.purge import pipeline
 from kafka_retention.services.purge import report as purge_report
 from kafka_retention.services.tenancy import Tenancy
+from tests.helpers.fakes import FakeLogs
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
-class FakeKafka:
+class FakeKafka(FakeLogs):
     """Offsets in memory, answering DeleteRecords as Kafka does: -1 means the high
     watermark, an offset past it (or below -1) is OFFSET_OUT_OF_RANGE, and one at or
     below the log start changes nothing."""
@@ -61,15 +62,8 @@ class FakeKafka:
     def topic_configs(self, topics: Iterable[str]) -> dict[str, Mapping[str, str]]:
         return {t: self.configs.get(t, {"cleanup.policy": "delete"}) for t in topics}
 
-    def offsets(self, tps: Iterable[TopicPartition], kind: Any) -> dict[TopicPartition, int]:
-        self.calls.append(f"offsets:{kind}")
-        return {tp: self.logs[tp][0 if kind == "earliest" else 1] for tp in tps}
-
-    def log_bounds(
-        self, tps: Iterable[TopicPartition]
-    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
-        wanted = list(tps)
-        return self.offsets(wanted, "earliest"), self.offsets(wanted, "latest")
+    def _call(self, what: str) -> None:
+        self.calls.append(what)
 
     def offsets_for_timestamp(
         self, tps: Iterable[TopicPartition], timestamp_ms: int
@@ -194,22 +188,7 @@ def test_dry_run_deletes_nothing_and_estimates_bytes() -> None:
 def test_resumed_purge_executes_the_stored_plan_not_a_new_one() -> None:
     """`offset: -1` planned at high watermark 40 must not become 100 after a restart."""
     kafka = FakeKafka({T0: [0, 100]})
-    store = Store()
-    store.status = {
-        "phase": Phase.PURGING,
-        "startedAt": "x",
-        "results": [
-            {
-                "topic": "t",
-                "partition": 0,
-                "state": State.PLANNED,
-                "requestedOffset": 40,
-                "logStartBefore": 0,
-                "highWatermark": 40,
-                "recordsToDelete": 40,
-            }
-        ],
-    }
+    store = planned_store(offset=40, high_watermark=40)
     run(explicit((0, -1)), kafka, store)
     assert kafka.logs[T0][0] == 40
     assert store.status["results"][0]["recordsDeleted"] == 40
@@ -217,22 +196,7 @@ def test_resumed_purge_executes_the_stored_plan_not_a_new_one() -> None:
 
 def test_restart_after_the_delete_counts_records_once_and_deletes_nothing_more() -> None:
     kafka = FakeKafka({T0: [40, 100]})  # the delete happened before the crash
-    store = Store()
-    store.status = {
-        "phase": Phase.PURGING,
-        "startedAt": "x",
-        "results": [
-            {
-                "topic": "t",
-                "partition": 0,
-                "state": State.PLANNED,
-                "requestedOffset": 40,
-                "logStartBefore": 0,
-                "highWatermark": 40,
-                "recordsToDelete": 40,
-            }
-        ],
-    }
+    store = planned_store(offset=40, high_watermark=40)
     outcome = run(explicit((0, -1)), kafka, store)
     assert not any(c.startswith("delete:[('t-0'") for c in kafka.calls)
     assert outcome.records_deleted == 40
@@ -242,22 +206,7 @@ def test_restart_after_the_delete_counts_records_once_and_deletes_nothing_more()
 def test_a_protected_group_that_rewound_lowers_the_cut_at_purge_time() -> None:
     kafka = FakeKafka({T0: [0, 100]})
     kafka.committed_offsets = {"audit": {T0: 50}}
-    store = Store()
-    store.status = {
-        "phase": Phase.PURGING,
-        "startedAt": "x",
-        "results": [
-            {
-                "topic": "t",
-                "partition": 0,
-                "state": State.PLANNED,
-                "requestedOffset": 70,
-                "logStartBefore": 0,
-                "highWatermark": 100,
-                "recordsToDelete": 70,
-            }
-        ],
-    }
+    store = planned_store(offset=70, high_watermark=100)
     run(explicit((0, 70), protectGroups=["audit"]), kafka, store)
     assert kafka.logs[T0][0] == 50
     entry = store.status["results"][0]
@@ -563,6 +512,23 @@ def test_a_lost_stored_plan_ends_the_purge_rather_than_planning_again() -> None:
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     assert ready["reason"] == "StateNotPersisted"
     assert "kr-recordpurge-x-plan is gone" in ready["message"]
+
+
+def planned_store(offset: int, high_watermark: int) -> Store:
+    """The status a purge stored once it planned partition t-0 (log start 0) to `offset`
+    and stopped before the delete: what a restarted operator finds."""
+    store = Store()
+    planned = {
+        "topic": "t",
+        "partition": 0,
+        "state": State.PLANNED,
+        "requestedOffset": offset,
+        "logStartBefore": 0,
+        "highWatermark": high_watermark,
+        "recordsToDelete": offset,
+    }
+    store.status = {"phase": Phase.PURGING, "startedAt": "x", "results": [planned]}
+    return store
 
 
 class ChunkedStore(Store):

@@ -18,6 +18,7 @@ from kafka_retention.services import retention_run
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.policy_planning import plan_in_process, select
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome
+from tests.helpers.fakes import FakeLogs
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -25,7 +26,7 @@ NOW_TEXT = "2026-11-22T12:00:00Z"
 T0 = TopicPartition("t", 0)
 
 
-class FakeKafka:
+class FakeKafka(FakeLogs):
     """Offsets, commits and configs in memory, with Kafka's answers: DeleteRecords past
     the high watermark is OFFSET_OUT_OF_RANGE, on a compact-only topic POLICY_VIOLATION,
     and at or below the log start changes nothing."""
@@ -66,16 +67,6 @@ class FakeKafka:
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str] | KafkaFailure]:
         self._call("topic_configs")
         return {t: self.configs.get(t, {"cleanup.policy": "delete"}) for t in topics}
-
-    def offsets(self, tps: Iterable[TopicPartition], kind: Any) -> dict[TopicPartition, int]:
-        self._call(f"offsets:{kind}")
-        return {tp: self.logs[tp][0 if kind == "earliest" else 1] for tp in tps}
-
-    def log_bounds(
-        self, tps: Iterable[TopicPartition]
-    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
-        wanted = list(tps)
-        return self.offsets(wanted, "earliest"), self.offsets(wanted, "latest")
 
     def offsets_for_timestamp(
         self, tps: Iterable[TopicPartition], timestamp_ms: int

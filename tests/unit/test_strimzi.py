@@ -45,22 +45,15 @@ def kafka(*listeners: dict[str, Any], published: list[str] | None = None) -> dic
     }
 
 
-PLAIN = {"name": "plain", "port": 9092, "type": "internal", "tls": False}
-TLS = {"name": "tls", "port": 9093, "type": "internal", "tls": True}
-SCRAM = {
-    "name": "scram",
-    "port": 9094,
-    "type": "internal",
-    "tls": True,
-    "authentication": {"type": "scram-sha-512"},
-}
-MTLS = {
-    "name": "mtls",
-    "port": 9095,
-    "type": "internal",
-    "tls": True,
-    "authentication": {"type": "tls"},
-}
+def listener(name: str, port: int, tls: bool, **fields: Any) -> dict[str, Any]:
+    """An internal entry of spec.kafka.listeners."""
+    return {"name": name, "port": port, "type": "internal", "tls": tls, **fields}
+
+
+PLAIN = listener("plain", 9092, tls=False)
+TLS = listener("tls", 9093, tls=True)
+SCRAM = listener("scram", 9094, tls=True, authentication={"type": "scram-sha-512"})
+MTLS = listener("mtls", 9095, tls=True, authentication={"type": "tls"})
 
 
 def user(kind: str, secret: str | None = None) -> dict[str, Any]:

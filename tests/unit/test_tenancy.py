@@ -510,6 +510,21 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
     assert where == (["pods"] if in_pods else ["local"])
 
 
+def unreachable_cluster(world: World) -> Environment:
+    """A batch environment whose cluster cannot be reached: a batch stops there, after
+    tenancy has admitted (or refused) each policy."""
+
+    def unreachable(*_: Any) -> tuple[str, dict[str, str]]:
+        raise KafkaUnavailable("no broker (the test stops the batch here)")
+
+    return Environment(
+        connection=unreachable,
+        connect=lambda *_: pytest.fail("not reached"),
+        spark=None,
+        tenancy=world.tenancy(),
+    )
+
+
 def test_a_batch_reads_its_binding_once_however_many_policies_share_it() -> None:
     """A thousand policies on one binding are admitted at one moment: one read of the
     binding (and of the namespace's labels), not one a policy and tick."""
@@ -518,15 +533,7 @@ def test_a_batch_reads_its_binding_once_however_many_policies_share_it() -> None
     )
     world = World({"orders": spec}, {"team-a": {"team": "a"}})
 
-    def unreachable(*_: Any) -> tuple[str, dict[str, str]]:
-        raise KafkaUnavailable("no broker (the test stops the batch here)")
-
-    env = Environment(
-        connection=unreachable,
-        connect=lambda *_: pytest.fail("not reached"),
-        spark=None,
-        tenancy=world.tenancy(),
-    )
+    env = unreachable_cluster(world)
     items = [
         Due(
             PolicyRun(f"team-a/p{i:04d}", {}, 1, Store(), lambda: NOW),
@@ -542,15 +549,7 @@ def test_a_batch_reads_its_binding_once_however_many_policies_share_it() -> None
 def test_only_the_first_policies_by_name_fit_the_namespace_quota_in_a_batch() -> None:
     world = World({"orders": binding_spec(limits={"policiesPerNamespace": 2})})
 
-    def unreachable(*_: Any) -> tuple[str, dict[str, str]]:
-        raise KafkaUnavailable("no broker (the test stops the batch here)")
-
-    env = Environment(
-        connection=unreachable,
-        connect=lambda *_: pytest.fail("not reached"),
-        spark=None,
-        tenancy=world.tenancy(),
-    )
+    env = unreachable_cluster(world)
     raw = {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"}
     keys = ["team-a/c", "team-a/a", "team-a/b", "team-b/z"]
     others = {key: parse_policy_spec(raw) for key in keys}

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from devstack import paths
 from kafka_retention.core.facts import TopicPartition
+from tests.helpers.paths import FIXTURES
 
-SOURCE = Path(__file__).resolve().parent / "fixtures" / "streams" / "PassThrough.java"
+SOURCE = FIXTURES / "streams" / "PassThrough.java"
 MAIN_CLASS = "PassThrough"
 # On the classpath beside the classes: warnings and the application's state changes go to
 # stderr (whose tail a failure reports); stdout carries only the "processed <n>" line.

@@ -1,0 +1,109 @@
+"""Objects on the stack's API server: applied, read, waited for, and their events."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from devstack.stack import Stack
+from tests.helpers.paths import FIXTURES
+
+
+def slug(request: pytest.FixtureRequest) -> str:
+    """A name for the test's own objects: its name, cut to fit, and a random suffix."""
+    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
+    return f"{name}-{uuid.uuid4().hex[:6]}".strip("-")
+
+
+def create_namespace(stack: Stack, name: str) -> None:
+    """The namespace, once its default service account exists (the controller-manager
+    adds it a moment after the namespace, and pods need it)."""
+    stack.kubectl("create", "namespace", name)
+    deadline = time.monotonic() + 30
+    while stack.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode:
+        assert time.monotonic() < deadline, f"no default service account in {name} after 30s"
+        time.sleep(0.2)
+
+
+API_VERSION = "kafka-retention.io/v1alpha1"
+# spec.cluster of objects that must never reach a broker: nothing listens there.
+NOWHERE = {"bootstrapServers": "127.0.0.1:1"}
+
+
+def resource(kind: str, name: str, namespace: str | None = None, **fields: Any) -> dict[str, Any]:
+    """One of the project's objects as its manifest: kind, name, namespace (none for a
+    cluster-scoped kind), then its top-level fields (spec, ...)."""
+    metadata = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, **fields}
+
+
+def apply(stack: Stack, obj: dict[str, Any]) -> None:
+    """`kubectl apply` of one object (or a List), as its manifest would be applied."""
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(obj))
+
+
+def apply_refused(stack: Stack, obj: dict[str, Any]) -> str:
+    """What the API server said when it refused to store the object (asserted refused)."""
+    done = stack.kubectl("apply", "-f", "-", stdin=json.dumps(obj), check=False)
+    assert done.returncode != 0, f"{obj['kind']}/{obj['metadata']['name']} was accepted"
+    return done.stderr
+
+
+def get(stack: Stack, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    done = stack.kubectl("get", kind, name, "-n", namespace, "-o", "json")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def wait_for(
+    stack: Stack,
+    kind: str,
+    namespace: str,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    timeout: float = 60,
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    obj = get(stack, kind, namespace, name)
+    while not check(obj):
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{kind}/{name} did not get there in {timeout}s: "
+                f"{json.dumps(obj.get('status'), indent=1)}"
+            )
+        time.sleep(0.3)
+        obj = get(stack, kind, namespace, name)
+    return obj
+
+
+def events(stack: Stack, namespace: str, name: str) -> list[dict[str, Any]]:
+    done = stack.kubectl(
+        "get",
+        "events",
+        "-n",
+        namespace,
+        "-o",
+        "json",
+        "--field-selector",
+        f"involvedObject.name={name}",
+    )
+    items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+    return items
+
+
+def install_spark_operator_crd(stack: Stack) -> None:
+    """The stand-in SparkApplication CRD (tests/fixtures), established and discoverable."""
+    crd = FIXTURES / "sparkapplications-crd.yaml"
+    stack.kubectl("apply", "--server-side", "-f", str(crd))
+    stack.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/sparkapplications.sparkoperator.k8s.io",
+    )
