@@ -3,6 +3,11 @@
 The stack starts on first use and stops at the end of the session when this session
 started it; a stack already running (`make dev-up`) is reused and left running.
 Unit tests never ask for these fixtures, so `pytest tests/unit` needs no stack.
+
+Under KAFKA_RETENTION_SHARED_STACK (make test's parallel sessions, hack/testrun.py) the
+stack must already run and a session neither starts nor stops any part of it: a worker
+that found a broker down (another worker's fault test) must not "repair" it with a cold
+start under everyone.
 """
 
 from __future__ import annotations
@@ -27,7 +32,12 @@ from tests.helpers.topics import TopicFactory, in_sync
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
     s = Stack()
-    started = s.up()
+    if os.environ.get("KAFKA_RETENTION_SHARED_STACK"):
+        if not s.running():
+            pytest.fail(f"the shared stack is not running: {s.status()}")
+        started = False
+    else:
+        started = s.up()
     # In-process adapters read share and streams groups through the group reader, as the
     # operator processes the tests start do (stack.env()).
     # Built here if `make setup` has not (a few seconds, once per change of its sources).

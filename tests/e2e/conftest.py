@@ -2,6 +2,9 @@
 
 KAFKA_RETENTION_E2E_PREFIX changes `e2e` to another prefix, so two test sessions can share
 one running stack (`make dev-up`) without their operators acting on each other's objects.
+A pytest-xdist worker adds its number (`e2e0-*`, `e2e1-*`: never matched by `e2e-*`), so
+make test's parallel sessions each have an operator of their own. Kept short: namespace
+names are cut at 63 characters and tests read the 6-hex tag at their end.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from devstack.stack import Stack
 from tests.helpers.cleanup import undone_afterwards
 from tests.helpers.kube import create_namespace, slug
 
-PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e")
+PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e") + os.environ.get(
+    "PYTEST_XDIST_WORKER", ""
+).removeprefix("gw")
 
 
 @pytest.fixture(scope="session")

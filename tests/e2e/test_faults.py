@@ -27,7 +27,9 @@ from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import cuts, purge_finished
 from tests.helpers.topics import NO_RETENTION
 
-pytestmark = pytest.mark.stack
+# Serial (make test runs it alone): it freezes, kills and restarts brokers and the API
+# server under everyone.
+pytestmark = [pytest.mark.stack, pytest.mark.serial]
 
 PARTITIONS = 30
 RECORDS = 20

@@ -21,7 +21,9 @@ from tests.helpers.kube import get
 from tests.helpers.offsets import log_starts
 from tests.helpers.records import produce
 
-pytestmark = pytest.mark.stack
+# Serial (make test runs it alone): it cuts the fixed topic `orders`, which test_tenancy's
+# corpus also aims at.
+pytestmark = [pytest.mark.stack, pytest.mark.serial]
 
 # The topics the corpus cuts, made to hold records so a wrong delete would show.
 TOPIC = "orders"

@@ -22,7 +22,9 @@ from tests.helpers.paths import REPO
 from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import apply_purge, cuts, purge_finished
 
-pytestmark = pytest.mark.stack
+# Serial (make test runs it alone): it installs the operator in kafka-retention-system
+# with cluster-wide RBAC, and deletes that namespace.
+pytestmark = [pytest.mark.stack, pytest.mark.serial]
 
 # Only namespaces named so: the session's own operator process watches `e2e-*`, and two
 # operators must never reconcile the same object.

@@ -96,6 +96,7 @@ def test_deleted_namespace_finishes_terminating(stack: Stack, namespace: str) ->
     wait_until(f"namespace {namespace} deleted", gone, timeout=120)
 
 
+@pytest.mark.serial  # stops the node under every pod
 def test_stopping_the_node_leaves_the_host_as_it_was(stack: Stack, namespace: str) -> None:
     """Stops the node with a pod running (and a bridge pod, so the CNI bridge and a
     network namespace exist), checks every host change is undone, and starts it again
@@ -121,6 +122,7 @@ def test_stopping_the_node_leaves_the_host_as_it_was(stack: Stack, namespace: st
     stack.node.wait_ready(stack.kube.kubectl)
 
 
+@pytest.mark.serial  # kills the kubelet, containerd and every shim
 def test_a_node_whose_session_was_killed_is_cleaned_up_by_the_next_start(
     stack: Stack, namespace: str
 ) -> None:

@@ -110,6 +110,7 @@ def lagging(
     return topic, f"{topic}-behind"
 
 
+@pytest.mark.serial  # its orphan policy removes any orphan on any broker
 def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     stack: Stack, metrics_operator: tuple[str, str], kafka: Kafka
 ) -> None:
@@ -255,6 +256,7 @@ def test_a_metric_the_operator_does_not_export_is_named(
     ]
 
 
+@pytest.mark.serial  # applies and deletes in kafka-retention-system
 def test_monitoring_manifests_are_accepted_by_the_api_server(stack: Stack) -> None:
     stack.kubectl("apply", "--server-side", "-f", str(CRDS))
     for crd in ("prometheusrules", "podmonitors"):

@@ -29,7 +29,9 @@ from tests.helpers.policies import apply_policy
 from tests.helpers.records import produce
 from tests.helpers.topics import create_on, topic_id, wait_for_gone
 
-pytestmark = pytest.mark.stack
+# Serial (make test runs it alone): it plants orphan directories in the brokers' log dirs
+# and checks that no other directory changes.
+pytestmark = [pytest.mark.stack, pytest.mark.serial]
 
 
 def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None:

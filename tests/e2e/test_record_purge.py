@@ -253,6 +253,7 @@ def test_finished_purge_is_not_redone_when_the_operator_restarts(
     assert again["status"] == done["status"]
 
 
+@pytest.mark.serial  # freezes every broker
 def test_purge_in_flight_completes_after_the_operator_is_killed(
     stack: Stack, kafka: Kafka, namespace: str, tmp_path: Any
 ) -> None:

@@ -25,7 +25,9 @@ from tests.helpers.offsets import log_starts
 from tests.helpers.purges import apply_purge, cuts, finished_by_a_new_operator, purge_finished
 from tests.helpers.records import produce_to_each
 
-pytestmark = pytest.mark.stack
+# Serial (make test runs it alone): it runs 20,000 partitions, which slows the brokers for
+# every other test.
+pytestmark = [pytest.mark.stack, pytest.mark.serial]
 
 TOPICS, PER_TOPIC = 100, 200  # 20,000 partitions, replication factor 1
 

@@ -26,7 +26,9 @@ from tests.helpers.offsets import log_starts
 from tests.helpers.purges import purge_all, purge_finished
 from tests.helpers.topics import cluster_id
 
-pytestmark = pytest.mark.stack
+# Serial (make test runs it alone): it installs the operator in kafka-retention-system, as
+# test_in_cluster does.
+pytestmark = [pytest.mark.stack, pytest.mark.serial]
 
 # Plain names (a replica with --peering takes no patterns), watched by no other operator.
 TEAM_A, TEAM_B = "ictenant-a", "ictenant-b"

@@ -102,6 +102,7 @@ def _coordinator(bootstrap: str, group: str) -> int | None:
 
 
 @pytest.mark.stack
+@pytest.mark.serial  # stops a broker and moves every partition's leader
 def test_committed_offsets_are_read_while_the_group_coordinator_moves(
     stack: Stack,
     bootstrap: str,

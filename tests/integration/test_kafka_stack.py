@@ -107,6 +107,7 @@ def test_acks_all_records_come_back_in_order_per_partition(
 
 
 @pytest.mark.stack
+@pytest.mark.serial  # stops a broker
 def test_producing_goes_on_with_one_broker_down(
     stack: Stack, bootstrap: str, admin: AdminClient, make_topic: TopicFactory
 ) -> None:

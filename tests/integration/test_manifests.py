@@ -14,6 +14,10 @@ from tests.helpers.manifests import STRIMZI_CRDS, delete_objects, ident, render
 from tests.helpers.paths import REPO
 from tests.helpers.rbac import KAFKA_NS, RBAC_KINDS, SA, can_i
 
+# Serial (make test runs it alone): it applies and deletes the overlays' cluster RBAC and
+# the kind overlay's Deployment in kafka-retention-system.
+pytestmark = pytest.mark.serial
+
 # Cluster-wide: applied for real, the base's strict-tenancy policy would refuse every other
 # test's resource that names bootstrap servers. test_rbac.py applies it to one namespace.
 ADMISSION_POLICY = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")

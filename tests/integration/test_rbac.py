@@ -35,6 +35,10 @@ from tests.helpers.manifests import STRIMZI_CRDS, delete_objects, ident, kustomi
 from tests.helpers.paths import REPO
 from tests.helpers.rbac import KAFKA_NS, RBAC_KINDS, SA, can_i
 
+# Serial (make test runs it alone): it deletes overlay RBAC and creates a cluster-scoped
+# ValidatingAdmissionPolicy.
+pytestmark = pytest.mark.serial
+
 OPERATOR_NS = "kafka-retention-system"
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 BINDINGS = "kafkaclusterbindings.kafka-retention.io"

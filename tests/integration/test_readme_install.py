@@ -20,6 +20,10 @@ import pytest
 from devstack import build
 from devstack.stack import Stack
 
+# Serial (make test runs it alone): it creates kafka-retention-system, which the in-
+# cluster tests delete.
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 BLOCK = re.compile(r"<!-- readme-install[^>]*-->\s*```sh\n(.*?)```", re.DOTALL)
