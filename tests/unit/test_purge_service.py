@@ -776,6 +776,35 @@ def test_a_high_watermark_that_drops_after_planning_lowers_the_cut_to_it() -> No
     assert [c for c in kafka.calls if c.startswith("delete")] == ["delete:[('t-0', 80)]"]
 
 
+def test_a_high_watermark_that_drops_between_the_recheck_and_the_delete_lowers_the_cut() -> None:
+    """The re-check saw 100, then the partition is truncated to 80 before DeleteRecords:
+    the broker refuses 100 (OFFSET_OUT_OF_RANGE); the cut is lowered to 80 and tried once
+    more, and the entry says so. 100 is never applied."""
+
+    class TruncatedAtDelete(FakeKafka):
+        def delete_records(
+            self, cuts: Mapping[TopicPartition, int]
+        ) -> dict[TopicPartition, int | KafkaFailure]:
+            if not any(c.startswith("delete") for c in self.calls):
+                self.logs[T0][1] = 80
+            return super().delete_records(cuts)
+
+    kafka = TruncatedAtDelete({T0: [0, 100]})
+    store = Store(kafka)
+    outcome = run(explicit((0, -1)), kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    (entry,) = store.status["results"]
+    assert (entry["requestedOffset"], entry["lowWatermark"], entry["recordsDeleted"]) == (
+        80,
+        80,
+        80,
+    )
+    assert "the high watermark dropped to 80 before the delete" in entry["note"]
+    assert kafka.logs[T0] == [80, 80]
+    deletes = [c for c in kafka.calls if c.startswith("delete")]
+    assert deletes == ["delete:[('t-0', 100)]", "delete:[('t-0', 80)]"]
+
+
 def test_an_offset_already_below_the_log_start_deletes_nothing_and_says_so() -> None:
     kafka = FakeKafka({T0: [50, 100]})
     store = Store(kafka)

@@ -1,7 +1,16 @@
-"""Delete, then read the log start back: the one way both resources apply their cuts.
+"""Delete, with the broker's answer as the verification: the one way both resources apply
+their cuts.
 
-DeleteRecords answers with a low watermark, but the log start that counts is the one a
-fresh ListOffsets reads afterwards; a cut is applied only when that read shows it.
+DeleteRecords succeeds only once the log start of every live replica has reached the cut
+(else REQUEST_TIMED_OUT), and answers with that low watermark, the smallest log start
+among live replicas: a cut is applied when the answer says so. Only partitions whose
+delete failed in a way that may still have deleted (a retriable failure: a timeout, a
+leader moving) or got no answer are read back with ListOffsets, so a delete that landed
+is neither done twice nor reported as failed.
+
+The broker refuses a cut above the high watermark itself (OFFSET_OUT_OF_RANGE). A high
+watermark can drop between the fresh read and the delete (an unclean leader election):
+such a cut is lowered to the high watermark read then and tried once more, never raised.
 """
 
 from __future__ import annotations
@@ -11,18 +20,21 @@ from dataclasses import dataclass
 
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure
+from kafka_retention.core.purge import OFFSET_OUT_OF_RANGE
 from kafka_retention.services.ports import KafkaCutter
 
 
 @dataclass(frozen=True)
 class Applied:
-    """What became of one cut: the log start read back, or why not."""
+    """What became of one cut: the log start it left, or why not. `target` is the cut
+    applied, lower than the one asked when the high watermark had dropped below it."""
 
     target: int
     log_start_after: int | None = None
     failure: KafkaFailure | None = None
-    # DeleteRecords succeeded but the log start could not be read back (or not at the cut
-    # yet: a follower lagging); the next attempt looks again rather than claim success.
+    # The answer did not show the log start at the cut (or there was no answer and the
+    # read-back did not show it either); the next attempt looks again rather than claim
+    # success.
     unverified: str | None = None
 
     @property
@@ -33,24 +45,86 @@ class Applied:
 def delete_and_verify(
     kafka: KafkaCutter, cuts: Mapping[TopicPartition, int]
 ) -> dict[TopicPartition, Applied]:
-    """DeleteRecords for every cut in one call, then one ListOffsets of the log starts."""
+    """DeleteRecords for every cut in one call; ListOffsets only where the answer leaves
+    the outcome open; one more DeleteRecords for cuts above a dropped high watermark."""
     if not cuts:
         return {}
     results = kafka.delete_records(cuts)
-    verified = kafka.offsets(list(cuts), "earliest")
+    out: dict[TopicPartition, Applied] = {}
+    unsure: list[TopicPartition] = []
+    above: dict[TopicPartition, tuple[int, KafkaFailure]] = {}
+    for tp, target in cuts.items():
+        result = results.get(tp)
+        if isinstance(result, int):
+            out[tp] = answered(target, result)
+        elif result is None or result.retriable:
+            unsure.append(tp)
+        elif result.code == OFFSET_OUT_OF_RANGE:
+            above[tp] = (target, result)
+        else:
+            out[tp] = Applied(target, failure=result)
+    if unsure:
+        out.update(_read_back(kafka, {tp: cuts[tp] for tp in unsure}, results))
+    if above:
+        out.update(_lowered(kafka, above))
+    return out
+
+
+def answered(target: int, low_watermark: int) -> Applied:
+    if low_watermark >= target:
+        return Applied(target, log_start_after=low_watermark)
+    return Applied(
+        target,
+        log_start_after=low_watermark,
+        unverified=f"low watermark answered as {low_watermark}, expected {target}",
+    )
+
+
+def _read_back(
+    kafka: KafkaCutter,
+    cuts: Mapping[TopicPartition, int],
+    results: Mapping[TopicPartition, int | KafkaFailure],
+) -> dict[TopicPartition, Applied]:
+    """A timed-out delete may still have landed: the log start read now says."""
+    read = kafka.offsets(list(cuts), "earliest")
     out: dict[TopicPartition, Applied] = {}
     for tp, target in cuts.items():
-        result, after = results.get(tp), verified.get(tp)
-        if isinstance(result, KafkaFailure):
+        after, result = read.get(tp), results.get(tp)
+        if isinstance(after, int) and after >= target:
+            out[tp] = Applied(target, log_start_after=after)
+        elif isinstance(result, KafkaFailure):
             out[tp] = Applied(target, failure=result)
-        elif isinstance(after, int):
-            out[tp] = Applied(
-                target,
-                log_start_after=after,
-                unverified=None
-                if after >= target
-                else f"low watermark read back as {after}, expected {target}",
-            )
         else:
-            out[tp] = Applied(target, unverified=f"log start not read back: {after}")
+            out[tp] = Applied(
+                target, unverified=f"no answer to the delete; log start read as {after}"
+            )
+    return out
+
+
+def _lowered(
+    kafka: KafkaCutter, cuts: Mapping[TopicPartition, tuple[int, KafkaFailure]]
+) -> dict[TopicPartition, Applied]:
+    """Cuts the broker found above its high watermark: lowered to the high watermark read
+    now and deleted once more; a cut the log start has already reached needs nothing."""
+    earliest, latest = kafka.log_bounds(list(cuts))
+    out: dict[TopicPartition, Applied] = {}
+    again: dict[TopicPartition, int] = {}
+    for tp, (target, refused) in cuts.items():
+        start, end = earliest.get(tp), latest.get(tp)
+        if not isinstance(start, int) or not isinstance(end, int) or end >= target:
+            # Not a dropped high watermark, or it cannot be read: the refusal stands.
+            out[tp] = Applied(target, failure=refused)
+        elif end <= start:
+            out[tp] = Applied(end, log_start_after=start)
+        else:
+            again[tp] = end
+    if again:
+        retried = kafka.delete_records(again)
+        for tp, target in again.items():
+            result = retried.get(tp)
+            if isinstance(result, int):
+                out[tp] = answered(target, result)
+            else:
+                failure = result or KafkaFailure("UNKNOWN", "no answer to the delete", True)
+                out[tp] = Applied(target, failure=failure)
     return out

@@ -51,6 +51,9 @@ def _rechecked(request: PurgeRequest, entry: PurgeEntry, facts: PartitionFacts) 
 
 
 def _answered(entry: PurgeEntry, applied: Applied) -> PurgeEntry:
+    if applied.target < entry.target:
+        dropped = f"the high watermark dropped to {applied.target} before the delete"
+        entry = entry.lowered(applied.target, [dropped])
     if applied.failure is not None:
         return entry.failed(_wording(applied.failure), retriable=applied.failure.retriable)
     if applied.done and applied.log_start_after is not None:
