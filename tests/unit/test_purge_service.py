@@ -756,30 +756,10 @@ def test_failures_are_listed_up_to_a_byte_bound_and_the_rest_counted() -> None:
 
 
 def test_a_high_watermark_that_drops_after_planning_lowers_the_cut_to_it() -> None:
-    """The fresh check before the delete: `-1` planned at high watermark 100, then the
-    partition is truncated to 80 (an unclean leader election). Deleting to 100 now would
-    be refused by Kafka; the cut is lowered to 80, never kept at the plan."""
-
-    class Truncating(FakeKafka):
-        def offsets(self, tps: Iterable[TopicPartition], kind: Any) -> dict[TopicPartition, int]:
-            if kind == "latest" and "status:Purging" in self.calls:
-                self.logs[T0][1] = 80
-            return super().offsets(tps, kind)
-
-    kafka = Truncating({T0: [0, 100]})
-    store = Store(kafka)
-    outcome = run(explicit((0, -1)), kafka, store)
-    assert outcome.phase == Phase.SUCCEEDED
-    (entry,) = store.status["results"]
-    assert (entry["requestedOffset"], entry["lowWatermark"]) == (80, 80)
-    assert kafka.logs[T0] == [80, 80]
-    assert [c for c in kafka.calls if c.startswith("delete")] == ["delete:[('t-0', 80)]"]
-
-
-def test_a_high_watermark_that_drops_between_the_recheck_and_the_delete_lowers_the_cut() -> None:
-    """The re-check saw 100, then the partition is truncated to 80 before DeleteRecords:
-    the broker refuses 100 (OFFSET_OUT_OF_RANGE); the cut is lowered to 80 and tried once
-    more, and the entry says so. 100 is never applied."""
+    """`-1` planned at high watermark 100, then the partition is truncated to 80 (an
+    unclean leader election) before DeleteRecords: the broker refuses 100
+    (OFFSET_OUT_OF_RANGE); the cut is lowered to the high watermark read then, 80, and
+    tried once more, and the entry says so. 100 is never applied."""
 
     class TruncatedAtDelete(FakeKafka):
         def delete_records(

@@ -1,4 +1,6 @@
-"""The read every destructive step starts from: offsets and group positions, now."""
+"""The read every destructive step starts from: offsets and group positions, now; or, where
+the broker checks the offsets itself (DeleteRecords refuses a cut above the high
+watermark and does nothing below the log start), the group positions alone."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from kafka_retention.core.facts import GroupType, PartitionFacts, TopicPartition
+from kafka_retention.core.facts import GroupRead, GroupType, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.services.ports import KafkaCutter
 
@@ -58,11 +60,7 @@ def read_facts(
     a partition that fails for good is returned among the errors instead.
     """
     earliest, latest = kafka.log_bounds(tps)
-    wanted: dict[str, list[TopicPartition]] = {g: [] for g in also_groups}
-    for tp in tps:
-        for group in groups_of(tp):
-            wanted.setdefault(group, []).append(tp)
-    reads = kafka.group_positions(wanted) if wanted else {}
+    reads = _group_reads(kafka, tps, groups_of, also_groups)
     committed: dict[str, Mapping[TopicPartition, int | None]] = {
         group: read.positions for group, read in reads.items()
     }
@@ -80,3 +78,26 @@ def read_facts(
             tp, start, end, {g: committed[g].get(tp) for g in groups_of(tp)}
         )
     return out
+
+
+def read_positions(
+    kafka: KafkaCutter,
+    tps: Sequence[TopicPartition],
+    groups_of: Callable[[TopicPartition], Iterable[str]],
+) -> dict[TopicPartition, dict[str, int | None]]:
+    """Each partition's groups' positions, read now (None: the group has none there)."""
+    reads = _group_reads(kafka, tps, groups_of, ())
+    return {tp: {g: reads[g].positions.get(tp) for g in groups_of(tp)} for tp in tps}
+
+
+def _group_reads(
+    kafka: KafkaCutter,
+    tps: Sequence[TopicPartition],
+    groups_of: Callable[[TopicPartition], Iterable[str]],
+    also_groups: Iterable[str],
+) -> Mapping[str, GroupRead]:
+    wanted: dict[str, list[TopicPartition]] = {g: [] for g in also_groups}
+    for tp in tps:
+        for group in groups_of(tp):
+            wanted.setdefault(group, []).append(tp)
+    return kafka.group_positions(wanted) if wanted else {}

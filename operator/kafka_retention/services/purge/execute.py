@@ -1,9 +1,17 @@
-"""Stages 4 to 6 of a RecordPurge: re-check each stored cut with offsets and group
+"""Stages 4 to 6 of a RecordPurge: re-check each stored cut with the guard groups'
 positions read now (a cut is only ever lowered, never raised), delete, and fold what
 each partition's answer says into its entry.
 
+Offsets are not read again: the broker checks them itself. DeleteRecords refuses a cut
+above the high watermark (services.cutting then lowers it to the high watermark read at
+that moment) and moves nothing for a cut at or below the log start, answering the log
+start as it is. What the broker cannot know, where each protected or committedBy group
+has read to, is read just before the delete.
+
 Executing the same plan twice is safe: a cut at or below the current log start is done
-already (or a no-op), so a retry or a restart simply runs the stored plan again.
+already (or a no-op), so a retry or a restart simply runs the stored plan again. A run
+that resumes a stored plan reads the log starts once, so that the partitions an earlier
+run finished are counted from there and not sent again.
 """
 
 from __future__ import annotations
@@ -17,32 +25,42 @@ from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import State
 from kafka_retention.core.topics import POLICY_VIOLATION
 from kafka_retention.services.cutting import Applied, delete_and_verify
-from kafka_retention.services.fresh import read_facts
+from kafka_retention.services.fresh import read_positions
 from kafka_retention.services.ports import KafkaCutter, KafkaPlanner
 
 
 def execute(
-    kafka: KafkaCutter, request: PurgeRequest, entries: list[PurgeEntry]
+    kafka: KafkaCutter, request: PurgeRequest, entries: list[PurgeEntry], *, resumed: bool
 ) -> list[PurgeEntry]:
-    """The entries, with what happened to each pending partition."""
+    """The entries, with what happened to each pending partition. `resumed`: the plan was
+    stored by an earlier run (a retry, a restart), which may have cut some already."""
     pending = {e.tp: e for e in entries if e.pending}
     if not pending:
         return entries
-    fresh = read_facts(kafka, list(pending), lambda tp: request.guard_groups(tp.topic))
-    done: dict[TopicPartition, PurgeEntry] = {
-        tp: pending[tp].failed(message) for tp, message in fresh.errors.items()
-    }
+    positions = read_positions(kafka, list(pending), lambda tp: request.guard_groups(tp.topic))
+    starts = _log_starts(kafka, list(pending)) if resumed else {}
+    done: dict[TopicPartition, PurgeEntry] = {}
     cuts: dict[TopicPartition, int] = {}
-    for tp, facts in fresh.facts.items():
-        entry = _rechecked(request, pending[tp], facts)
+    for tp, entry in pending.items():
+        # The offsets as planned (the broker holds the cut to its own), or the log start
+        # read now when an earlier run may have moved it.
+        planned = entry.as_plan()
+        start = max(planned.log_start, starts.get(tp, planned.log_start))
+        facts = PartitionFacts(tp, start, planned.high_watermark, positions[tp])
+        entry = _rechecked(request, entry, facts)
         if entry.target <= facts.log_start:
-            done[tp] = entry.purged(facts.log_start)  # nothing left: done before, or a no-op
+            done[tp] = entry.purged(facts.log_start)  # the plan cut nothing here
         else:
             done[tp] = entry
             cuts[tp] = entry.target
     for tp, applied in delete_and_verify(kafka, cuts).items():
         done[tp] = _answered(done[tp], applied)
     return [done.get(e.tp, e) if e.pending else e for e in entries]
+
+
+def _log_starts(kafka: KafkaCutter, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The log starts now; a partition that cannot be read is simply sent again."""
+    return {tp: s for tp, s in kafka.offsets(tps, "earliest").items() if isinstance(s, int)}
 
 
 def _rechecked(request: PurgeRequest, entry: PurgeEntry, facts: PartitionFacts) -> PurgeEntry:

@@ -78,6 +78,7 @@ def reconcile(purge: Purge) -> Outcome:
             limit = min(limit, purge.admit(purge.spec, request))
         kafka = purge.connect(request)
         entries = stored_plan(purge)
+        resumed = entries is not None
         if entries is not None and not {e.topic for e in entries} <= request.topic_names():
             # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
             # ConfigMaps: a stored plan may only cut topics the (admitted) spec names.
@@ -95,7 +96,7 @@ def reconcile(purge: Purge) -> Outcome:
             # From here on the stored plan is what runs: a failure below must leave the
             # phase at Purging, or the next run would plan anew from newer offsets.
             phase = Phase.PURGING
-        entries = execute(kafka, request, entries)
+        entries = execute(kafka, request, entries, resumed=resumed)
     except PlanLost as err:
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; no further records deleted", 0)
     except NotPersisted as err:
