@@ -8,6 +8,7 @@ connection's properties and its timeout."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupType, KafkaException
@@ -22,6 +23,9 @@ from kafka_retention.core.java_client import Unmappable, java_properties
 
 # Partitions per ListConsumerGroupOffsets request (KafkaAdmin.committed).
 COMMITTED_PER_REQUEST = 5_000
+# Consumer groups read at once, each through its own consumer handle: a purge or batch
+# naming several groups waits for the slowest, not for their sum.
+GROUPS_AT_ONCE = 8
 
 
 class GroupReads:
@@ -58,12 +62,12 @@ class GroupReads:
         others = {g: tps for g, tps in asked.items() if g not in listed}
         if others:
             out.update(self._read_with_reader(others))
-        for group, tps in asked.items():
-            found = out.get(group)
-            if found is not None and found.type is not GroupType.NONE:
-                continue
-            kind = listed.get(group, GroupType.NONE)
-            out[group] = GroupRead(kind, self.committed(group, tps))
+        mine = [g for g in asked if g not in out or out[g].type is GroupType.NONE]
+        if mine:
+            with ThreadPoolExecutor(min(GROUPS_AT_ONCE, len(mine))) as pool:
+                read = list(pool.map(lambda g: self.committed(g, asked[g]), mine))
+            for group, positions in zip(mine, read, strict=True):
+                out[group] = GroupRead(listed.get(group, GroupType.NONE), positions)
         return out
 
     def _consumer_group_types(self) -> dict[str, GroupType]:
