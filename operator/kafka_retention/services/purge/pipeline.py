@@ -6,8 +6,8 @@ The plan is persisted before anything is deleted: in the purge's own ConfigMaps 
 of 100,000 partitions does not fit in status), with status pointing at them. A run that
 finds a stored plan (after a restart or a retry) executes that plan and never re-plans,
 so `offset: -1` or a group's offset that moved on cannot widen a purge after the fact.
-Each run re-reads offsets and committed offsets right before deleting and may only lower
-a planned cut. State that cannot be stored stops the purge before any delete, with the
+Each run re-reads the guard groups' positions right before deleting (the broker checks
+offsets itself) and may only lower a planned cut. State that cannot be stored stops the purge before any delete, with the
 API server's answer in a condition.
 
 `reconcile` reads as the stages, top to bottom, each in its own module:
