@@ -5,6 +5,7 @@ tried once more, never applied as it was."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
@@ -84,7 +85,7 @@ def test_a_timed_out_delete_is_read_back_and_counted_only_if_it_landed() -> None
 def test_a_cut_above_a_high_watermark_that_dropped_is_lowered_and_retried_not_applied() -> None:
     broker = Broker({T0: [0, 100], T1: [0, 100]})
     broker.truncate = {T0: 80}  # after the fresh read, before the delete
-    applied = delete_and_verify(broker, {T0: 100, T1: 60})
+    applied = delete_and_verify(broker, {T0: 100, T1: 60}, lower=True)
     assert (applied[T0].target, applied[T0].log_start_after, applied[T0].done) == (80, 80, True)
     assert broker.logs[T0] == [80, 80]
     assert applied[T1].done
@@ -96,7 +97,7 @@ def test_a_cut_above_a_high_watermark_that_dropped_is_lowered_and_retried_not_ap
 def test_a_high_watermark_that_dropped_to_the_log_start_deletes_nothing_more() -> None:
     broker = Broker({T0: [50, 100]})
     broker.truncate = {T0: 50}
-    applied = delete_and_verify(broker, {T0: 100})
+    applied = delete_and_verify(broker, {T0: 100}, lower=True)
     assert (applied[T0].target, applied[T0].log_start_after, applied[T0].done) == (50, 50, True)
     assert [c for c in broker.calls if c.startswith("delete")] == ["delete:[('t-0', 100)]"]
 
@@ -113,9 +114,49 @@ def test_an_out_of_range_cut_whose_high_watermark_did_not_drop_stays_refused() -
             return {tp: KafkaFailure("OFFSET_OUT_OF_RANGE", "refused", False) for tp in cuts}
 
     broker = Refusing({T0: [0, 100]})
-    applied = delete_and_verify(broker, {T0: 90})
+    applied = delete_and_verify(broker, {T0: 90}, lower=True)
     refused = applied[T0].failure
     assert refused is not None
     assert refused.code == "OFFSET_OUT_OF_RANGE"
     assert not applied[T0].done
     assert broker.calls.count("delete") == 1
+
+
+def test_a_policy_cut_above_a_dropped_high_watermark_waits_for_fresh_facts() -> None:
+    """Without `lower` (RetentionPolicy runs): records written after a truncation may be
+    newer than the policy's rules allow to cut, so nothing more is sent; the refusal is
+    retriable and the next run plans from new offsets."""
+    broker = Broker({T0: [0, 100]})
+    broker.truncate = {T0: 80}
+    applied = delete_and_verify(broker, {T0: 100})
+    refused = applied[T0].failure
+    assert refused is not None
+    assert (refused.code, refused.retriable) == ("OFFSET_OUT_OF_RANGE", True)
+    assert not applied[T0].done
+    assert broker.logs[T0] == [0, 80]
+    assert [c for c in broker.calls if c.startswith("delete")] == ["delete:[('t-0', 100)]"]
+
+
+def test_a_negative_cut_is_never_sent_since_the_broker_reads_minus_one_as_the_end() -> None:
+    broker = Broker({T0: [0, 100], T1: [0, 100]})
+    applied = delete_and_verify(broker, {T0: -1, T1: 10}, lower=True)
+    refused = applied[T0].failure
+    assert refused is not None
+    assert refused.code == "INVALID_CUT"
+    assert broker.logs[T0] == [0, 100]
+    assert broker.calls == ["delete:[('t-1', 10)]"]
+
+
+def test_unreadable_bounds_after_an_out_of_range_cut_leave_it_to_retry() -> None:
+    class Unreadable(Broker):
+        def log_bounds(self, tps: Iterable[TopicPartition]) -> Any:
+            failure = KafkaFailure("OFFSET_NOT_AVAILABLE", "new leader", True)
+            return dict.fromkeys(tps, failure), dict.fromkeys(tps, failure)
+
+    broker = Unreadable({T0: [0, 100]})
+    broker.truncate = {T0: 80}
+    applied = delete_and_verify(broker, {T0: 100}, lower=True)
+    refused = applied[T0].failure
+    assert refused is not None
+    assert refused.retriable
+    assert broker.logs[T0] == [0, 80]

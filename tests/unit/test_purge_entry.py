@@ -97,3 +97,12 @@ def test_an_entry_without_a_cut_has_no_target() -> None:
     unplannable = from_lines(STORED_BEFORE)[1]
     with pytest.raises(ValueError, match="no planned cut"):
         _ = unplannable.target
+
+
+@pytest.mark.parametrize("key", ["requestedOffset", "logStartBefore", "highWatermark"])
+def test_an_entry_with_a_negative_offset_is_refused(key: str) -> None:
+    """-1 would read as "the high watermark" at the broker, past every group: a stored
+    plan (a ConfigMap a tenant may write) never carries one into a cut."""
+    item = json.loads(STORED_BEFORE.splitlines()[0]) | {key: -1}
+    with pytest.raises(ValueError, match=key):
+        PurgeEntry.from_status(item)

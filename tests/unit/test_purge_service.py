@@ -636,6 +636,23 @@ def ended_deleting_nothing(outcome: service.Outcome, kafka: FakeKafka, store: St
     return str(ready["message"])
 
 
+def test_a_forged_plan_cutting_at_minus_one_ends_the_purge_and_deletes_nothing() -> None:
+    """A plan rewritten in its ConfigMaps to cut at -1 (the broker's "high watermark"),
+    which no group's position would lower: refused when read back, nothing sent."""
+    kafka = FakeKafka({T0: [0, 100]})
+    kafka.committed_offsets = {"g": {T0: 10}}
+    store = Store(kafka)
+    store.status = {"phase": Phase.PURGING, "planRef": {"configMap": "kr-recordpurge-x-plan"}}
+    store.blobs["plan"] = (
+        '{"highWatermark": 100, "logStartBefore": 0, "partition": 0, "reason": "",'
+        ' "recordsToDelete": 10, "requestedOffset": -1, "state": "Planned", "topic": "t"}\n'
+    )
+    message = ended_deleting_nothing(
+        run(explicit((0, 10), protectGroups=["g"]), kafka, store), kafka, store
+    )
+    assert "requestedOffset" in message
+
+
 def test_a_damaged_stored_plan_ends_the_purge_and_deletes_nothing() -> None:
     kafka = FakeKafka({T0: [0, 100]})
     store = ChunkedStore(kafka)

@@ -246,6 +246,29 @@ def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
     assert outcome.failures == []
 
 
+def test_a_delete_answered_short_of_its_cut_is_counted_and_said() -> None:
+    """DeleteRecords' answer is the verification: a low watermark below the cut (a
+    replica not there yet) counts what moved and makes the run say it, for the next run
+    to finish."""
+
+    class Short(FakeKafka):
+        def delete_records(
+            self, cuts: Mapping[TopicPartition, int]
+        ) -> dict[TopicPartition, int | KafkaFailure]:
+            answered = super().delete_records(cuts)
+            return {tp: 50 if isinstance(v, int) else v for tp, v in answered.items()}
+
+    kafka = Short()
+    kafka.logs[T0] = [0, 100]
+    kafka.times[T0] = {NOW_MS - 3_600_000: -1}  # every record older than an hour
+    spec = parse_policy_spec(spec_of(maxRetention="1h"))
+    plan = _plan(kafka, spec)
+    run = PolicyRun("ns/p", {}, 1, Store(), lambda: NOW)
+    outcome = retention_run.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
+    assert outcome.records_deleted == 50
+    assert outcome.failures == ["t-0: low watermark answered as 50, expected 100"]
+
+
 def test_a_log_start_already_past_the_planned_cut_deletes_nothing() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]

@@ -135,6 +135,16 @@ class PurgeEntry:
         unknown = set(item) - set(_KEYS.values())
         if unknown:
             raise ValueError(f"unknown keys in a purge entry: {sorted(unknown)}")
+        # The planner never writes a negative offset into a cut; a stored plan is in a
+        # ConfigMap a tenant may write, and -1 would read as "the high watermark" at the
+        # broker, past every group.
+        negative = sorted(
+            key
+            for key in ("requestedOffset", "logStartBefore", "highWatermark", "lowWatermark")
+            if key in item and not (isinstance(item[key], int) and item[key] >= 0)
+        )
+        if negative:
+            raise ValueError(f"a purge entry's {', '.join(negative)} must be offsets (0 or more)")
         values: dict[str, Any] = {}
         for name, key in _KEYS.items():
             value = item.get(key)

@@ -9,8 +9,14 @@ leader moving) or got no answer are read back with ListOffsets, so a delete that
 is neither done twice nor reported as failed.
 
 The broker refuses a cut above the high watermark itself (OFFSET_OUT_OF_RANGE). A high
-watermark can drop between the fresh read and the delete (an unclean leader election):
-such a cut is lowered to the high watermark read then and tried once more, never raised.
+watermark can drop between the fresh read and the delete (an unclean leader election).
+For a RecordPurge (`lower=True`) such a cut is lowered to the high watermark read then
+and tried once more, never raised: what its re-check did when it read offsets itself.
+A RetentionPolicy's cut stays refused (a retriable failure): records written since the
+truncation may be newer than its rules allow to cut, and its next run plans from new
+facts.
+
+No cut below zero is ever sent: the broker reads -1 as "the high watermark".
 """
 
 from __future__ import annotations
@@ -43,14 +49,18 @@ class Applied:
 
 
 def delete_and_verify(
-    kafka: KafkaCutter, cuts: Mapping[TopicPartition, int]
+    kafka: KafkaCutter, cuts: Mapping[TopicPartition, int], *, lower: bool = False
 ) -> dict[TopicPartition, Applied]:
     """DeleteRecords for every cut in one call; ListOffsets only where the answer leaves
-    the outcome open; one more DeleteRecords for cuts above a dropped high watermark."""
+    the outcome open; with `lower`, one more DeleteRecords for cuts above a dropped high
+    watermark."""
+    out: dict[TopicPartition, Applied] = {
+        tp: Applied(target, failure=_NEGATIVE) for tp, target in cuts.items() if target < 0
+    }
+    cuts = {tp: target for tp, target in cuts.items() if target >= 0}
     if not cuts:
-        return {}
+        return out
     results = kafka.delete_records(cuts)
-    out: dict[TopicPartition, Applied] = {}
     unsure: list[TopicPartition] = []
     above: dict[TopicPartition, tuple[int, KafkaFailure]] = {}
     for tp, target in cuts.items():
@@ -61,13 +71,29 @@ def delete_and_verify(
             unsure.append(tp)
         elif result.code == OFFSET_OUT_OF_RANGE:
             above[tp] = (target, result)
+            if not lower:
+                out[tp] = Applied(target, failure=_dropped(result))
         else:
             out[tp] = Applied(target, failure=result)
     if unsure:
         out.update(_read_back(kafka, {tp: cuts[tp] for tp in unsure}, results))
-    if above:
+    if above and lower:
         out.update(_lowered(kafka, above))
     return out
+
+
+# A negative cut would read as "the high watermark" at the broker: never sent.
+_NEGATIVE = KafkaFailure("INVALID_CUT", "a cut below offset 0 is never sent", False)
+
+
+def _dropped(refused: KafkaFailure) -> KafkaFailure:
+    """A refusal above the high watermark, as a failure to try again from fresh facts."""
+    return KafkaFailure(
+        refused.code,
+        f"{refused.message} (the high watermark dropped below the cut; planned again "
+        "from fresh offsets)",
+        True,
+    )
 
 
 def answered(target: int, low_watermark: int) -> Applied:
@@ -111,8 +137,11 @@ def _lowered(
     again: dict[TopicPartition, int] = {}
     for tp, (target, refused) in cuts.items():
         start, end = earliest.get(tp), latest.get(tp)
-        if not isinstance(start, int) or not isinstance(end, int) or end >= target:
-            # Not a dropped high watermark, or it cannot be read: the refusal stands.
+        if not isinstance(start, int) or not isinstance(end, int):
+            # Which it was cannot be told now: tried again later, from the stored plan.
+            out[tp] = Applied(target, failure=_dropped(refused))
+        elif end >= target:
+            # Not a dropped high watermark: the refusal stands.
             out[tp] = Applied(target, failure=refused)
         elif end <= start:
             out[tp] = Applied(end, log_start_after=start)

@@ -350,7 +350,10 @@ def _delete(
             failures.append(f"{tp}: {result.failure}")
             out[tp] = (before, before)
         elif result.log_start_after is not None:
+            # Moved this far, whatever else: counted, and said when short of the cut.
             out[tp] = (before, result.log_start_after)
+            if result.unverified is not None:
+                failures.append(f"{tp}: {result.unverified}")
         else:
             failures.append(f"{tp}: {result.unverified}")
             out[tp] = (before, before)

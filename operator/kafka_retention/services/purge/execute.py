@@ -53,13 +53,14 @@ def execute(
         else:
             done[tp] = entry
             cuts[tp] = entry.target
-    for tp, applied in delete_and_verify(kafka, cuts).items():
+    for tp, applied in delete_and_verify(kafka, cuts, lower=True).items():
         done[tp] = _answered(done[tp], applied)
     return [done.get(e.tp, e) if e.pending else e for e in entries]
 
 
 def _log_starts(kafka: KafkaCutter, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-    """The log starts now; a partition that cannot be read is simply sent again."""
+    """The log starts now. A partition that cannot be read is sent again as stored: a cut
+    at or below its log start changes nothing (PurgeEntry refuses negative offsets)."""
     return {tp: s for tp, s in kafka.offsets(tps, "earliest").items() if isinstance(s, int)}
 
 

@@ -7,8 +7,8 @@ of 100,000 partitions does not fit in status), with status pointing at them. A r
 finds a stored plan (after a restart or a retry) executes that plan and never re-plans,
 so `offset: -1` or a group's offset that moved on cannot widen a purge after the fact.
 Each run re-reads the guard groups' positions right before deleting (the broker checks
-offsets itself) and may only lower a planned cut. State that cannot be stored stops the purge before any delete, with the
-API server's answer in a condition.
+offsets itself) and may only lower a planned cut. State that cannot be stored stops the
+purge before any delete, with the API server's answer in a condition.
 
 `reconcile` reads as the stages, top to bottom, each in its own module:
 
