@@ -83,13 +83,9 @@ class PurgeEntry:
 
     def as_plan(self) -> PartitionPlan:
         """The planned cut, for the re-check right before deleting."""
-        return PartitionPlan(
-            self.tp,
-            self.log_start_before if self.log_start_before is not None else -1,
-            self.high_watermark if self.high_watermark is not None else -1,
-            self.target,
-            self.reason or "",
-        )
+        target = self.target  # raises for an entry without a cut
+        start, end = self.log_start_before or 0, self.high_watermark or 0
+        return PartitionPlan(self.tp, start, end, target, self.reason or "")
 
     def lowered(self, target: int, notes: Sequence[str]) -> PurgeEntry:
         """The cut lowered by the re-check, saying from where and why."""

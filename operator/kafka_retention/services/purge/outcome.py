@@ -137,7 +137,7 @@ def finish(
     succeeded = cond.set_condition(
         conditions, "Succeeded", ok, reason, message, purge.generation, now
     )
-    results = report.fold_results(entries)
+    results, folded = report.status_results(entries)
     document: dict[str, Any] = {
         **base,
         "phase": phase,
@@ -146,7 +146,7 @@ def finish(
         "summary": totals,
         "conditions": succeeded,
     }
-    if len(results) != len(entries) or results != [e.to_status() for e in entries]:
+    if folded:
         # Status holds the folded results; every partition's outcome is kept beside it.
         try:
             document["resultsRef"] = purge.blobs.save("results", to_lines(entries))

@@ -35,6 +35,17 @@ def summary(entries: Sequence[PurgeEntry]) -> dict[str, int]:
     return out
 
 
+def status_results(entries: Sequence[PurgeEntry]) -> tuple[list[dict[str, Any]], bool]:
+    """The results status holds, and whether they were folded (then every partition's
+    outcome goes to the results ConfigMaps beside them)."""
+    results = fold_results(entries)
+    folded = len(results) != len(entries) or any(
+        r["partition"] < 0 and str(r.get("note", "")).startswith(("summary of", "... and"))
+        for r in results
+    )
+    return results, folded
+
+
 def fold_results(
     entries: Sequence[PurgeEntry],
     limit: int = MAX_LISTED_RESULTS,
