@@ -172,7 +172,7 @@ class GroupReader:
         deadline = self.startup_allowance + timeout * requests
         answer: queue.Queue[list[str] | None] = queue.Queue(maxsize=1)
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
+            if self._proc is None or self._proc.poll() is not None or self._answers.ended:
                 self._proc = self._start()
             proc, answers = self._proc, self._answers
             waiting = answers.waiting
@@ -180,6 +180,10 @@ class GroupReader:
             request_id = self._next_id
             waiting[request_id] = answer
             answered_before = answers.count
+            if answers.ended:
+                # It ended between the check above and this wait: nobody would answer.
+                waiting.pop(request_id, None)
+                raise GroupReaderError("group reader: the process ended")
             assert proc.stdin is not None
             try:
                 text = "\n".join(request_lines(properties, asked, request_id=request_id))
@@ -214,6 +218,9 @@ class _Answers:
     def __init__(self) -> None:
         self.waiting: dict[int, queue.Queue[list[str] | None]] = {}
         self.count = 0
+        # Set when the process's output ended. Its pipe closes before the process can be
+        # reaped, so poll() may still say "running" for a moment: a read checks this too.
+        self.ended = False
 
 
 def _pump(stream: IO[str], answers: _Answers) -> None:
@@ -235,6 +242,7 @@ def _pump(stream: IO[str], answers: _Answers) -> None:
             current, lines = None, []
         else:
             lines.append(line)
+    answers.ended = True  # before the waiters hear it: see GroupReader.read
     for target in list(waiting.values()):
         target.put(None)
     waiting.clear()
