@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from kafka_retention.adapters.broker_volumes import LocalVolumes
+from kafka_retention.core import conditions as cond
 from kafka_retention.core.failures import ExecFailed
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.services import orphan_watch
@@ -308,7 +309,7 @@ def due_after_one_check(cluster: Cluster, volumes: LocalVolumes | None = None) -
 
 
 def condition_of(report: Any) -> dict[str, Any]:
-    (found,) = orphan_watch.condition(None, report, 3, T0)
+    (found,) = cond.stamp(None, orphan_watch.condition(report), 3, T0)
     return found
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -103,6 +104,28 @@ def set_condition(
         entry["observedGeneration"] = generation
     out.append(entry)
     return sorted(out, key=lambda c: str(c["type"]))
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A condition as a check judged it, before `stamp` dates it: the watches say what
+    they found and the run, which knows the generation and the time, writes it."""
+
+    type: str
+    status: ConditionStatus
+    reason: Reason
+    message: str
+
+
+def stamp(
+    conditions: Sequence[Mapping[str, Any]] | None,
+    found: Condition,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    return set_condition(
+        conditions, found.type, found.status, found.reason, found.message, generation, now
+    )
 
 
 class EventReason(StrEnum):

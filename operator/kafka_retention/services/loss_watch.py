@@ -240,13 +240,7 @@ def _name_causes(
     ]
 
 
-def at_risk_condition(
-    conditions: Sequence[Mapping[str, Any]] | None,
-    report: LossReport,
-    spec: PolicySpec,
-    generation: int | None,
-    now: datetime,
-) -> list[dict[str, Any]]:
+def at_risk_condition(report: LossReport, spec: PolicySpec) -> cond.Condition:
     """AtRisk: True while retention will reach unread records of a watched group within
     spec.notify.atRiskWithin, naming the soonest."""
     if report.risks:
@@ -257,49 +251,22 @@ def at_risk_condition(
             f"(from offset {first.committed}) within {first.within_ms // 1000}s; "
             f"{len(report.risks)} partition(s) of {', '.join(groups)} at risk; see status.atRisk"
         )
-        return cond.set_condition(
-            conditions, "AtRisk", "True", cond.Reason.UNREAD_AT_RISK, message, generation, now
-        )
-    return cond.set_condition(
-        conditions,
-        "AtRisk",
-        "False",
-        cond.Reason.NO_RISK,
-        f"no watched group's unread records within {spec.at_risk_within_ms // 1000}s of retention",
-        generation,
-        now,
-    )
+        return cond.Condition("AtRisk", "True", cond.Reason.UNREAD_AT_RISK, message)
+    within = spec.at_risk_within_ms // 1000
+    message = f"no watched group's unread records within {within}s of retention"
+    return cond.Condition("AtRisk", "False", cond.Reason.NO_RISK, message)
 
 
-def data_loss_condition(
-    conditions: Sequence[Mapping[str, Any]] | None,
-    report: LossReport,
-    generation: int | None,
-    now: datetime,
-) -> list[dict[str, Any]]:
+def data_loss_condition(report: LossReport) -> cond.Condition:
     """DataLoss: True when this run found new losses (with the totals), else False."""
+    total = report.status["unconsumedLostTotal"]
     if report.new:
         records = sum(lost.records for lost in report.new)
         groups = sorted({lost.group for lost in report.new})
         message = (
             f"{records} unread records lost by {', '.join(groups)} this run "
-            f"({report.status['unconsumedLostTotal']} since the policy began); see status.losses"
+            f"({total} since the policy began); see status.losses"
         )
-        return cond.set_condition(
-            conditions,
-            "DataLoss",
-            "True",
-            cond.Reason.UNCONSUMED_RECORDS_DELETED,
-            message,
-            generation,
-            now,
-        )
-    return cond.set_condition(
-        conditions,
-        "DataLoss",
-        "False",
-        cond.Reason.NO_LOSS,
-        f"no new loss ({report.status['unconsumedLostTotal']} records since the policy began)",
-        generation,
-        now,
-    )
+        return cond.Condition("DataLoss", "True", cond.Reason.UNCONSUMED_RECORDS_DELETED, message)
+    message = f"no new loss ({total} records since the policy began)"
+    return cond.Condition("DataLoss", "False", cond.Reason.NO_LOSS, message)

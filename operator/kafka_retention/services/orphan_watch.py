@@ -285,12 +285,7 @@ def _why(f: core.Finding, decision: guards.Decision) -> str:
     return decision.reason
 
 
-def condition(
-    conditions: Sequence[Mapping[str, Any]] | None,
-    report: OrphanReport,
-    generation: int | None,
-    now: datetime,
-) -> list[dict[str, Any]]:
+def condition(report: OrphanReport) -> cond.Condition:
     """OrphansFound: True while orphan directories remain on any broker. When something
     held removals, the reason is the widest block and the message says each one; the
     status is then Unknown unless orphans were judged and found, since a held check may
@@ -314,16 +309,10 @@ def condition(
             summary = "status.orphans is as the last complete check left it"
         message = "; ".join(said) + (f". {summary}" if summary else "")
         found: cond.ConditionStatus = "True" if report.judged and report.orphans else "Unknown"
-        return cond.set_condition(
-            conditions, "OrphansFound", found, widest.reason, message, generation, now
-        )
+        return cond.Condition("OrphansFound", found, widest.reason, message)
     if report.orphans:
-        return cond.set_condition(
-            conditions, "OrphansFound", "True", cond.Reason.ORPHANS_FOUND, summary, generation, now
-        )
+        return cond.Condition("OrphansFound", "True", cond.Reason.ORPHANS_FOUND, summary)
     message = "no orphan partition directories" + (
         f" ({len(report.removed)} removed this run)" if report.removed else ""
     )
-    return cond.set_condition(
-        conditions, "OrphansFound", "False", cond.Reason.NO_ORPHANS, message, generation, now
-    )
+    return cond.Condition("OrphansFound", "False", cond.Reason.NO_ORPHANS, message)

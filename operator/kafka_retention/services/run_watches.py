@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from kafka_retention.core import conditions as cond
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.overlap import PeerIndex
+from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.services import loss_watch, orphan_watch, tombstone_watch
-from kafka_retention.services.policy_planning import Planned
 from kafka_retention.services.ports import PolicyKafka
 
 if TYPE_CHECKING:
@@ -47,22 +48,25 @@ class Watches:
         now: datetime,
     ) -> list[dict[str, Any]]:
         """Each watch's conditions over Ready's."""
+        found: list[cond.Condition] = []
         if self.losses is not None:
-            conditions = loss_watch.data_loss_condition(conditions, self.losses, generation, now)
-            conditions = loss_watch.at_risk_condition(
-                conditions, self.losses, spec, generation, now
-            )
+            found += [
+                loss_watch.data_loss_condition(self.losses),
+                loss_watch.at_risk_condition(self.losses, spec),
+            ]
         if self.tombstones is not None:
-            conditions = tombstone_watch.condition(conditions, self.tombstones, generation, now)
+            found.append(tombstone_watch.condition(self.tombstones))
         if self.orphans is not None:
-            conditions = orphan_watch.condition(conditions, self.orphans, generation, now)
+            found.append(orphan_watch.condition(self.orphans))
+        for each in found:
+            conditions = cond.stamp(conditions, each, generation, now)
         return conditions
 
 
 def watch(
     run: PolicyRun,
     spec: PolicySpec,
-    plan: Planned,
+    plan: PolicyPlan,
     rows: Sequence[Mapping[str, Any]],
     moved: Mapping[TopicPartition, tuple[int, int]],
     kafka: PolicyKafka,

@@ -162,12 +162,7 @@ def _lags(
     return lags
 
 
-def condition(
-    conditions: Sequence[Mapping[str, Any]] | None,
-    report: TombstoneReport,
-    generation: int | None,
-    now: datetime,
-) -> list[dict[str, Any]]:
+def condition(report: TombstoneReport) -> cond.Condition:
     """TombstonesAtRisk: True while a listed group's lag is past its share of
     delete.retention.ms, naming the smallest margin."""
     if report.risks:
@@ -179,21 +174,6 @@ def condition(
             f"{first.margin_ms // 1000}s); {len(report.risks)} partition(s) at risk"
             + (f"; {raised}" if raised else "")
         )
-        return cond.set_condition(
-            conditions,
-            "TombstonesAtRisk",
-            "True",
-            cond.Reason.TOMBSTONES_AT_RISK,
-            message,
-            generation,
-            now,
-        )
-    return cond.set_condition(
-        conditions,
-        "TombstonesAtRisk",
-        "False",
-        cond.Reason.TOMBSTONES_SAFE,
-        "every listed group is within its share of delete.retention.ms",
-        generation,
-        now,
-    )
+        return cond.Condition("TombstonesAtRisk", "True", cond.Reason.TOMBSTONES_AT_RISK, message)
+    safe = "every listed group is within its share of delete.retention.ms"
+    return cond.Condition("TombstonesAtRisk", "False", cond.Reason.TOMBSTONES_SAFE, safe)
