@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
-from kafka_retention.core.client_config import KeyStore, TrustStore
+from kafka_retention.core.client_config import InlineKey, KeyStore, TrustStore
 from kafka_retention.core.client_properties import ClientPropertyError
 
 JKS_MAGIC = 0xFEEDFEED
@@ -68,9 +68,7 @@ class Stores:
         return "".join(_cert_pem(der) for der in certs)
 
     def client_certificate(self, store: KeyStore) -> tuple[str, str]:
-        if store.location is None:
-            assert store.key is not None
-            assert store.certificate_chain is not None
+        if isinstance(store, InlineKey):
             blocks = _pem_blocks(store.certificate_chain, "ssl.keystore.certificate.chain")
             keys = _pem_blocks(store.key, "ssl.keystore.key")
             return _certificates_pem(blocks), _key_pem(keys, store.key_password, "ssl.keystore.key")

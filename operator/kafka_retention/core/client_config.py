@@ -83,15 +83,27 @@ class TrustStore:
 
 
 @dataclass(frozen=True)
-class KeyStore:
-    """Java's keystore properties: a file (`location`) or an inline PEM key and chain."""
+class KeyStoreFile:
+    """ssl.keystore.location: a JKS, JCEKS, PKCS12 or PEM file and the passwords that
+    open it and its key."""
 
-    type: str
-    location: str | None = None
-    certificate_chain: str | None = None
-    key: str | None = None
-    password: str | None = None
-    key_password: str | None = None
+    location: str
+    password: str | None
+    key_password: str | None
+
+
+@dataclass(frozen=True)
+class InlineKey:
+    """ssl.keystore.key and ssl.keystore.certificate.chain: a PEM key (encrypted with
+    ssl.key.password, if one is given) and its chain, inline."""
+
+    certificate_chain: str
+    key: str
+    key_password: str | None
+
+
+# Java's keystore properties name one or the other, never both.
+KeyStore = KeyStoreFile | InlineKey
 
 
 class StoreReader(Protocol):
@@ -160,7 +172,7 @@ def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, st
     keys = _keystore(props)
     if keys is not None:
         chain, key = stores.client_certificate(keys)
-        source = "ssl.keystore.location" if keys.location else "ssl.keystore.key"
+        source = "ssl.keystore.location" if isinstance(keys, KeyStoreFile) else "ssl.keystore.key"
         out.put("ssl.certificate.pem", chain, source)
         out.put("ssl.key.pem", key, source)
     return out.values
@@ -286,17 +298,19 @@ def _keystore(props: Mapping[str, str]) -> KeyStore | None:
             "ssl.keystore.key" if key else "ssl.keystore.certificate.chain",
             "and ssl.keystore.location are both set",
         )
-    if not location and not (chain and key):
-        missing = "ssl.keystore.key" if chain else "ssl.keystore.certificate.chain"
-        present = "ssl.keystore.certificate.chain" if chain else "ssl.keystore.key"
-        raise ClientPropertyError(present, f"needs {missing} too")
-    kind = _store_type(props, "ssl.keystore.type", "JKS" if location else "PEM")
-    if not location and kind != "PEM":
-        raise ClientPropertyError("ssl.keystore.key", "needs ssl.keystore.type PEM")
+    key_password = props.get("ssl.key.password") or None
+    if location is None:
+        if chain is None or key is None:
+            missing = "ssl.keystore.key" if chain else "ssl.keystore.certificate.chain"
+            present = "ssl.keystore.certificate.chain" if chain else "ssl.keystore.key"
+            raise ClientPropertyError(present, f"needs {missing} too")
+        if _store_type(props, "ssl.keystore.type", "PEM") != "PEM":
+            raise ClientPropertyError("ssl.keystore.key", "needs ssl.keystore.type PEM")
+        return InlineKey(chain, key, key_password)
+    _store_type(props, "ssl.keystore.type", "JKS")  # refuses a type no reader knows
     password = props.get("ssl.keystore.password") or None
     # Java decrypts a key with the store's password when no key password is given.
-    key_password = props.get("ssl.key.password") or (password if location else None)
-    return KeyStore(kind, location, chain, key, password, key_password)
+    return KeyStoreFile(location, password, key_password or password)
 
 
 def _sasl(props: Mapping[str, str]) -> dict[str, str]:
