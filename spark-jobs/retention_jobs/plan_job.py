@@ -11,7 +11,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from kafka_retention.adapters.kafka_groups import COMMITTED_PER_REQUEST
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
+from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
 from retention_jobs import extract, kafka_source, scans, schemas, sinks, transforms
@@ -36,16 +37,6 @@ from retention_jobs.request import Connection, PlanRequest
 MIN_PARTITIONS_PER_TASK = 500
 MAX_PARTITIONS_PER_TASK = COMMITTED_PER_REQUEST
 Progress = Callable[[str], None]
-
-
-@dataclass
-class PlanResult:
-    rows: list[dict[str, Any]]
-    # Topics matched but not planned, with the reason (compact-only, unreadable config).
-    skipped: dict[str, str] = field(default_factory=dict)
-    tombstones: list[dict[str, Any]] = field(default_factory=list)
-    # What each group the policy names was read as (GroupType's values).
-    group_types: dict[str, str] = field(default_factory=dict)
 
 
 def fact_tasks(partitions: int, cores: int) -> int:
@@ -61,7 +52,7 @@ def _quiet(_: str) -> None:
     pass
 
 
-def run(spark: SparkSession, request: PlanRequest, progress: Progress = _quiet) -> PlanResult:
+def run(spark: SparkSession, request: PlanRequest, progress: Progress = _quiet) -> PolicyPlan:
     """The plan of a request of one policy (the `plan` command, tests)."""
     (result,) = run_batch(spark, request, progress).values()
     return result
@@ -102,7 +93,7 @@ def _read_topics(admin: KafkaAdmin, request: PlanRequest) -> _Topics:
 
 def run_batch(
     spark: SparkSession, request: PlanRequest, progress: Progress = _quiet
-) -> dict[str, PlanResult]:
+) -> dict[str, PolicyPlan]:
     """Plan every policy of the request in one job: offsets and committed offsets are read
     once over the union of their partitions, then each policy's rules cut its own rows."""
     conn = request.connection
@@ -164,10 +155,10 @@ def run_batch(
     if request.scans.tombstones and topics.compacted:
         tombstones = _tombstones(spark, request, admin, topics, progress)
     progress(f"planned {len(rows)} rows")
-    out: dict[str, PlanResult] = {}
+    out: dict[str, PolicyPlan] = {}
     for policy in request.policies:
         matched = set(topics.selected[policy.id])
-        out[policy.id] = PlanResult(
+        out[policy.id] = PolicyPlan(
             [
                 {k: v for k, v in r.items() if k != "policy"}
                 for r in rows
@@ -278,7 +269,7 @@ def _tombstones(
     return [r.asDict(recursive=True) for r in aged.orderBy("topic", "partition").collect()]
 
 
-def load(result: PlanResult, output: Path) -> None:
+def load(result: PolicyPlan, output: Path) -> None:
     """JSON lines: one plan row per partition, then skipped topics and tombstone rows."""
     output.write_text(
         sinks.to_json_lines(
@@ -287,7 +278,7 @@ def load(result: PlanResult, output: Path) -> None:
     )
 
 
-def batch_lines(results: dict[str, PlanResult]) -> str:
+def batch_lines(results: dict[str, PolicyPlan]) -> str:
     """A batch's plans as JSON lines, each line naming its policy (sinks.by_policy)."""
     return "".join(
         sinks.to_json_lines(r.rows, r.skipped, r.tombstones, policy=pid, group_types=r.group_types)

@@ -18,6 +18,7 @@ import pytest
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.adapters import kube
+from kafka_retention.core.policy import PolicyPlan
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
 from tests.helpers.commits import commit
@@ -83,7 +84,7 @@ def play_driver(
     spark: Any,
     namespace: str,
     app: dict[str, Any],
-    before_write: Callable[[dict[str, plan_job.PlanResult]], None] | None = None,
+    before_write: Callable[[dict[str, PolicyPlan]], None] | None = None,
 ) -> PlanRequest:
     """The spark-operator's and its driver's part: run the plan job on the run's request
     and write the plan ConfigMaps, as the driver pod does (`before_write` runs between
@@ -224,7 +225,7 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
         app = apply_policy_and_wait_for_run(stack, namespace, "rewind", "1h", topic, group)
         planned: dict[int, int] = {}
 
-        def rewind(results: dict[str, plan_job.PlanResult]) -> None:
+        def rewind(results: dict[str, PolicyPlan]) -> None:
             (result,) = results.values()
             planned.update({r["partition"]: r["targetOffset"] for r in result.rows})
             commit(kafka.bootstrap, group, topic, {0: 10})

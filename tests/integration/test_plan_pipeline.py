@@ -13,9 +13,10 @@ from confluent_kafka import Producer
 
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import Member, parse_policy_spec
-from kafka_retention.services.policy_planning import Planned, plan_in_process, select
-from retention_jobs.plan_job import PlanResult, run
+from kafka_retention.services.policy_planning import plan_in_process, select
+from retention_jobs.plan_job import run
 from retention_jobs.request import PlanRequest, Scans
 from tests.helpers.cli import kafka_retention, policy_file
 from tests.helpers.commits import commit
@@ -34,13 +35,13 @@ NO_RETENTION = {"retention.ms": "-1"}  # old CreateTimes must not meet broker re
 
 def plan(
     spark: Any, bootstrap: str, now_ms: int | None = None, scans: Scans | None = None, **spec: Any
-) -> PlanResult:
+) -> PolicyPlan:
     policy = parse_policy_spec({"cluster": {"bootstrapServers": bootstrap}, **spec})
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     return run(spark, PlanRequest.for_policy(policy, {}, now, scans))
 
 
-def by_partition(result: Planned, topic: str) -> dict[int, dict[str, Any]]:
+def by_partition(result: PolicyPlan, topic: str) -> dict[int, dict[str, Any]]:
     return {r["partition"]: r for r in result.rows if r["topic"] == topic}
 
 

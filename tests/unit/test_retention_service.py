@@ -12,7 +12,7 @@ from typing import Any
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex
-from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
+from kafka_retention.core.policy_spec import Batch, Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done
 from kafka_retention.services import retention_run
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
@@ -465,13 +465,8 @@ class FakeSpark:
         self.kafka, self.fail, self.tombstones = kafka, fail, list(tombstones)
         self.planned: list[list[str]] = []
 
-    def __call__(
-        self,
-        members: Sequence[Member],
-        bootstrap: str,
-        client_config: dict[str, str],
-        now_ms: int,
-    ) -> dict[str, Any]:
+    def __call__(self, batch: Batch) -> dict[str, Any]:
+        members, now_ms = batch.members, batch.now_ms
         self.planned.append([m.key for m in members])
         if self.fail:
             raise RuntimeError(

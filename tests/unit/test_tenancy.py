@@ -483,7 +483,7 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
 
     from kafka_retention.adapters import spark
     from kafka_retention.config import SparkConfig
-    from kafka_retention.core.policy_spec import Member
+    from kafka_retention.core.policy_spec import Batch, Member
     from retention_jobs import plan_job
 
     where: list[str] = []
@@ -506,7 +506,7 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
         }
     )
     member = Member("team-a/p", replace(policy, binding=binding), "uid", 1)
-    spark.SparkBatchPlanner(SparkConfig(mode="kubernetes"))([member], "k:9092", config, 0)
+    spark.SparkBatchPlanner(SparkConfig(mode="kubernetes"))(Batch([member], "k:9092", config, 0))
     assert where == (["pods"] if in_pods else ["local"])
 
 

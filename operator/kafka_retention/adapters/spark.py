@@ -19,7 +19,8 @@ from typing import Any
 from kafka_retention.adapters import kube
 from kafka_retention.config import SparkConfig
 from kafka_retention.core.failures import Abandoned
-from kafka_retention.core.policy_spec import Member
+from kafka_retention.core.policy import PolicyPlan
+from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.core.resources import API_VERSION
 from kafka_retention.kube_objects import chunks, spark_runs
 from kafka_retention.kube_objects.owners import Owner
@@ -209,7 +210,7 @@ def _bundled_spark_submit() -> str:
 
 
 def plan_locally(request: Any, progress: Any = None) -> Any:
-    """Run the plan job on the process-wide local session; returns its PlanResult."""
+    """Run the plan job on the process-wide local session; returns its PolicyPlans."""
     from retention_jobs import plan_job
 
     if progress is None:
@@ -268,14 +269,6 @@ def plan_in_pods(
     return dict(by_policy(payload))
 
 
-@dataclass
-class BatchPlan:
-    rows: list[dict[str, Any]]
-    skipped: dict[str, str]
-    tombstones: list[dict[str, Any]]
-    group_types: dict[str, str]
-
-
 class SparkBatchPlanner:
     """Plans a batch of policies (one cluster, one tick) in one Spark job, where the
     operator's --spark-mode says: the local session, spark-submit pods, or a
@@ -293,15 +286,11 @@ class SparkBatchPlanner:
             if _session is not None:
                 _session.sparkContext.cancelAllJobs()
 
-    def __call__(
-        self,
-        members: Sequence[Member],
-        bootstrap: str,
-        client_config: dict[str, str],
-        now_ms: int,
-    ) -> dict[str, BatchPlan]:
+    def __call__(self, batch: Batch) -> dict[str, PolicyPlan]:
         from retention_jobs.request import PlanRequest, Scans
 
+        members, bootstrap, now_ms = batch.members, batch.bootstrap, batch.now_ms
+        client_config = dict(batch.client_config)
         specs = {m.key: m.spec for m in members}
         # The tombstone scan reads every record of the compacted topics: only when asked.
         scans = Scans(
@@ -324,10 +313,7 @@ class SparkBatchPlanner:
                 if self.stopping.is_set():
                     raise Abandoned("operator stopping; the local Spark job was cancelled") from err
                 raise
-            return {
-                k: BatchPlan(r.rows, r.skipped, r.tombstones, r.group_types)
-                for k, r in results.items()
-            }
+            return results
         # Secrets stay out of the request: the driver reads clientConfigSecret itself.
         request = PlanRequest.for_policies(bootstrap, {}, specs, now_ms, scans)
         runs: KubernetesRuns | SparkOperatorRuns = (
@@ -341,7 +327,7 @@ class SparkBatchPlanner:
             self.cfg.run_timeout_s,
             stopping=self.stopping,
         )
-        return {k: BatchPlan(*plan) for k, plan in parts.items()}
+        return {k: PolicyPlan(*plan) for k, plan in parts.items()}
 
     def run_spec(
         self, members: Sequence[Member], request_json: str, now_ms: int

@@ -9,8 +9,9 @@ pass a group's committed offset; when they do, the plan says which group loses h
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from kafka_retention.core import rules
 from kafka_retention.core.conditions import timestamp
@@ -20,6 +21,20 @@ DELETE_CONSUMED = "deleteConsumed"
 DELETE_BEFORE = "deleteBefore"
 MAX_RETENTION = "maxRetention"
 NO_RULE = "none"
+
+
+@dataclass
+class PolicyPlan:
+    """One policy's plan, whichever planner made it (in process, the Spark job in this
+    process or in pods): a row per partition, and the topics not planned."""
+
+    rows: list[dict[str, Any]]
+    # Topics matched but not planned, with the reason (compact-only, unreadable config).
+    skipped: dict[str, str] = field(default_factory=dict)
+    # Tombstone scan rows, one per compacted partition (Spark plans with a scan only).
+    tombstones: list[dict[str, Any]] = field(default_factory=list)
+    # What each group the policy names was read as (GroupType's values).
+    group_types: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

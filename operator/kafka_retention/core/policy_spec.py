@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -141,6 +141,17 @@ class Member:
     @property
     def name(self) -> str:
         return self.key.split("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What a batch planner plans in one call: policies of one cluster, as of `now_ms`,
+    reached at `bootstrap` with `client_config` (the batch's resolved client properties)."""
+
+    members: Sequence[Member]
+    bootstrap: str
+    client_config: Mapping[str, str]
+    now_ms: int
 
 
 # The fields of a RetentionPolicy spec, as the CRD defines them (test_crds compares).

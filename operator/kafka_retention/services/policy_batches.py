@@ -19,18 +19,14 @@ from typing import Any
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.failures import Abandoned, KafkaUnavailable, SecretUnavailable
 from kafka_retention.core.overlap import PeerIndex
-from kafka_retention.core.policy_spec import Member, PolicySpec, parse_policy_spec
+from kafka_retention.core.policy import PolicyPlan
+from kafka_retention.core.policy_spec import Batch, Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import retention_run
 from kafka_retention.services.cluster_ids import ClusterIds
 from kafka_retention.services.orphan_watch import VolumeFinder
-from kafka_retention.services.policy_planning import (
-    BatchPlanner,
-    Planned,
-    plan_in_process,
-    select,
-)
+from kafka_retention.services.policy_planning import BatchPlanner, plan_in_process, select
 from kafka_retention.services.ports import PolicyKafka
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome
 from kafka_retention.services.scheduler import interleave_namespaces, namespace_of
@@ -210,7 +206,7 @@ def run_batch(
         return outcomes
     small, large = split(members, selection.selected, selection.partitions, env)
 
-    def apply(plans: Mapping[str, Planned]) -> None:
+    def apply(plans: Mapping[str, PolicyPlan]) -> None:
         def one(key: str) -> tuple[str, RunOutcome]:
             item, spec = specs[key]
             try:
@@ -245,7 +241,7 @@ def run_batch(
     if large and env.spark is not None:
         try:
             try:
-                plans = env.spark(large, bootstrap, config, now_ms)
+                plans = env.spark(Batch(large, bootstrap, config, now_ms))
             except (KafkaUnavailable, SecretUnavailable, Abandoned):
                 raise
             except Exception as err:

@@ -15,49 +15,22 @@ report carries keys whichever planner ran.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
-from kafka_retention.core.policy import plan_partition
-from kafka_retention.core.policy_spec import Member
+from kafka_retention.core.policy import PolicyPlan, plan_partition
+from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.services.fresh import answered, raise_if_retriable
 from kafka_retention.services.ports import PolicyKafka
-
-
-@dataclass
-class PolicyPlan:
-    """One policy's share of a batch plan: a row per partition, and topics not planned."""
-
-    rows: list[dict[str, Any]]
-    skipped: dict[str, str] = field(default_factory=dict)
-    # Tombstone scan rows, one per compacted partition (Spark plans with a scan only).
-    tombstones: list[dict[str, Any]] = field(default_factory=list)
-    # What each group the policy names was read as (GroupType's values).
-    group_types: dict[str, str] = field(default_factory=dict)
-
-
-class Planned(Protocol):
-    """A plan as any planner returns it (PolicyPlan here, the Spark job's PlanResult)."""
-
-    rows: list[dict[str, Any]]
-    skipped: dict[str, str]
-    tombstones: list[dict[str, Any]]
-    group_types: dict[str, str]
 
 
 class BatchPlanner(Protocol):
     """Plans a batch in one Spark job (local session or pods): a plan per member key."""
 
-    def __call__(
-        self,
-        members: Sequence[Member],
-        bootstrap: str,
-        client_config: dict[str, str],
-        now_ms: int,
-    ) -> Mapping[str, Planned]: ...
+    def __call__(self, batch: Batch) -> Mapping[str, PolicyPlan]: ...
 
     def stop(self) -> None:
         """End every wait for a plan now; a call in progress raises Abandoned."""

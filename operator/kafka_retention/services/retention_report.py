@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 
 MAX_TOPICS_LISTED = 500
@@ -156,18 +157,11 @@ def deleted(
     return out
 
 
-class Plan(Protocol):
-    """What the status needs of a plan (policy_planning.Planned)."""
-
-    rows: list[dict[str, Any]]
-    skipped: dict[str, str]
-
-
 def run_status(
     status: Mapping[str, Any],
     generation: int | None,
     spec: PolicySpec,
-    plan: Plan,
+    plan: PolicyPlan,
     rows: Sequence[Mapping[str, Any]],
     moved: Mapping[TopicPartition, tuple[int, int]],
     done: Deleted,

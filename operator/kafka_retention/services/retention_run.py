@@ -21,7 +21,7 @@ from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex, conservative_cut, overlap_note
-from kafka_retention.core.policy import RetentionRules
+from kafka_retention.core.policy import PolicyPlan, RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
@@ -29,7 +29,6 @@ from kafka_retention.services import orphan_watch, run_watches, tombstone_watch
 from kafka_retention.services import retention_report as report
 from kafka_retention.services.cutting import delete_and_verify
 from kafka_retention.services.fresh import read_facts
-from kafka_retention.services.policy_planning import Planned
 from kafka_retention.services.ports import KafkaCutter, PolicyKafka, StatusStore
 
 
@@ -133,7 +132,7 @@ def failed(
 def apply_plan(
     run: PolicyRun,
     spec: PolicySpec,
-    plan: Planned,
+    plan: PolicyPlan,
     kafka: PolicyKafka,
     peers: PeerIndex,
     started: datetime,
