@@ -25,6 +25,8 @@ class Connection:
 
 @dataclass(frozen=True)
 class Scans:
+    """Which record scans a plan runs beside the offset reads, and how much each keeps."""
+
     time_lag: bool = True
     unconsumed: bool = True
     tombstones: bool = False

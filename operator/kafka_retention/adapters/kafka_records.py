@@ -50,16 +50,14 @@ class RecordReader:
     """Reads records by offset range with one assign-only consumer (it never joins a group
     or commits). Used by the Spark scans on executors and by byte estimates."""
 
-    def __init__(
-        self,
-        bootstrap_servers: str,
-        client_config: Mapping[str, str] | None = None,
-        idle_timeout: float = 10.0,
-    ) -> None:
+    # A read that receives nothing for this long gives up (KafkaUnavailable).
+    IDLE_TIMEOUT_S = 10.0
+
+    def __init__(self, bootstrap: str, client_config: Mapping[str, str] | None = None) -> None:
         self._consumer = Consumer(
             {
                 **(client_config or {}),
-                "bootstrap.servers": bootstrap_servers,
+                "bootstrap.servers": bootstrap,
                 "group.id": f"kafka-retention-reader-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
@@ -68,7 +66,6 @@ class RecordReader:
                 "log_level": 0,
             }
         )
-        self._idle_timeout = idle_timeout
 
     def read(self, tp: TopicPartition, start: int, end: int) -> Iterator[RecordInfo]:
         """Records with offsets in [start, end); fewer where retention or compaction removed
@@ -101,10 +98,10 @@ class RecordReader:
                 # consume() waits out its timeout unless the batch fills: keep it short so
                 # a point lookup costs milliseconds, while bulk reads still fill batches.
                 batch = self._consumer.consume(num_messages=5000, timeout=0.05)
-                if not batch and time.monotonic() - last_progress > self._idle_timeout:
+                if not batch and time.monotonic() - last_progress > self.IDLE_TIMEOUT_S:
                     pending = ", ".join(str(tp) for tp in list(open_ranges)[:5])
                     raise KafkaUnavailable(
-                        f"no records from {pending} for {self._idle_timeout:.0f}s"
+                        f"no records from {pending} for {self.IDLE_TIMEOUT_S:.0f}s"
                     )
                 for msg in batch:
                     tp = TopicPartition(str(msg.topic()), int(msg.partition() or 0))

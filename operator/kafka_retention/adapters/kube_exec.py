@@ -16,6 +16,11 @@ from kafka_retention.core.specs import labels
 log = logging.getLogger(__name__)
 
 
+# No stdin and no terminal; stdout and stderr read apart, as they arrive, rather than
+# preloaded into one string.
+_STREAMS = {"stdin": False, "stdout": True, "stderr": True, "tty": False, "_preload_content": False}
+
+
 def label_selector(match_labels: Mapping[str, str]) -> str:
     """An equality selector from labels, each key and value checked against Kubernetes'
     label syntax first: joined unchecked, a key `foo!` would become `foo!=bar`."""
@@ -53,18 +58,8 @@ def exec_in_pod(
 
     api_client()  # loads the configuration once
     core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient())
-    resp = stream(
-        core.connect_get_namespaced_pod_exec,
-        pod,
-        namespace,
-        container=container,
-        command=argv,
-        stdin=False,
-        stdout=True,
-        stderr=True,
-        tty=False,
-        _preload_content=False,
-    )
+    connect = core.connect_get_namespaced_pod_exec
+    resp = stream(connect, pod, namespace, container=container, command=argv, **_STREAMS)
     out: list[str] = []
     err: list[str] = []
     size = 0

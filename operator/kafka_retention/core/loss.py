@@ -47,6 +47,9 @@ class OwnCut:
 
 @dataclass(frozen=True)
 class Loss:
+    """Records [from_offset, to_offset) of `tp` that `group` had not read when they went,
+    and why they went (`cause`: this policy, a RecordPurge, broker retention, external)."""
+
     group: str
     tp: TopicPartition
     from_offset: int

@@ -167,12 +167,12 @@ def planned(plan: PartitionPlan) -> PurgeEntry:
         plan.tp.topic,
         plan.tp.partition,
         State.PLANNED,
+        reason=plan.reason,
+        note=note,
         requested_offset=plan.target,
         log_start_before=plan.log_start,
         high_watermark=plan.high_watermark,
         records_to_delete=plan.records_to_delete,
-        reason=plan.reason,
-        note=note,
     )
 
 
