@@ -3,12 +3,13 @@ Python process the tests start and held to the floor in pyproject.toml.
 
     setup         host packages, Kafka and Spark jars, the group reader, Go binaries
     image         the operator and pause images for the node
-    stack start   Kafka x3, etcd, kube-apiserver, the node      } at the same time as
-    lint          ruff, mypy, import-linter, CRDs, helm          } these two, which need
-    unit          tests/unit                                     } no stack
+    stack start   Kafka x3, etcd, kube-apiserver, the node      } all three at once:
+    lint          ruff, mypy, import-linter, CRDs, helm          } lint and the unit tests
+    unit          tests/unit, TEST_WORKERS processes             } need no stack
     parallel      integration and e2e tests that share the stack, TEST_WORKERS sessions
-                  (pytest-xdist, a test module stays on one worker; each worker has its
-                  own operator watching its own namespaces)
+                  (pytest-xdist, a test module stays on one worker, and so does a group
+                  of modules marked in tests/helpers/sharing.py; each worker has its own
+                  operator watching its own namespaces)
     serial        tests marked `serial`: faults, node restarts, cluster-wide installs,
                   broker volumes, the largest scale tests, timing-sensitive fleets
     stack stop    only when this run started the stack
@@ -76,7 +77,7 @@ class Phases:
         lines = [f"{'phase':<12} {'seconds':>8}  result"]
         for p in self.done:
             lines.append(f"{p.name:<12} {p.seconds:>8.0f}  {'ok' if p.ok else 'FAILED'} {p.note}")
-        lines.append(f"{'total':<12} {total:>8.0f}  (wall; stack start overlaps lint and unit)")
+        lines.append(f"{'total':<12} {total:>8.0f}  (wall; stack start, lint and unit overlap)")
         return "\n".join(lines)
 
     @property
@@ -193,11 +194,27 @@ def main(argv: list[str] | None = None) -> int:
         started.append(stack.up())
         return "started" if started[-1] else "reused a running stack"
 
-    starting = threading.Thread(target=phases.run, args=("stack start", start))
-    starting.start()
-    phases.run("lint", lambda: sh(["make", "--no-print-directory", "lint"]))
-    phases.run("unit", lambda: pytest("unit", ["tests/unit"], extra))
-    starting.join()
+    def lint() -> None:
+        # Beside the unit tests: its output goes to a file, printed when it fails.
+        log = OUT / "lint.log"
+        with log.open("w") as out:
+            code = subprocess.call(
+                ["make", "--no-print-directory", "lint"], cwd=REPO, stdout=out, stderr=out
+            )
+        if code != 0:
+            print(log.read_text(), flush=True)
+            raise RuntimeError(f"exit {code}; {log}")
+
+    # The stack, lint and the unit tests need nothing of each other: all three at once.
+    beside = [
+        threading.Thread(target=phases.run, args=("stack start", start)),
+        threading.Thread(target=phases.run, args=("lint", lint)),
+    ]
+    for thread in beside:
+        thread.start()
+    phases.run("unit", lambda: pytest("unit", ["tests/unit", f"-n={args.workers}"], extra))
+    for thread in beside:
+        thread.join()
 
     if stack.running():
         # The sessions below share the stack this run holds: none may start or stop it.
@@ -207,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             "parallel",
             lambda: pytest(
                 "parallel",
-                [*stack_tests, "-m", "not serial", f"-n={args.workers}", "--dist=loadfile"],
+                [*stack_tests, "-m", "not serial", f"-n={args.workers}", "--dist=loadgroup"],
                 extra,
                 shared,
             ),

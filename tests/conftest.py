@@ -29,6 +29,16 @@ from tests.helpers.paths import REPO
 from tests.helpers.topics import TopicFactory, in_sync
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup` a test module stays on one worker, as under loadfile: its
+    module fixtures set up once. A test marked with a group (tests/helpers/sharing.py)
+    shares a worker with the rest of that group instead."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else ""))
+
+
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
     s = Stack()

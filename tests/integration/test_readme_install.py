@@ -19,10 +19,10 @@ import pytest
 
 from devstack import build
 from devstack.stack import Stack
+from tests.helpers.sharing import OPERATOR_NAMESPACE
 
-# Serial (make test runs it alone): it creates kafka-retention-system, which the in-
-# cluster tests delete.
-pytestmark = pytest.mark.serial
+# It creates kafka-retention-system, which the in-cluster tests delete.
+pytestmark = OPERATOR_NAMESPACE
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
