@@ -7,9 +7,9 @@ Python process the tests start and held to the floor in pyproject.toml.
     lint          ruff, mypy, import-linter, CRDs, helm          } lint and the unit tests
     unit          tests/unit, TEST_WORKERS processes             } need no stack
     parallel      integration and e2e tests that share the stack, TEST_WORKERS sessions
-                  (pytest-xdist, a test module stays on one worker, and so does a group
-                  of modules marked in tests/helpers/sharing.py; each worker has its own
-                  operator watching its own namespaces)
+                  (pytest-xdist, a test file stays on one worker, and so does each group
+                  of files in tests/helpers/sharing.py; each worker has its own operator
+                  watching its own namespaces)
     serial        tests marked `serial`: faults, node restarts, cluster-wide installs,
                   broker volumes, the largest scale tests, timing-sensitive fleets
     stack stop    only when this run started the stack
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             "parallel",
             lambda: pytest(
                 "parallel",
-                [*stack_tests, "-m", "not serial", f"-n={args.workers}", "--dist=loadgroup"],
+                [*stack_tests, "-m", "not serial", f"-n={args.workers}", "--dist=loadfile"],
                 extra,
                 shared,
             ),

@@ -26,17 +26,25 @@ from tests.helpers.broker_metadata import topic_partitions
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, slug
 from tests.helpers.paths import REPO
+from tests.helpers.sharing import GROUP_OF_FILE
 from tests.helpers.topics import TopicFactory, in_sync
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (loadgroup)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `--dist loadgroup` a test module stays on one worker, as under loadfile: its
-    module fixtures set up once. A test marked with a group (tests/helpers/sharing.py)
-    shares a worker with the rest of that group instead."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `--dist loadfile` (make test's parallel phase) a test file stays on one
+    worker, and the files of a group in tests/helpers/sharing.py stay on one worker
+    together. (pytest-xdist's own loadgroup cannot do this under pytest 9: it renames
+    items through an attribute pytest no longer reads.)"""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class GroupedFiles(LoadFileScheduling):  # type: ignore[misc]  # xdist is untyped
+        def _split_scope(self, nodeid: str) -> str:
+            path = str(super()._split_scope(nodeid))
+            return GROUP_OF_FILE.get(path, path)
+
+    return GroupedFiles(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -21,11 +21,10 @@ from tests.helpers.offsets import log_starts
 from tests.helpers.paths import REPO
 from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import apply_purge, cuts, purge_finished
-from tests.helpers.sharing import OPERATOR_NAMESPACE
 
 # It installs the operator in kafka-retention-system with cluster-wide RBAC, and deletes
-# that namespace: beside any test but the others that do (sharing.py).
-pytestmark = [pytest.mark.stack, OPERATOR_NAMESPACE]
+# that namespace: beside any test but the others that do (helpers/sharing.py).
+pytestmark = pytest.mark.stack
 
 # Only namespaces named so: the session's own operator process watches `e2e-*`, and two
 # operators must never reconcile the same object.

@@ -41,7 +41,6 @@ from tests.helpers.orphans import HEX
 from tests.helpers.policies import apply_policy_on
 from tests.helpers.purges import apply_purge, cuts, purge_finished
 from tests.helpers.records import HOUR, old_then_new, produce
-from tests.helpers.sharing import OPERATOR_NAMESPACE
 from tests.helpers.topics import NO_RETENTION, compacted, create_on
 
 pytestmark = pytest.mark.stack
@@ -257,7 +256,7 @@ def test_a_metric_the_operator_does_not_export_is_named(
     ]
 
 
-@OPERATOR_NAMESPACE  # applies and deletes in kafka-retention-system
+@pytest.mark.serial  # applies and deletes in kafka-retention-system
 def test_monitoring_manifests_are_accepted_by_the_api_server(stack: Stack) -> None:
     stack.kubectl("apply", "--server-side", "-f", str(CRDS))
     for crd in ("prometheusrules", "podmonitors"):

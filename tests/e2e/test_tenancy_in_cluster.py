@@ -24,11 +24,11 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import apply, create_namespace, get
 from tests.helpers.offsets import log_starts
 from tests.helpers.purges import purge_all, purge_finished
-from tests.helpers.sharing import OPERATOR_NAMESPACE
 from tests.helpers.topics import cluster_id
 
-# It installs the operator in kafka-retention-system, as test_in_cluster does.
-pytestmark = [pytest.mark.stack, OPERATOR_NAMESPACE]
+# It installs the operator in kafka-retention-system, as test_in_cluster does: beside any
+# test but the others that do (helpers/sharing.py).
+pytestmark = pytest.mark.stack
 
 # Plain names (a replica with --peering takes no patterns), watched by no other operator.
 TEAM_A, TEAM_B = "ictenant-a", "ictenant-b"

@@ -13,11 +13,9 @@ from tests.helpers.kube import install_spark_operator_crd
 from tests.helpers.manifests import STRIMZI_CRDS, delete_objects, ident, render
 from tests.helpers.paths import REPO
 from tests.helpers.rbac import KAFKA_NS, RBAC_KINDS, SA, can_i
-from tests.helpers.sharing import OPERATOR_NAMESPACE
 
 # It applies and deletes the overlays' cluster RBAC and the kind overlay's Deployment in
-# kafka-retention-system.
-pytestmark = OPERATOR_NAMESPACE
+# kafka-retention-system: beside any test but the others that do (helpers/sharing.py).
 
 # Cluster-wide: applied for real, the base's strict-tenancy policy would refuse every other
 # test's resource that names bootstrap servers. test_rbac.py applies it to one namespace.

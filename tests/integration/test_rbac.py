@@ -34,11 +34,9 @@ from devstack.stack import Stack
 from tests.helpers.manifests import STRIMZI_CRDS, delete_objects, ident, kustomize_base_with, render
 from tests.helpers.paths import REPO
 from tests.helpers.rbac import KAFKA_NS, RBAC_KINDS, SA, can_i
-from tests.helpers.sharing import OPERATOR_NAMESPACE
 
 # It deletes overlay RBAC and creates a cluster-scoped ValidatingAdmissionPolicy (bound to
 # its own namespace).
-pytestmark = OPERATOR_NAMESPACE
 
 OPERATOR_NS = "kafka-retention-system"
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")

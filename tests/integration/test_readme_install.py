@@ -19,10 +19,8 @@ import pytest
 
 from devstack import build
 from devstack.stack import Stack
-from tests.helpers.sharing import OPERATOR_NAMESPACE
 
 # It creates kafka-retention-system, which the in-cluster tests delete.
-pytestmark = OPERATOR_NAMESPACE
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
