@@ -29,8 +29,8 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
-from kafka_retention.core.client_config import InlineKey, KeyStore, TrustStore
 from kafka_retention.core.client_properties import ClientPropertyError
+from kafka_retention.core.java_stores import InlineKey, KeyStore, TrustStore
 
 JKS_MAGIC = 0xFEEDFEED
 JCEKS_MAGIC = 0xCECECECE

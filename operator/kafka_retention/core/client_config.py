@@ -41,7 +41,8 @@ works with `ssl.truststore.location=/etc/kafka/truststore.jks` in client.propert
 unchanged from the file the Java tools use. For the CLI, locations are file paths, as in
 Java.
 
-Pure: stores are read and converted through a `StoreReader` the adapters provide.
+Pure: stores are read and converted through a `StoreReader` the adapters provide
+(java_stores.py holds what the store properties say).
 """
 
 from __future__ import annotations
@@ -49,12 +50,11 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Protocol
 
 from jproperties import Properties  # type: ignore[import-untyped]
 
+from kafka_retention.core import java_stores
 from kafka_retention.core.client_properties import (
     ALLOWED_PROPERTIES,
     CONSUMED,
@@ -65,55 +65,10 @@ from kafka_retention.core.client_properties import (
     RENAMED,
     SCRAM_MECHANISMS,
     SCRAM_MODULE,
-    STORE_TYPES,
     ClientPropertyError,
     checked,
     refusal,
 )
-
-
-@dataclass(frozen=True)
-class TrustStore:
-    """Java's truststore properties: a file (`location`) or inline PEM certificates."""
-
-    type: str  # JKS, PKCS12 or PEM
-    location: str | None = None
-    certificates: str | None = None
-    password: str | None = None
-
-
-@dataclass(frozen=True)
-class KeyStoreFile:
-    """ssl.keystore.location: a JKS, JCEKS, PKCS12 or PEM file and the passwords that
-    open it and its key."""
-
-    location: str
-    password: str | None
-    key_password: str | None
-
-
-@dataclass(frozen=True)
-class InlineKey:
-    """ssl.keystore.key and ssl.keystore.certificate.chain: a PEM key (encrypted with
-    ssl.key.password, if one is given) and its chain, inline."""
-
-    certificate_chain: str
-    key: str
-    key_password: str | None
-
-
-# Java's keystore properties name one or the other, never both.
-KeyStore = KeyStoreFile | InlineKey
-
-
-class StoreReader(Protocol):
-    def trusted_certificates(self, store: TrustStore) -> str:
-        """The store's certificates as PEM (librdkafka's ssl.ca.pem)."""
-        ...
-
-    def client_certificate(self, store: KeyStore) -> tuple[str, str]:
-        """The certificate chain and the unencrypted private key, both PEM."""
-        ...
 
 
 def parse_properties(data: bytes, where: str) -> dict[str, str]:
@@ -127,7 +82,7 @@ def parse_properties(data: bytes, where: str) -> dict[str, str]:
     return {str(key): str(value.data) for key, value in props.items()}
 
 
-def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, str]:
+def to_librdkafka(props: Mapping[str, str], stores: java_stores.StoreReader) -> dict[str, str]:
     """librdkafka properties meaning what `props` (Java's names, librdkafka's, or both)
     mean; raises ClientPropertyError naming the first property it cannot map."""
     for name in sorted(props):
@@ -138,7 +93,7 @@ def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, st
         value = props[name]
         if name in CONSUMED:
             continue  # read below, as a whole
-        if name == "ssl.key.password" and _has_keystore(props):
+        if name == "ssl.key.password" and java_stores.has_keystore(props):
             continue  # the keystore's key is decrypted with it
         if name in RENAMED:
             target, convert = RENAMED[name]
@@ -165,14 +120,18 @@ def to_librdkafka(props: Mapping[str, str], stores: StoreReader) -> dict[str, st
             "security.protocol",
             f"is {protocol} without sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
         )
-    trust = _truststore(props)
+    trust = java_stores.truststore(props)
     if trust is not None:
         source = "ssl.truststore.location" if trust.location else "ssl.truststore.certificates"
         out.put("ssl.ca.pem", stores.trusted_certificates(trust), source)
-    keys = _keystore(props)
+    keys = java_stores.keystore(props)
     if keys is not None:
         chain, key = stores.client_certificate(keys)
-        source = "ssl.keystore.location" if isinstance(keys, KeyStoreFile) else "ssl.keystore.key"
+        source = (
+            "ssl.keystore.location"
+            if isinstance(keys, java_stores.KeyStoreFile)
+            else "ssl.keystore.key"
+        )
         out.put("ssl.certificate.pem", chain, source)
         out.put("ssl.key.pem", key, source)
     return out.values
@@ -256,61 +215,6 @@ def _endpoint_identification(value: str) -> str:
     raise ClientPropertyError(
         "ssl.endpoint.identification.algorithm", f"is {value!r}: only https or empty (off)"
     )
-
-
-def _store_type(props: Mapping[str, str], name: str, default: str) -> str:
-    kind = props.get(name, default).strip().upper() or default
-    if kind not in STORE_TYPES:
-        raise ClientPropertyError(name, f"is {kind}: JKS, PKCS12 or PEM can be read")
-    return kind
-
-
-def _truststore(props: Mapping[str, str]) -> TrustStore | None:
-    location = props.get("ssl.truststore.location", "").strip() or None
-    certificates = props.get("ssl.truststore.certificates", "").strip() or None
-    if location and certificates:
-        raise ClientPropertyError(
-            "ssl.truststore.certificates", "and ssl.truststore.location are both set"
-        )
-    if not location and not certificates:
-        return None
-    kind = _store_type(props, "ssl.truststore.type", "PEM" if certificates else "JKS")
-    if certificates and kind != "PEM":
-        raise ClientPropertyError("ssl.truststore.certificates", "needs ssl.truststore.type PEM")
-    return TrustStore(kind, location, certificates, props.get("ssl.truststore.password") or None)
-
-
-def _has_keystore(props: Mapping[str, str]) -> bool:
-    return any(
-        props.get(name, "").strip()
-        for name in ("ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain")
-    )
-
-
-def _keystore(props: Mapping[str, str]) -> KeyStore | None:
-    if not _has_keystore(props):
-        return None
-    location = props.get("ssl.keystore.location", "").strip() or None
-    chain = props.get("ssl.keystore.certificate.chain", "").strip() or None
-    key = props.get("ssl.keystore.key", "").strip() or None
-    if location and (chain or key):
-        raise ClientPropertyError(
-            "ssl.keystore.key" if key else "ssl.keystore.certificate.chain",
-            "and ssl.keystore.location are both set",
-        )
-    key_password = props.get("ssl.key.password") or None
-    if location is None:
-        if chain is None or key is None:
-            missing = "ssl.keystore.key" if chain else "ssl.keystore.certificate.chain"
-            present = "ssl.keystore.certificate.chain" if chain else "ssl.keystore.key"
-            raise ClientPropertyError(present, f"needs {missing} too")
-        if _store_type(props, "ssl.keystore.type", "PEM") != "PEM":
-            raise ClientPropertyError("ssl.keystore.key", "needs ssl.keystore.type PEM")
-        return InlineKey(chain, key, key_password)
-    _store_type(props, "ssl.keystore.type", "JKS")  # refuses a type no reader knows
-    password = props.get("ssl.keystore.password") or None
-    # Java decrypts a key with the store's password when no key password is given.
-    return KeyStoreFile(location, password, key_password or password)
 
 
 def _sasl(props: Mapping[str, str]) -> dict[str, str]:
