@@ -629,3 +629,23 @@ def test_a_bound_resources_cluster_id_is_its_bindings_and_nothing_is_contacted()
     assert rules.bound_cluster_id("team-b", ClusterRef("", binding="orders")) is None
     assert rules.bound_cluster_id("team-a", ClusterRef("", binding="missing")) is None
     assert not any(r.startswith("connection/") for r in world.reads)
+
+
+def test_a_batchs_client_config_stays_out_of_a_log_line_or_traceback() -> None:
+    """A batch formatted with %r (logging, a traceback's locals) names its policies and
+    cluster, never the bound credentials it carries."""
+    from kafka_retention.core.policy_spec import Batch, Member
+
+    policy = parse_policy_spec(
+        {
+            "cluster": {"bootstrapServers": "k:9092"},
+            "topics": {"names": ["t"]},
+            "maxRetention": "1d",
+        }
+    )
+    secret = "hunter2-s3cret"
+    batch = Batch([Member("team-a/p", policy)], "k:9092", {"sasl.password": secret}, 0)
+    shown = f"{batch!r}"
+    assert secret not in shown
+    assert "team-a/p" in shown
+    assert "k:9092" in shown

@@ -6,7 +6,7 @@ the combinations Java accepts. Reading the stores themselves is the adapters' (a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kafka_retention.core.client_properties import STORE_TYPES, ClientPropertyError
@@ -19,7 +19,7 @@ class TrustStore:
     type: str  # JKS, PKCS12 or PEM
     location: str | None = None
     certificates: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,9 @@ class KeyStoreFile:
     open it and its key."""
 
     location: str
-    password: str | None
-    key_password: str | None
+    # Secrets stay out of the repr (log lines, tracebacks).
+    password: str | None = field(repr=False)
+    key_password: str | None = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ class InlineKey:
     ssl.key.password, if one is given) and its chain, inline."""
 
     certificate_chain: str
-    key: str
-    key_password: str | None
+    key: str = field(repr=False)
+    key_password: str | None = field(repr=False)
 
 
 # Java's keystore properties name one or the other, never both.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka_retention.core.patterns import PatternError, compile_pattern, first_match
@@ -150,7 +150,8 @@ class Batch:
 
     members: Sequence[Member]
     bootstrap: str
-    client_config: Mapping[str, str]
+    # Passwords and keys: kept out of the repr, so a log line or traceback cannot show them.
+    client_config: Mapping[str, str] = field(repr=False)
     now_ms: int
 
 
