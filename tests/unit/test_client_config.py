@@ -28,6 +28,7 @@ from cryptography.x509.oid import NameOID
 
 from kafka_retention.adapters.keystores import Stores, read_file
 from kafka_retention.cli.common import UsageError, read_properties
+from kafka_retention.core import java_stores
 from kafka_retention.core.client_config import (
     parse_jaas,
     parse_properties,
@@ -145,6 +146,25 @@ def test_jaas_reads_comments_flags_and_escapes_as_java_does() -> None:
             "",
         ),
         ({"ssl.keystore.key": "-----BEGIN"}, "ssl.keystore.key", "needs ssl.keystore.certificate"),
+        (
+            {"ssl.keystore.location": "k.jks", "ssl.keystore.key": "-----BEGIN"},
+            "ssl.keystore.key",
+            "and ssl.keystore.location are both set",
+        ),
+        (
+            {
+                "ssl.keystore.key": "-----BEGIN",
+                "ssl.keystore.certificate.chain": "-----BEGIN",
+                "ssl.keystore.type": "JKS",
+            },
+            "ssl.keystore.key",
+            "needs ssl.keystore.type PEM",
+        ),
+        (
+            {"ssl.keystore.location": "k.jks", "ssl.keystore.type": "BCFKS"},
+            "ssl.keystore.type",
+            "JKS, PKCS12 or PEM can be read",
+        ),
     ],
 )
 def test_what_cannot_be_mapped_is_refused_naming_the_property(
@@ -801,3 +821,26 @@ def test_a_store_location_in_a_secret_never_reads_the_pods_files(material: Mater
     assert err.value.name == "ssl.truststore.location"
     out = from_secret({**data, "ca.pem": material.ca_pem.encode()})
     assert out == {"ssl.ca.pem": material.ca_pem}
+
+
+def test_store_passwords_and_keys_stay_out_of_a_log_line_or_traceback() -> None:
+    """A store object formatted with %r (logging, a traceback's locals) shows where the
+    store is, never its secrets."""
+    secret = "hunter2-s3cret"
+    stores = [
+        java_stores.keystore({"ssl.keystore.location": "k.p12", "ssl.keystore.password": secret}),
+        java_stores.keystore(
+            {
+                "ssl.keystore.key": f"-----BEGIN {secret}",
+                "ssl.keystore.certificate.chain": "-----BEGIN CERTIFICATE",
+                "ssl.key.password": secret,
+            }
+        ),
+        java_stores.truststore(
+            {"ssl.truststore.location": "t.jks", "ssl.truststore.password": secret}
+        ),
+    ]
+    shown = [f"{store!r}" for store in stores]
+    assert [secret in line for line in shown] == [False, False, False], shown
+    assert "k.p12" in shown[0]
+    assert "t.jks" in shown[2]
