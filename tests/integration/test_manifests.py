@@ -28,6 +28,12 @@ def installed(stack: Stack) -> Stack:
     # check needs its CRD, which other tests installed when this one ran after them.
     install_spark_operator_crd(stack)
     docs = [d for d in render(stack, "overlays/kind") if d["kind"] not in ADMISSION_POLICY]
+    for doc in docs:
+        if doc["kind"] == "Deployment":
+            # The object as rendered, but no pod: the base's operator watches every
+            # namespace, and these tests share the stack with others (helpers/sharing.py).
+            # Only its service account's grants are asked about here.
+            doc["spec"]["replicas"] = 0
     # The base's grants alone: an earlier test may have left an overlay's (the local
     # overlay's open-tenancy ClusterRoleBinding reads Secrets in every namespace).
     base = {ident(d) for d in docs}
