@@ -3,15 +3,16 @@ Python process the tests start and held to the floor in pyproject.toml.
 
     setup         host packages, Kafka and Spark jars, the group reader, Go binaries
     image         the operator and pause images for the node
-    stack start   Kafka x3, etcd, kube-apiserver, the node      } all three at once:
+    stack start   Kafka x3 twice, etcd, kube-apiserver, the node } all three at once:
     lint          ruff, mypy, import-linter, CRDs, helm          } lint and the unit tests
     unit          tests/unit, TEST_WORKERS processes             } need no stack
     parallel      integration and e2e tests that share the stack, TEST_WORKERS sessions
                   (pytest-xdist, a test file stays on one worker, and so does each group
-                  of files in tests/helpers/sharing.py; each worker has its own operator
-                  watching its own namespaces)
-    serial        tests marked `serial`: faults, node restarts, cluster-wide installs,
-                  broker volumes, the largest scale tests, timing-sensitive fleets
+                  of files and tests in tests/helpers/sharing.py; each worker has its own
+                  operator watching its own namespaces). One group breaks brokers and
+                  plants orphans on the stack's isolated Kafka cluster, beside the rest.
+    serial        tests marked `serial`: the API server and node restarts, the largest
+                  scale tests, timing-sensitive fleets and the soak
     stack stop    only when this run started the stack
     coverage      combine, report, compare with the floor
 
@@ -156,7 +157,7 @@ def coverage_report() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hack/testrun.py", description=__doc__)
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("TEST_WORKERS", "2")))
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("TEST_WORKERS", "3")))
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to every pytest")
     args = parser.parse_args(argv)
     extra = [a for a in args.pytest_args if a != "--"]

@@ -21,19 +21,20 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import build, paths
+from devstack.kafka import KafkaCluster
 from devstack.stack import Stack
 from tests.helpers.broker_metadata import topic_partitions
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, slug
 from tests.helpers.paths import REPO
-from tests.helpers.sharing import GROUP_OF_FILE
+from tests.helpers.sharing import group_of
 from tests.helpers.topics import TopicFactory, in_sync
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under `--dist loadfile` (make test's parallel phase) a test file stays on one
-    worker, and the files of a group in tests/helpers/sharing.py stay on one worker
-    together. (pytest-xdist's own loadgroup cannot do this under pytest 9: it renames
+    worker, and the tests and files of a group in tests/helpers/sharing.py stay on one
+    worker together. (pytest-xdist's own loadgroup cannot do this under pytest 9: it renames
     items through an attribute pytest no longer reads.)"""
     if config.getoption("dist") != "loadfile":
         return None
@@ -41,8 +42,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class GroupedFiles(LoadFileScheduling):  # type: ignore[misc]  # xdist is untyped
         def _split_scope(self, nodeid: str) -> str:
-            path = str(super()._split_scope(nodeid))
-            return GROUP_OF_FILE.get(path, path)
+            return group_of(nodeid, str(super()._split_scope(nodeid)))
 
     return GroupedFiles(config, log)
 
@@ -94,8 +94,9 @@ def namespace(stack: Stack, request: pytest.FixtureRequest) -> Iterator[str]:
     stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
-@pytest.fixture
-def make_topic(admin: AdminClient, bootstrap: str, request: pytest.FixtureRequest) -> TopicFactory:
+def topic_factory(
+    admin: AdminClient, bootstrap: str, request: pytest.FixtureRequest
+) -> TopicFactory:
     """Create RF-3 topics named after the test; each call makes a new one."""
 
     def create(partitions: int = 3, config: dict[str, str] | None = None) -> str:
@@ -118,9 +119,37 @@ def make_topic(admin: AdminClient, bootstrap: str, request: pytest.FixtureReques
 
 
 @pytest.fixture
+def make_topic(admin: AdminClient, bootstrap: str, request: pytest.FixtureRequest) -> TopicFactory:
+    """Create RF-3 topics named after the test; each call makes a new one."""
+    return topic_factory(admin, bootstrap, request)
+
+
+@pytest.fixture
 def kafka(admin: AdminClient, bootstrap: str, make_topic: TopicFactory) -> Kafka:
     """admin, bootstrap and make_topic in one, as most tests on the stack take them."""
     return Kafka(bootstrap, admin, make_topic)
+
+
+@pytest.fixture(scope="session")
+def isolated_cluster(stack: Stack) -> KafkaCluster:
+    """The stack's second cluster, for tests that freeze, kill or restart brokers or plant
+    directories in their log dirs. Only the tests in tests/helpers/sharing.py's
+    ISOLATED_KAFKA (one after another, on one worker) and `serial` ones may use it."""
+    return stack.isolated_kafka
+
+
+@pytest.fixture(scope="session")
+def isolated_admin(isolated_cluster: KafkaCluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": isolated_cluster.bootstrap_servers})
+
+
+@pytest.fixture
+def isolated_kafka(
+    isolated_cluster: KafkaCluster, isolated_admin: AdminClient, request: pytest.FixtureRequest
+) -> Kafka:
+    """As `kafka`, on the isolated cluster."""
+    bootstrap = isolated_cluster.bootstrap_servers
+    return Kafka(bootstrap, isolated_admin, topic_factory(isolated_admin, bootstrap, request))
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,9 @@
 """Three Apache Kafka nodes in KRaft combined mode (broker + controller) on 127.0.0.1.
 
+The stack runs two such clusters: the one every test shares, and an isolated one on other
+ports for the tests that freeze, kill or restart brokers, or plant directories in their
+log dirs. Those run one after another, beside the tests that share the first cluster.
+
 Node ids 1, 2, 3 form a static controller quorum, so losing one node keeps both the
 quorum and (with min.insync.replicas=2) acks=all produce working.
 
@@ -38,6 +42,8 @@ CONTROLLER_PORT_BASE = 39190
 # before the node's port reservation, which comes later in `up`, was in place).
 SASL_PORT_BASE = 29290  # SASL_PLAINTEXT: SCRAM-SHA-512 and PLAIN
 SSL_PORT_BASE = 29390  # SSL with client certificates
+# The isolated cluster's ports: each base above plus this (39101-39103 for its brokers).
+ISOLATED_PORT_OFFSET = 10
 
 # The one SASL user of the dev brokers (a local test stack's, no secret).
 SASL_USER = "retention"
@@ -64,23 +70,24 @@ logger.state.level = WARN
 @dataclass(frozen=True)
 class KafkaNode:
     node_id: int
-    root: Path  # .dev/kafka/<id>
+    root: Path  # .dev/<cluster>/<id>
+    port_offset: int = 0  # added to every port base: 0, or ISOLATED_PORT_OFFSET
 
     @property
     def broker_port(self) -> int:
-        return BROKER_PORT_BASE + self.node_id
+        return BROKER_PORT_BASE + self.port_offset + self.node_id
 
     @property
     def controller_port(self) -> int:
-        return CONTROLLER_PORT_BASE + self.node_id
+        return CONTROLLER_PORT_BASE + self.port_offset + self.node_id
 
     @property
     def sasl_port(self) -> int:
-        return SASL_PORT_BASE + self.node_id
+        return SASL_PORT_BASE + self.port_offset + self.node_id
 
     @property
     def ssl_port(self) -> int:
-        return SSL_PORT_BASE + self.node_id
+        return SSL_PORT_BASE + self.port_offset + self.node_id
 
     @property
     def ports(self) -> list[int]:
@@ -99,7 +106,8 @@ class KafkaNode:
         return self.root / "server.properties"
 
     def properties(self) -> dict[str, str]:
-        voters = ",".join(f"{n}@127.0.0.1:{CONTROLLER_PORT_BASE + n}" for n in NODE_IDS)
+        base = CONTROLLER_PORT_BASE + self.port_offset
+        voters = ",".join(f"{n}@127.0.0.1:{base + n}" for n in NODE_IDS)
         return {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
@@ -157,10 +165,13 @@ class KafkaNode:
 
 
 class KafkaCluster:
-    def __init__(self, dev: Path, heap: str = "768m") -> None:
-        self.root = dev / "kafka"
+    def __init__(
+        self, dev: Path, name: str = "kafka", port_offset: int = 0, heap: str = "768m"
+    ) -> None:
+        self.name = name
+        self.root = dev / name
         self.heap = heap
-        self.nodes = [KafkaNode(n, self.root / str(n)) for n in NODE_IDS]
+        self.nodes = [KafkaNode(n, self.root / str(n), port_offset) for n in NODE_IDS]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -185,7 +196,7 @@ class KafkaCluster:
         return self.nodes[NODE_IDS.index(node_id)]
 
     def process(self, node_id: int) -> Process:
-        return Process(f"kafka-{node_id}", self.root / str(node_id))
+        return Process(f"{self.name}-{node_id}", self.root / str(node_id))
 
     def running(self) -> bool:
         return all(self.process(n).running() for n in NODE_IDS)
@@ -270,12 +281,16 @@ class KafkaCluster:
             return len(self.live_broker_ids()) == len(NODE_IDS)
 
         wait_for(
-            "Kafka (3 brokers)", ready, timeout, interval=1.0, log=self.nodes[0].root / "server.log"
+            f"Kafka {self.name} (3 brokers)",
+            ready,
+            timeout,
+            interval=1.0,
+            log=self.nodes[0].root / "server.log",
         )
 
     def wait_node_ready(self, node_id: int, timeout: float = 90) -> None:
         wait_for(
-            f"Kafka node {node_id}",
+            f"Kafka {self.name} node {node_id}",
             lambda: node_id in self.live_broker_ids(),
             timeout,
             interval=1.0,

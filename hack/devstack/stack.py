@@ -7,12 +7,13 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack import build, image, paths
-from devstack.kafka import NODE_IDS, KafkaCluster
+from devstack.kafka import ISOLATED_PORT_OFFSET, NODE_IDS, KafkaCluster
 from devstack.kube import APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, KubeApi
 from devstack.node import (
     CONTAINERD_STREAM_PORT,
@@ -40,19 +41,31 @@ class Stack:
 
     def __post_init__(self) -> None:
         self.kafka = KafkaCluster(self.dev)
+        # A second cluster for the tests that freeze, kill or restart brokers, or plant
+        # directories in their log dirs (tests/helpers/sharing.py): with it they run
+        # beside the tests on the first one instead of after them, alone.
+        self.isolated_kafka = KafkaCluster(
+            self.dev, "kafka-isolated", port_offset=ISOLATED_PORT_OFFSET, heap="512m"
+        )
         self.kube = KubeApi(self.dev)
         self.node = Node(self.dev, self.kube.kubeconfig, self.kube.root / "certs")
+
+    @property
+    def clusters(self) -> tuple[KafkaCluster, KafkaCluster]:
+        return (self.kafka, self.isolated_kafka)
 
     @property
     def env_file(self) -> Path:
         return self.dev / "env"
 
     def running(self) -> bool:
-        return self.kafka.running() and self.kube.running() and self.node.running()
+        return (
+            all(c.running() for c in self.clusters) and self.kube.running() and self.node.running()
+        )
 
     def anything_running(self) -> bool:
         procs = [self.kube.etcd, self.kube.apiserver, *self.node.processes]
-        procs += [self.kafka.process(n) for n in NODE_IDS]
+        procs += [c.process(n) for c in self.clusters for n in NODE_IDS]
         return any(p.running() for p in procs)
 
     def up(self) -> bool:
@@ -62,7 +75,8 @@ class Stack:
         directories, so every test session and demo sees the same clean cluster.
         """
         if self.running():
-            self.kafka.wait_ready()
+            for cluster in self.clusters:
+                cluster.wait_ready()
             self.write_env()
             _say("stack already running; reusing it")
             return False
@@ -74,18 +88,20 @@ class Stack:
         recover_abandoned_node()  # before the port check: its pods may hold ports
         self._check_ports_free()
         started = time.monotonic()
-        for state in (self.kafka.root, self.kube.root):
+        for state in (*(c.root for c in self.clusters), self.kube.root):
             shutil.rmtree(state, ignore_errors=True)
         self.dev.mkdir(parents=True, exist_ok=True)
         try:
             self.node.claim_host(reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS])
             self.kube.prepare()
-            self.kafka.prepare()
-            for n in NODE_IDS:
-                self.kafka.start_node(n)  # JVMs warm up while etcd and the API server start
+            for cluster in self.clusters:
+                cluster.prepare()
+                for n in NODE_IDS:
+                    cluster.start_node(n)  # JVMs warm up while etcd and the API server start
             self.kube.start()
             self.node.start([(i.archive, i.name) for i in images.load], images.pause.name)
-            self.kafka.wait_ready()
+            for cluster in self.clusters:
+                cluster.wait_ready()
             self.node.wait_ready(self.kube.kubectl)
         except BaseException:
             # A half-started stack would hold its ports, the node's host changes and the
@@ -98,7 +114,7 @@ class Stack:
 
     def _ports(self) -> list[int]:
         """Every port the stack listens on."""
-        ports = [port for n in self.kafka.nodes for port in n.ports]
+        ports = [port for c in self.clusters for n in c.nodes for port in n.ports]
         ports += [ETCD_CLIENT_PORT, ETCD_PEER_PORT, APISERVER_PORT]
         ports += [KUBELET_PORT, KUBELET_HEALTHZ_PORT, SCHEDULER_PORT, CONTROLLER_MANAGER_PORT]
         ports += [CONTAINERD_STREAM_PORT]
@@ -116,7 +132,12 @@ class Stack:
     def down(self) -> None:
         # The node first: its kubelet and controllers talk to the API server until they stop.
         self.node.stop()
-        self.kafka.stop()
+        # Both clusters at once: each waits on its brokers' controlled shutdowns.
+        stopping = [threading.Thread(target=c.stop) for c in self.clusters]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
         self.kube.stop()
         _say("stack stopped")
 
@@ -145,7 +166,7 @@ class Stack:
     def status(self) -> str:
         rows = [("etcd", self.kube.etcd.pid()), ("kube-apiserver", self.kube.apiserver.pid())]
         rows += [(p.name, p.pid()) for p in self.node.processes]
-        rows += [(f"kafka-{n}", self.kafka.process(n).pid()) for n in NODE_IDS]
+        rows += [(c.process(n).name, c.process(n).pid()) for c in self.clusters for n in NODE_IDS]
         return "\n".join(
             f"{name:<16} {'running pid ' + str(pid) if pid else 'stopped'}" for name, pid in rows
         )

@@ -21,9 +21,9 @@ from tests.helpers.kube import get
 from tests.helpers.offsets import log_starts
 from tests.helpers.records import produce
 
-# Serial (make test runs it alone): it cuts the fixed topic `orders`, which test_tenancy's
-# corpus also aims at.
-pytestmark = [pytest.mark.stack, pytest.mark.serial]
+# It aims at the fixed topic `orders`, as test_tenancy's corpus does: the two files share
+# a group in tests/helpers/sharing.py, so they never run at once.
+pytestmark = [pytest.mark.stack]
 
 # The topics the corpus cuts, made to hold records so a wrong delete would show.
 TOPIC = "orders"

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.kafka import KafkaCluster
 from devstack.operator import OperatorProcess, free_port
 from devstack.stack import Stack
 from tests.helpers.commits import commit_groups
@@ -110,9 +111,12 @@ def lagging(
     return topic, f"{topic}-behind"
 
 
-@pytest.mark.serial  # its orphan policy removes any orphan on any broker
 def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
-    stack: Stack, metrics_operator: tuple[str, str], kafka: Kafka
+    stack: Stack,
+    metrics_operator: tuple[str, str],
+    kafka: Kafka,
+    isolated_cluster: KafkaCluster,
+    isolated_kafka: Kafka,
 ) -> None:
     ns, url = metrics_operator
 
@@ -177,25 +181,26 @@ def test_dashboard_and_rules_read_only_series_a_working_operator_exports(
     )
 
     # A copy of a partition that only broker 2 hosts, on broker 1 under the name a KRaft
-    # broker gives a stray replica: an orphan, removed once its removalDelay passed.
+    # broker gives a stray replica: an orphan, removed once its removalDelay passed. On
+    # the isolated cluster, where the tests that plant orphans run one after another: its
+    # policy removes any other orphan on those brokers too.
     elsewhere = f"orphan-{ns[-6:]}"
-    create_on(kafka.admin, elsewhere, [2])
-    produce(kafka.bootstrap, elsewhere, {0: 10})
-    stray = stack.kafka.node(1).log_dir / f"{elsewhere}-0.{HEX}-stray"
-    shutil.copytree(stack.kafka.node(2).log_dir / f"{elsewhere}-0", stray)
+    create_on(isolated_kafka.admin, elsewhere, [2])
+    produce(isolated_kafka.bootstrap, elsewhere, {0: 10})
+    stray = isolated_cluster.node(1).log_dir / f"{elsewhere}-0.{HEX}-stray"
+    shutil.copytree(isolated_cluster.node(2).log_dir / f"{elsewhere}-0", stray)
     try:
+        cluster = {"bootstrapServers": isolated_kafka.bootstrap, "brokers": {"access": "local"}}
         body = {
             "apiVersion": "kafka-retention.io/v1alpha1",
             "kind": "RetentionPolicy",
             "metadata": {"name": "orphans", "namespace": ns},
             "spec": {
-                "cluster": {"bootstrapServers": kafka.bootstrap, "brokers": {"access": "local"}},
+                "cluster": cluster,
                 "interval": "10s",
                 "orphanPartitions": {"enabled": True, "removalDelay": "10s", "minAge": "1s"},
             },
         }
-        # It removes any other orphan on the brokers too, as the orphan test's policy does:
-        # tests run one at a time, and no test keeps one past its end.
         stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
         assert purge_finished(stack, ns, "cut")["status"]["phase"] == "Succeeded"
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from devstack import paths
+from devstack.kafka import KafkaCluster
 from devstack.stack import Stack
 from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
@@ -29,9 +30,10 @@ from tests.helpers.policies import apply_policy
 from tests.helpers.records import produce
 from tests.helpers.topics import create_on, topic_id, wait_for_gone
 
-# Serial (make test runs it alone): it plants orphan directories in the brokers' log dirs
-# and checks that no other directory changes.
-pytestmark = [pytest.mark.stack, pytest.mark.serial]
+# On the isolated cluster (tests/helpers/sharing.py): it plants orphan directories in the
+# brokers' log dirs and checks that no other directory changes, so no other test may
+# create or delete topics there meanwhile.
+pytestmark = [pytest.mark.stack]
 
 
 def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None:
@@ -65,9 +67,15 @@ def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
 
 
 def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
-    stack: Stack, e2e_ns: str, kafka: Kafka, planted: list[Path], tmp_path: Path
+    stack: Stack,
+    e2e_ns: str,
+    isolated_cluster: KafkaCluster,
+    isolated_kafka: Kafka,
+    planted: list[Path],
+    tmp_path: Path,
 ) -> None:
-    logs = {b: stack.kafka.node(b).log_dir for b in (1, 2, 3)}
+    kafka = isolated_kafka
+    logs = {b: isolated_cluster.node(b).log_dir for b in (1, 2, 3)}
     tag = e2e_ns[-6:]
     a, b, d = f"orphan-a-{tag}", f"orphan-b-{tag}", f"orphan-d-{tag}"
     for name in (a, b, d):
@@ -117,7 +125,7 @@ def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(
         stack,
         e2e_ns,
         "orphans",
-        cluster={"bootstrapServers": stack.kafka.bootstrap_servers, "brokers": {"access": "local"}},
+        cluster={"bootstrapServers": kafka.bootstrap, "brokers": {"access": "local"}},
         orphanPartitions={"enabled": True, "removalDelay": "15s", "minAge": "1s", "dryRun": True},
     )
 
@@ -223,11 +231,16 @@ BROKER_LABELS = {"app.kubernetes.io/name": "kafka", "kafka-broker": "2"}
 
 
 def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
-    stack: Stack, e2e_ns: str, kafka: Kafka, planted: list[Path]
+    stack: Stack,
+    e2e_ns: str,
+    isolated_cluster: KafkaCluster,
+    isolated_kafka: Kafka,
+    planted: list[Path],
 ) -> None:
-    logs = {b: stack.kafka.node(b).log_dir for b in (1, 2)}
+    kafka = isolated_kafka
+    logs = {b: isolated_cluster.node(b).log_dir for b in (1, 2)}
     topic = f"orphan-x-{e2e_ns[-6:]}"
-    copy, assigned = orphan_copy(stack, kafka, topic, 40, planted)
+    copy, assigned = orphan_copy(isolated_cluster, kafka, topic, 40, planted)
     image = stack.env()["KAFKA_RETENTION_IMAGE"]
     stack.kubectl("apply", "-f", "-", stdin=broker_pod(e2e_ns, image, logs[2]))
     stack.kubectl("wait", "pod/broker-2", "-n", e2e_ns, "--for=condition=Ready", "--timeout=120s")
@@ -236,7 +249,7 @@ def test_orphans_in_a_broker_pods_volume_are_removed_through_exec(
         e2e_ns,
         "orphans-exec",
         cluster={
-            "bootstrapServers": stack.kafka.bootstrap_servers,
+            "bootstrapServers": kafka.bootstrap,
             "brokers": {"podSelector": {"matchLabels": BROKER_LABELS}},
         },
         orphanPartitions={"enabled": True, "removalDelay": "10s", "minAge": "1s"},

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from devstack.kafka import KafkaCluster
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
@@ -253,29 +254,35 @@ def test_finished_purge_is_not_redone_when_the_operator_restarts(
     assert again["status"] == done["status"]
 
 
-@pytest.mark.serial  # freezes every broker
 def test_purge_in_flight_completes_after_the_operator_is_killed(
-    stack: Stack, kafka: Kafka, namespace: str, tmp_path: Any
+    stack: Stack,
+    isolated_cluster: KafkaCluster,
+    isolated_kafka: Kafka,
+    namespace: str,
+    tmp_path: Any,
 ) -> None:
     """Brokers frozen mid-purge keep it retrying; the operator is SIGKILLed; a new one
-    finishes the purge once Kafka answers again."""
+    finishes the purge once Kafka answers again. On the isolated cluster: it freezes
+    every broker."""
+    kafka = isolated_kafka
     topic = kafka.topic({0: 40, 1: 40, 2: 40})
     first = OperatorProcess(stack, [namespace], tmp_path / "first.log").start()
     frozen = False
     try:
-        stack.kafka.freeze()
+        isolated_cluster.freeze()
         frozen = True
         apply_purge(
             stack,
             namespace,
             "in-flight",
+            cluster={"bootstrapServers": kafka.bootstrap},
             partitions=[{"topic": topic, "partition": p, "offset": 10 * (p + 1)} for p in range(3)],
         )
         wait_for(stack, "recordpurge", namespace, "in-flight", with_reason("KafkaUnavailable"), 90)
         first.kill()
     finally:
         if frozen:
-            stack.kafka.thaw()
+            isolated_cluster.thaw()
     stuck = get(stack, "recordpurge", namespace, "in-flight")
     assert stuck["status"]["phase"] not in FINAL_PHASES
     assert log_starts(kafka.admin, topic, 3) == [0, 0, 0]

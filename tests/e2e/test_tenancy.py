@@ -10,6 +10,7 @@ namespace purging and cutting on its own cluster, within the topics its binding 
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import NewTopic
 
+from devstack.kafka import KafkaCluster
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers import tenancy
@@ -36,7 +38,10 @@ from tests.helpers.topics import cluster_id
 
 pytestmark = pytest.mark.stack
 
-PREFIX = "tenancy"
+# A pytest-xdist worker adds its number, as tests/e2e/conftest.py's prefix does: this
+# file's tests may run on two workers at once (the orphan one on the isolated cluster's),
+# each with a strict operator that must watch only its own namespaces.
+PREFIX = "tenancy" + os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
 # The topic the corpus aims at (tests/helpers/hostile.py: `orders`, which the binding
 # allows), made to hold records so a wrong delete would show.
 TOPIC = "orders"
@@ -78,9 +83,19 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
     )
 
 
-def bind(stack: Stack, made: list[str], namespace: str, cluster: str, **spec: Any) -> str:
+def bind(
+    stack: Stack,
+    made: list[str],
+    namespace: str,
+    cluster: str,
+    bootstrap: str | None = None,
+    **spec: Any,
+) -> str:
+    """A binding of the cluster at `bootstrap` (the shared cluster unless said), whose id is
+    `cluster`, to `namespace`."""
     name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
-    apply(stack, tenancy.binding(name, cluster, stack.kafka.bootstrap_servers, namespace, **spec))
+    servers = bootstrap or stack.kafka.bootstrap_servers
+    apply(stack, tenancy.binding(name, cluster, servers, namespace, **spec))
     made.append(name)
     return name
 
@@ -224,22 +239,29 @@ def test_the_hostile_tenancy_corpus_is_refused_naming_each_field_and_deletes_not
         stack.kubectl("delete", "kafkaclusterbinding", BINDING_NAME, check=False)
 
 
-@pytest.mark.serial  # its policy removes any orphan on the brokers
 def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
-    stack: Stack, teams: tuple[str, str], bindings: list[str], kafka: Kafka, planted: list[Path]
+    stack: Stack,
+    teams: tuple[str, str],
+    bindings: list[str],
+    isolated_cluster: KafkaCluster,
+    isolated_kafka: Kafka,
+    planted: list[Path],
 ) -> None:
     """The positive path of orphan cleanup under strict tenancy: the binding says where
     the log dirs are (here the brokers' own, access local) and the floors; the policy
     says only how long to wait. The copy on broker 2 goes, after its log dir's
-    meta.properties named the binding's cluster id; the live partition stays."""
+    meta.properties named the binding's cluster id; the live partition stays. On the
+    isolated cluster: its policy removes any orphan on the brokers."""
     team_a, _ = teams
+    kafka = isolated_kafka
     topic = f"tenancy-orphan-{uuid.uuid4().hex[:6]}"
-    copy, live = orphan_copy(stack, kafka, topic, 30, planted)
+    copy, live = orphan_copy(isolated_cluster, kafka, topic, 30, planted)
     binding = bind(
         stack,
         bindings,
         team_a,
         cluster_id(kafka.admin),
+        kafka.bootstrap,
         tenants=[{"namespaces": [team_a], "operations": ["orphanCleanup"]}],
         brokers={"access": "local"},
         orphanCleanup={"minRemovalDelay": "5s", "minAge": "1s"},
@@ -261,7 +283,7 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
     wait_for(stack, "retentionpolicy", team_a, "orphans", removed, timeout=120)
     assert not copy.exists()
     planted.remove(copy)
-    assert digest(stack.kafka.node(1).log_dir / f"{topic}-0") == live
+    assert digest(isolated_cluster.node(1).log_dir / f"{topic}-0") == live
 
 
 def test_a_policy_refused_by_its_binding_freezes_no_other_tenants_cuts(

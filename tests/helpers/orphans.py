@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from devstack.stack import Stack
+from devstack.kafka import KafkaCluster
 from tests.helpers.kafka import Kafka
 from tests.helpers.records import produce
 from tests.helpers.topics import create_on
@@ -28,15 +28,15 @@ def digest(path: Path) -> str:
 
 
 def orphan_copy(
-    stack: Stack, kafka: Kafka, topic: str, records: int, planted: list[Path]
+    cluster: KafkaCluster, kafka: Kafka, topic: str, records: int, planted: list[Path]
 ) -> tuple[Path, str]:
     """A one-partition topic on broker 1 holding `records` records, and a copy of its
     directory planted on broker 2, which does not host it (an orphan there): the copy,
     and the digest of broker 1's live directory."""
-    live = stack.kafka.node(1).log_dir / f"{topic}-0"
+    live = cluster.node(1).log_dir / f"{topic}-0"
     create_on(kafka.admin, topic, [1])
     produce(kafka.bootstrap, topic, {0: records})
-    copy = stack.kafka.node(2).log_dir / f"{topic}-0"
+    copy = cluster.node(2).log_dir / f"{topic}-0"
     shutil.copytree(live, copy)
     planted.append(copy)
     return copy, digest(live)

@@ -1,7 +1,7 @@
-"""How a test file shares the stack in make test's parallel phase: hack/testrun.py runs it
-with pytest-xdist, `--dist loadfile`, and tests/conftest.py schedules each file on one
-worker, and each group below on one worker, its files one after another in collection
-order. Tests that cannot share the stack with anything are marked `serial` instead."""
+"""How a test shares the stack in make test's parallel phase: hack/testrun.py runs it with
+pytest-xdist, `--dist loadfile`, and tests/conftest.py schedules each file on one worker,
+and each group below on one worker, its tests one after another in collection order.
+Tests that cannot share the stack with anything are marked `serial` instead."""
 
 from __future__ import annotations
 
@@ -17,4 +17,45 @@ OPERATOR_NAMESPACE = (
     "tests/e2e/test_tenancy_in_cluster.py",
 )
 
-GROUP_OF_FILE = dict.fromkeys(OPERATOR_NAMESPACE, "kafka-retention-system")
+# Tests that freeze, kill or restart brokers of the stack's isolated cluster (fixtures
+# isolated_cluster and isolated_kafka), or plant orphan directories in their log dirs,
+# which any orphan policy there removes. No other test uses that cluster, so these run
+# beside everything else, but never beside each other. A test of this list takes the
+# isolated fixtures; tests/unit/test_sharing.py holds both sides of that rule.
+ISOLATED_KAFKA = (
+    "tests/integration/test_kafka_adapter.py::"
+    "test_committed_offsets_are_read_while_the_group_coordinator_moves",
+    "tests/integration/test_kafka_stack.py::test_producing_goes_on_with_one_broker_down",
+    "tests/e2e/test_faults.py::test_a_purge_waits_out_a_frozen_leader_and_every_partition_succeeds",
+    "tests/e2e/test_faults.py::"
+    "test_a_broker_killed_mid_purge_deletes_exactly_the_plan_once_it_is_back",
+    "tests/e2e/test_faults.py::test_a_broker_killed_during_policy_runs_never_cuts_past_the_group",
+    "tests/e2e/test_faults.py::"
+    "test_a_policy_facing_no_reachable_broker_says_so_deletes_nothing_and_recovers",
+    "tests/e2e/test_record_purge.py::test_purge_in_flight_completes_after_the_operator_is_killed",
+    "tests/e2e/test_orphan_partitions.py::"
+    "test_orphans_are_found_held_and_removed_and_nothing_else_is_touched",
+    "tests/e2e/test_orphan_partitions.py::test_orphans_in_a_broker_pods_volume_are_removed_through_exec",
+    "tests/e2e/test_tenancy.py::test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names",
+    "tests/e2e/test_observability.py::"
+    "test_dashboard_and_rules_read_only_series_a_working_operator_exports",
+)
+
+# Files whose tests apply hostile specs aimed at the fixed topic `orders` and check that
+# none of its records goes: one file's cut would look like the other's failure.
+ORDERS_TOPIC = (
+    "tests/e2e/test_hostile_specs.py",
+    "tests/e2e/test_tenancy.py",
+)
+
+GROUP_OF_FILE = {
+    **dict.fromkeys(OPERATOR_NAMESPACE, "kafka-retention-system"),
+    **dict.fromkeys(ORDERS_TOPIC, "orders-topic"),
+}
+GROUP_OF_TEST = dict.fromkeys(ISOLATED_KAFKA, "isolated-kafka")
+
+
+def group_of(nodeid: str, file: str) -> str:
+    """The unit of scheduling of a test: its group, or else its file."""
+    test = nodeid.split("[", 1)[0]  # every parametrization goes with its test
+    return GROUP_OF_TEST.get(test) or GROUP_OF_FILE.get(file, file)

@@ -13,14 +13,13 @@ import pytest
 from confluent_kafka import ElectionType
 from confluent_kafka.admin import AdminClient
 
-from devstack.stack import Stack
+from devstack.kafka import KafkaCluster
 from kafka_retention.adapters import kafka_calls, kafka_groups
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
 from tests.helpers.commits import commit
 from tests.helpers.kafka import Kafka
 from tests.helpers.records import produce
-from tests.helpers.topics import TopicFactory
 
 
 @pytest.mark.stack
@@ -102,19 +101,20 @@ def _coordinator(bootstrap: str, group: str) -> int | None:
 
 
 @pytest.mark.stack
-@pytest.mark.serial  # stops a broker and moves every partition's leader
 def test_committed_offsets_are_read_while_the_group_coordinator_moves(
-    stack: Stack,
-    bootstrap: str,
-    admin: AdminClient,
-    make_topic: TopicFactory,
-    tmp_path: Path,
+    isolated_cluster: KafkaCluster, isolated_kafka: Kafka, tmp_path: Path
 ) -> None:
     """The coordinator leaves its broker (stopped) and comes back (preferred leader
     election), the way a rolling restart moves it, while offsets are read. librdkafka's
     AdminClient met the NOT_COORDINATOR answer of a moved coordinator with a NULL
     dereference and the operator died mid-run (found in a CI run: a broker killed by one
-    test, leadership moved back minutes later under another)."""
+    test, leadership moved back minutes later under another). On the isolated cluster: it
+    stops a broker and moves every partition's leader."""
+    bootstrap, admin, make_topic = (
+        isolated_kafka.bootstrap,
+        isolated_kafka.admin,
+        isolated_kafka.make_topic,
+    )
     topic = make_topic(partitions=3)
     produce(bootstrap, topic, dict.fromkeys(range(3), 20))
     group = f"{topic}-g"
@@ -130,15 +130,15 @@ def test_committed_offsets_are_read_while_the_group_coordinator_moves(
     stopped = False
     try:
         time.sleep(3)
-        stack.kafka.stop_node(home)
+        isolated_cluster.stop_node(home)
         stopped = True
         deadline = time.monotonic() + 60
         while _coordinator(bootstrap, group) in (home, None):
             assert time.monotonic() < deadline, "the coordinator did not leave its broker"
             time.sleep(1)
         time.sleep(3)  # reads go to the new coordinator
-        stack.kafka.start_node(home)
-        stack.kafka.wait_node_ready(home, timeout=120)
+        isolated_cluster.start_node(home)
+        isolated_cluster.wait_node_ready(home, timeout=120)
         stopped = False
         deadline = time.monotonic() + 90
         while _coordinator(bootstrap, group) != home:
@@ -148,8 +148,8 @@ def test_committed_offsets_are_read_while_the_group_coordinator_moves(
         time.sleep(5)  # reads find the coordinator moved back
     finally:
         if stopped:
-            stack.kafka.start_node(home)
-            stack.kafka.wait_node_ready(home, timeout=120)
+            isolated_cluster.start_node(home)
+            isolated_cluster.wait_node_ready(home, timeout=120)
         stop.touch()
         out, _ = reader.communicate(timeout=60)
     assert reader.returncode == 0, f"the reading process died with {reader.returncode}"

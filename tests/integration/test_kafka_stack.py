@@ -9,7 +9,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from devstack.stack import Stack
+from devstack.kafka import KafkaCluster
+from tests.helpers.kafka import Kafka
 from tests.helpers.topics import TopicFactory
 
 
@@ -107,23 +108,28 @@ def test_acks_all_records_come_back_in_order_per_partition(
 
 
 @pytest.mark.stack
-@pytest.mark.serial  # stops a broker
 def test_producing_goes_on_with_one_broker_down(
-    stack: Stack, bootstrap: str, admin: AdminClient, make_topic: TopicFactory
+    isolated_cluster: KafkaCluster, isolated_kafka: Kafka
 ) -> None:
+    """On the isolated cluster: it stops a broker."""
+    bootstrap, admin, make_topic = (
+        isolated_kafka.bootstrap,
+        isolated_kafka.admin,
+        isolated_kafka.make_topic,
+    )
     topic = make_topic(partitions=3)
     _produce(bootstrap, topic, 50, "before")
-    stack.kafka.stop_node(3)
+    isolated_cluster.stop_node(3)
     try:
-        assert not stack.kafka.process(3).running()
+        assert not isolated_cluster.process(3).running()
         # acks=all with min.insync.replicas=2 still succeeds on the two live replicas.
         _produce(bootstrap, topic, 50, "during")
         keys = _consume_all(bootstrap, topic, 3, 100)
         assert len(keys) == 100
         assert {k.split(b"-")[0] for k in keys} == {b"before", b"during"}
     finally:
-        stack.kafka.start_node(3)
-        stack.kafka.wait_node_ready(3)
+        isolated_cluster.start_node(3)
+        isolated_cluster.wait_node_ready(3)
     # The restarted broker catches up and rejoins every ISR.
     for _ in range(120):
         parts = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from devstack.kafka import NODE_IDS, KafkaCluster
 from devstack.paths import Pins
+from devstack.stack import Stack
 
 
 def test_three_nodes_share_one_static_quorum(tmp_path: Path) -> None:
@@ -37,3 +38,21 @@ def test_pins_are_read_from_the_build_files() -> None:
     assert pins.kafka.startswith("4.")
     assert pins.kubernetes.startswith("v1.")
     assert pins.etcd.startswith("v3.")
+
+
+def test_the_isolated_cluster_is_its_own_quorum_on_ports_of_its_own(tmp_path: Path) -> None:
+    """Tests freeze and kill its brokers beside tests on the shared cluster: the two must
+    share no port, no voter and no directory."""
+    stack = Stack(tmp_path)
+    shared, isolated = stack.kafka, stack.isolated_kafka
+    shared_ports = {port for n in shared.nodes for port in n.ports}
+    isolated_ports = {port for n in isolated.nodes for port in n.ports}
+    assert len(isolated_ports) == 12
+    assert shared_ports.isdisjoint(isolated_ports)
+    voters = isolated.nodes[0].properties()["controller.quorum.voters"].split(",")
+    assert {int(v.rsplit(":", 1)[1]) for v in voters} == {n.controller_port for n in isolated.nodes}
+    assert {n.log_dir for n in shared.nodes}.isdisjoint({n.log_dir for n in isolated.nodes})
+    assert isolated.process(1).pid_file != shared.process(1).pid_file
+    assert set(shared.bootstrap_servers.split(",")).isdisjoint(
+        isolated.bootstrap_servers.split(",")
+    )

@@ -1,12 +1,75 @@
-"""The groups of test files that make test's parallel phase keeps on one worker."""
+"""The groups of tests that make test's parallel phase keeps on one worker."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 from tests.helpers.paths import REPO
-from tests.helpers.sharing import GROUP_OF_FILE
+from tests.helpers.sharing import GROUP_OF_FILE, ISOLATED_KAFKA, group_of
+
+ISOLATED_FIXTURES = {"isolated_cluster", "isolated_kafka", "isolated_admin"}
 
 
 def test_every_grouped_file_exists_so_a_rename_cannot_drop_it_from_its_group() -> None:
     """A renamed file would leave its group unnoticed and run beside the others."""
     missing = [path for path in GROUP_OF_FILE if not (REPO / path).is_file()]
     assert missing == []
+
+
+def _marked_serial(node: ast.expr) -> bool:
+    return "mark.serial" in ast.unparse(node)
+
+
+def _tests_on_the_isolated_cluster() -> dict[str, bool]:
+    """Every test function that takes an isolated-cluster fixture: id -> marked serial."""
+    found: dict[str, bool] = {}
+    for path in sorted((REPO / "tests").glob("*/test_*.py")):
+        tree = ast.parse(path.read_text())
+        module_serial = any(
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets)
+            and _marked_serial(stmt.value)
+            for stmt in tree.body
+        )
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("test_"):
+                params = {a.arg for a in stmt.args.args}
+                if params & ISOLATED_FIXTURES:
+                    serial = module_serial or any(_marked_serial(d) for d in stmt.decorator_list)
+                    found[f"{path.relative_to(REPO)}::{stmt.name}"] = serial
+    return found
+
+
+def test_every_listed_isolated_test_exists_and_uses_the_isolated_cluster() -> None:
+    """A renamed test, or one moved back to the shared cluster, would break brokers under
+    every other test of the parallel phase, or leave the lane for nothing."""
+    on_it = _tests_on_the_isolated_cluster()
+    assert [test for test in ISOLATED_KAFKA if test not in on_it] == []
+
+
+def test_only_the_listed_tests_or_serial_ones_use_the_isolated_cluster() -> None:
+    """Two tests breaking its brokers at once, on two workers, would fail each other."""
+    strays = [t for t, serial in _tests_on_the_isolated_cluster().items() if not serial]
+    assert sorted(set(strays) - set(ISOLATED_KAFKA)) == []
+
+
+def test_a_listed_test_and_its_parametrizations_go_to_the_group_and_its_file_mates_do_not() -> None:
+    listed = ISOLATED_KAFKA[0]
+    file = listed.split("::")[0]
+    assert group_of(listed, file) == "isolated-kafka"
+    assert group_of(f"{listed}[a-b]", file) == "isolated-kafka"
+    assert group_of(f"{file}::test_some_other_test", file) == file
+    assert group_of(f"{listed}_longer", file) == file
+
+
+def test_a_file_of_a_group_goes_to_its_group() -> None:
+    file = next(iter(GROUP_OF_FILE))
+    assert group_of(f"{file}::test_anything", file) == GROUP_OF_FILE[file]
+
+
+def test_the_isolated_fixtures_are_the_ones_conftest_defines() -> None:
+    """The rule above is only as good as its list of fixture names."""
+    conftest = ast.parse(Path(REPO / "tests" / "conftest.py").read_text())
+    defined = {f.name for f in conftest.body if isinstance(f, ast.FunctionDef)}
+    assert {name for name in defined if name.startswith("isolated_")} == ISOLATED_FIXTURES
