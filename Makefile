@@ -57,7 +57,8 @@ lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + t
 test-unit: venv ## unit tests only (no stack)
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-check: lint test-unit ## the inner loop: lint and unit tests, no stack (make test before pushing)
+check: lint ## the inner loop: lint, then every test needing no stack and no image (unit, some integration), 2 processes
+	$(PY) -m pytest tests -m "not stack and not image" -n 2 $(PYTEST_ARGS)
 
 test: venv ## every phase, timed: setup, image, stack, lint, unit, integration + e2e (parallel, then serial), coverage
 	PYTHONPATH=hack $(PY) hack/testrun.py -- $(PYTEST_ARGS)
