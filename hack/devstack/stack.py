@@ -7,8 +7,8 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,12 +132,12 @@ class Stack:
     def down(self) -> None:
         # The node first: its kubelet and controllers talk to the API server until they stop.
         self.node.stop()
-        # Both clusters at once: each waits on its brokers' controlled shutdowns.
-        stopping = [threading.Thread(target=c.stop) for c in self.clusters]
-        for thread in stopping:
-            thread.start()
-        for thread in stopping:
-            thread.join()
+        # Both clusters at once: each waits on its brokers' controlled shutdowns. Both
+        # stops run to their end; the first error, if any, is raised after them.
+        with ThreadPoolExecutor(len(self.clusters)) as pool:
+            stopping = [pool.submit(c.stop) for c in self.clusters]
+        for stopped in stopping:
+            stopped.result()
         self.kube.stop()
         _say("stack stopped")
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from devstack.kafka import NODE_IDS, KafkaCluster
 from devstack.paths import Pins
+from devstack.procs import StackError
 from devstack.stack import Stack
 
 
@@ -56,3 +59,24 @@ def test_the_isolated_cluster_is_its_own_quorum_on_ports_of_its_own(tmp_path: Pa
     assert set(shared.bootstrap_servers.split(",")).isdisjoint(
         isolated.bootstrap_servers.split(",")
     )
+
+
+def test_stopping_the_stack_stops_both_clusters_and_says_when_a_broker_would_not_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clusters stop at once; a failure of one must neither keep the other running
+    nor be lost on its thread."""
+    stack = Stack(tmp_path)
+    stopped: list[str] = []
+
+    def stop(cluster: KafkaCluster) -> None:
+        stopped.append(cluster.name)
+        if cluster.name == "kafka":
+            raise StackError("kafka-2 still running 30 s after SIGTERM")
+
+    monkeypatch.setattr(stack.node, "stop", lambda: None)
+    monkeypatch.setattr(stack.kube, "stop", lambda: stopped.append("kube"))
+    monkeypatch.setattr(KafkaCluster, "stop", stop)
+    with pytest.raises(StackError, match="kafka-2 still running"):
+        stack.down()
+    assert sorted(stopped) == ["kafka", "kafka-isolated"]
