@@ -61,14 +61,14 @@ def apply_refused(stack: Stack, obj: dict[str, Any]) -> str:
 
 
 @functools.cache
-def _client(kubeconfig: Path) -> Any:
-    """One API client per test process, its discovery cached under .dev/kube while the
-    process lives. A kubectl run costs about 80 ms of CPU, and wait_for reads
-    every 0.3 s: the parallel phase ran about 4 kubectl a second, a sixth of 2 cores."""
+def _client(kubeconfig: Path, state: Path) -> Any:
+    """One API client per test process, its discovery cached in the API server's state
+    directory while the process lives. A kubectl run costs about 80 ms of CPU, and
+    wait_for reads every 0.3 s: the parallel phase ran about 4 kubectl a second."""
     from kubernetes import config, dynamic
 
     api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
-    cache = kubeconfig.parent / "kube" / f"discovery-{os.getpid()}.json"
+    cache = state / f"discovery-{os.getpid()}.json"
     atexit.register(cache.unlink, missing_ok=True)
     return dynamic.DynamicClient(api, cache_file=str(cache))  # type: ignore[no-untyped-call]
 
@@ -76,7 +76,7 @@ def _client(kubeconfig: Path) -> Any:
 def get(stack: Stack, kind: str, namespace: str, name: str) -> dict[str, Any]:
     """The object as `kubectl get -o json` shows it; `kind` as kubectl takes it, singular
     (retentionpolicy, configmap) or plural. Raises when there is no such object."""
-    client = _client(stack.kube.kubeconfig)
+    client = _client(stack.kube.kubeconfig, stack.kube.root)
     try:
         api = client.resources.get(singular_name=kind)
     except ResourceNotFoundError:
