@@ -173,11 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     # Where every measured process writes (pyproject's [tool.coverage.run] data_file):
     # absolute, since the processes the tests start run from other directories.
     os.environ["KAFKA_RETENTION_COVERAGE"] = str(COVERAGE_DATA)
-    # The local Spark JVMs the tests start (their sessions, their operators', CLI runs)
-    # live minutes: C1 alone compiles far less than C1 then C2, and the serial collector
-    # runs no threads of its own, which leaves the 2 cores to the tests (test_plan_pipeline
-    # and test_client_properties: 154 s -> 128 s alone). Pods run the image's defaults.
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     began = time.monotonic()
     phases = Phases()
     stack = Stack()
@@ -185,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def setup() -> None:
         build.setup(images=False)
+        # The local Spark JVMs the tests start (their sessions, their operators', CLI
+        # runs) live minutes: C1 alone compiles far less than C1 then C2, and the serial
+        # collector runs no threads of its own, which leaves the 2 cores to the tests
+        # (test_plan_pipeline and test_client_properties: 154 s -> 128 s alone); the
+        # class archive halves each one's start-up. Pods run the image's defaults.
+        os.environ.setdefault("SPARK_SUBMIT_OPTS", build.spark_jvm_options())
 
     def images() -> str:
         return ", ".join(built.name for built in image.node_images().load)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,3 +103,20 @@ def node_bin() -> Path:
     pins = Pins.read()
     fp = _fingerprint(NODE_MODULE / "go.mod", NODE_MODULE / "go.sum")
     return cache_dir() / f"kubernetes-node-{pins.kubernetes}-{fp}"
+
+
+# What records a local Spark session's classes (build.spark_class_archive).
+SPARK_TRAINING = HACK / "devstack" / "spark_training.py"
+
+
+def spark_class_archive() -> Path:
+    """The class-data-sharing archive of a local Spark session. It is valid for one JVM
+    and one set of Spark jars only, so both are in its name."""
+    import pyspark  # only this needs it; the rest of devstack runs without
+
+    java = shutil.which("java") or "java"
+    home = Path(java).resolve().parents[1]
+    release = home / "release"
+    jvm = release.read_bytes() if release.is_file() else str(home).encode()
+    digest = hashlib.sha256(jvm + pyspark.__version__.encode() + SPARK_TRAINING.read_bytes())
+    return cache_dir() / f"spark-cds-{digest.hexdigest()[:12]}" / "spark.jsa"
