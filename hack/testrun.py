@@ -11,8 +11,10 @@ Python process the tests start and held to the floor in pyproject.toml.
                   operator watching its own namespaces). One group breaks brokers and
                   plants orphans on the stack's isolated Kafka cluster, beside the rest.
     serial        tests marked `serial`: the API server and node restarts, the largest
-                  scale tests, timing-sensitive fleets and the soak     } both at once:
-    unit          tests/unit, TEST_WORKERS processes, niced             } serial waits
+                  scale tests                                  } at once: serial
+    paired        `serial` tests also marked `paired` (the     } and paired mostly
+                  timed fleet, the soak), two at a time        } wait, unit is
+    unit          tests/unit, TEST_WORKERS processes, niced    } niced
     stack stop    only when this run started the stack
     coverage      combine, report, compare with the floor
 
@@ -79,7 +81,7 @@ class Phases:
         lines = [f"{'phase':<12} {'seconds':>8}  result"]
         for p in self.done:
             lines.append(f"{p.name:<12} {p.seconds:>8.0f}  {'ok' if p.ok else 'FAILED'} {p.note}")
-        overlap = "stack start and lint overlap, so do serial and unit"
+        overlap = "stack start and lint overlap, so do serial, paired and unit"
         lines.append(f"{'total':<12} {total:>8.0f}  (wall; {overlap})")
         return "\n".join(lines)
 
@@ -269,7 +271,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         units.start()
         phases.run(
-            "serial", lambda: pytest("serial", [*stack_tests, "-m", "serial"], extra, shared)
+            "serial",
+            lambda: pytest("serial", [*stack_tests, "-m", "serial and not paired"], extra, shared),
+        )
+        # The soak and the timed fleet mostly wait on their clocks: two at a time.
+        phases.run(
+            "paired",
+            lambda: pytest(
+                "paired",
+                [*stack_tests, "-m", "paired", "-n=2", "--dist=loadfile"],
+                extra,
+                shared,
+            ),
         )
     if units.ident is None:
         units.start()  # no stack: nothing else to wait for
