@@ -69,6 +69,7 @@ def spark_class_archive() -> Path:
     two cores). Recorded once per JVM and pyspark by hack/devstack/spark_training.py."""
     archive = paths.spark_class_archive()
     if archive.is_file():
+        archive.parent.touch()  # in use: kept by the pruning below
         return archive
     _say("recording a local Spark session's classes for sharing (first run only, ~20 s)")
     started = time.monotonic()
@@ -80,6 +81,10 @@ def spark_class_archive() -> Path:
         raise StackError(f"the Spark session exited without writing {scratch}")
     scratch.parent.rename(archive.parent)
     _say(f"Spark class archive ready in {time.monotonic() - started:.0f}s: {archive}")
+    # Each venv has an archive of its own (155 MB): those of venvs unused for two days go.
+    for other in archive.parent.parent.glob("spark-cds-*"):
+        if other != archive.parent and time.time() - other.stat().st_mtime > 2 * 86400:
+            shutil.rmtree(other, ignore_errors=True)
     return archive
 
 

@@ -111,12 +111,16 @@ SPARK_TRAINING = HACK / "devstack" / "spark_training.py"
 
 def spark_class_archive() -> Path:
     """The class-data-sharing archive of a local Spark session. It is valid for one JVM
-    and one set of Spark jars only, so both are in its name."""
+    and one class path only, down to each jar's path, size and modification time (the
+    JVM checks them), and every checkout has a venv of its own: all of it is in the name."""
     import pyspark  # only this needs it; the rest of devstack runs without
 
     java = shutil.which("java") or "java"
     home = Path(java).resolve().parents[1]
     release = home / "release"
-    jvm = release.read_bytes() if release.is_file() else str(home).encode()
-    digest = hashlib.sha256(jvm + pyspark.__version__.encode() + SPARK_TRAINING.read_bytes())
+    digest = hashlib.sha256(release.read_bytes() if release.is_file() else str(home).encode())
+    digest.update(pyspark.__version__.encode() + SPARK_TRAINING.read_bytes())
+    for jar in sorted((Path(pyspark.__file__).resolve().parent / "jars").glob("*.jar")):
+        stat = jar.stat()
+        digest.update(f"{jar}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return cache_dir() / f"spark-cds-{digest.hexdigest()[:12]}" / "spark.jsa"
