@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from devstack import paths
+from devstack.kafka import JVM_OPTIONS
 from devstack.procs import StackError, run
 
 
@@ -57,9 +58,10 @@ def group_reader_jars() -> Path:
     return _maven_jars(paths.GROUP_READER / "pom.xml", jars, then=_group_reader)
 
 
-# The JVM options of the Spark sessions `make test` starts (hack/testrun.py); the archive
-# below is recorded with the same ones.
-SPARK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# The JVM options of the Spark sessions `make test` starts (hack/testrun.py), the same
+# C1-alone, serial-collector pair as the brokers' for the same reason; the archive below
+# is recorded with them.
+SPARK_JVM_OPTIONS = JVM_OPTIONS
 
 
 def spark_class_archive() -> Path:
