@@ -15,7 +15,7 @@ Python process the tests start and held to the floor in pyproject.toml.
     serial        tests marked `serial`: the API server and node restarts, the largest
                   scale tests                                  } at once: serial
     paired        `serial` tests also marked `paired` (the     } and paired mostly
-                  timed fleet, the soak), two at a time        } wait, unit is
+                  timed fleet, the soak), each on a worker     } wait, unit is
     unit          tests/unit, TEST_WORKERS processes, niced    } niced
     stack stop    only when this run started the stack
     coverage      combine, report, compare with the floor
@@ -285,12 +285,13 @@ def main(argv: list[str] | None = None) -> int:
             "serial",
             lambda: pytest("serial", [*stack_tests, "-m", "serial and not paired"], extra, shared),
         )
-        # The soak and the timed fleet mostly wait on their clocks: two at a time.
+        # The soak and the timed fleet's two tests mostly wait on their clocks: each on a
+        # worker of its own (pytest-xdist's load hands 3 tests to 3 workers one each).
         phases.run(
             "paired",
             lambda: pytest(
                 "paired",
-                [*stack_tests, "-m", "paired", "-n=2", "--dist=loadfile"],
+                [*stack_tests, "-m", "paired", "-n=3", "--dist=load"],
                 extra,
                 shared,
             ),

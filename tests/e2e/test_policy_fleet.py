@@ -19,9 +19,9 @@ from tests.helpers.offsets import log_starts
 from tests.helpers.policies import policy
 from tests.helpers.records import produce_to_each
 
-# Serial, paired (make test runs it beside the soak alone): it times 100 policies' rounds;
-# the parallel phase's load on 2 cores would decide the result, one neighbour's does not
-# (30 s of slack on a 20 s interval).
+# Serial, paired (make test runs each test on a worker of its own beside the soak alone): it
+# times 100 policies' rounds; the parallel phase's load on 2 cores would decide the result,
+# the soak's and the two-policy test's do not (30 s of slack on a 20 s interval).
 pytestmark = [pytest.mark.stack, pytest.mark.serial, pytest.mark.paired]
 
 POLICIES = 100

@@ -43,8 +43,8 @@ from tests.helpers.policies import policy
 from tests.helpers.purges import before
 from tests.helpers.records import produce_to_each
 
-# Serial, paired (make test runs it beside the fleet test alone): it runs 60 s of 100
-# policies and 25 purges, sampled for invariants and timing.
+# Serial, paired (make test runs it beside the fleet file's two tests alone): it runs 60 s
+# of 100 policies and 25 purges, sampled for invariants and timing.
 pytestmark = [pytest.mark.stack, pytest.mark.serial, pytest.mark.paired]
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "60"))
