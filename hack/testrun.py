@@ -66,7 +66,9 @@ class Phases:
 
     def run(self, name: str, step: Callable[[], str | None]) -> bool:
         """Run one phase; `step` returns a note or raises. Said as it starts and ends."""
-        print(f"=== {name}", flush=True)
+        # One write a line: phases on threads would run their lines together.
+        sys.stdout.write(f"=== {name}\n")
+        sys.stdout.flush()
         started = time.monotonic()
         ok, note = True, ""
         try:
@@ -76,7 +78,10 @@ class Phases:
         phase = Phase(name, time.monotonic() - started, ok, note)
         with self._lock:
             self.done.append(phase)
-        print(f"=== {name}: {'ok' if ok else 'FAILED'} in {phase.seconds:.0f} s {note}", flush=True)
+        sys.stdout.write(
+            f"=== {name}: {'ok' if ok else 'FAILED'} in {phase.seconds:.0f} s {note}\n"
+        )
+        sys.stdout.flush()
         return ok
 
     def table(self, total: float) -> str:
