@@ -56,6 +56,28 @@ def operator_log(operator: OperatorProcess) -> Path:
     return operator.log
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that used the session's operator gets that operator's lines about its
+    namespace, and its warnings and errors, in the report: the log itself is in a
+    temporary directory that later pytest runs remove."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    funcargs = getattr(item, "funcargs", {})
+    ns, operator = funcargs.get("e2e_ns"), funcargs.get("operator")
+    if report.when != "call" or not report.failed or not isinstance(operator, OperatorProcess):
+        return
+    try:
+        lines = operator.log.read_text(errors="replace").splitlines()
+    except OSError as err:
+        report.sections.append(("operator log", f"unreadable: {err}"))
+        return
+    named = [line for line in lines if ns and ns in line][-80:]
+    trouble = [line for line in lines if "[ERROR" in line or "[WARNING" in line][-20:]
+    report.sections.append((f"operator log: lines naming {ns}", "\n".join(named)))
+    report.sections.append(("operator log: last warnings and errors", "\n".join(trouble)))
+
+
 @pytest.fixture
 def planted(stack: Stack) -> Iterator[list[Path]]:
     """Paths the test plants in the brokers' log dirs; whatever is left is removed

@@ -27,7 +27,14 @@ def test_log_start_follows_the_slower_group_and_a_group_without_commit_protects(
 ) -> None:
     topic, fast, slow = read_by_fast_and_slow(kafka)
     apply_policy_on(stack, e2e_ns, "trim", topic, deleteConsumed={"groups": [fast, slow]})
-    eventually(lambda: log_starts(kafka.admin, topic, 3) == [40, 60, 0], what="first cut")
+    eventually(
+        lambda: log_starts(kafka.admin, topic, 3) == [40, 60, 0],
+        what="first cut",
+        show=lambda: (
+            log_starts(kafka.admin, topic, 3),
+            get(stack, "retentionpolicy", e2e_ns, "trim").get("status"),
+        ),
+    )
     obj = ran(stack, e2e_ns, "trim")
     assert condition(obj, "Ready")["status"] == "True"
     assert obj["status"]["recordsDeletedTotal"] >= 100

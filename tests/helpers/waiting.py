@@ -6,9 +6,16 @@ import time
 from collections.abc import Callable
 
 
-def eventually(check: Callable[[], bool], timeout: float = 90, what: str = "") -> None:
+def eventually(
+    check: Callable[[], bool],
+    timeout: float = 90,
+    what: str = "",
+    show: Callable[[], object] | None = None,
+) -> None:
+    """Wait until `check` holds; on timeout, `show` says what was there instead."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
+            found = f"; found {show()!r}" if show is not None else ""
+            raise AssertionError(f"not within {timeout}s: {what}{found}")
         time.sleep(0.5)
