@@ -25,11 +25,12 @@ HOUR = 3_600_000
 
 
 def _fill(bootstrap: str, topic: str) -> None:
-    """Partition 0: 40 records, with non-UTF-8 keys, null keys, headers, values of
-    different sizes and 6 tombstones at scattered times. Partition 1: 10 plain records,
-    then 3 committed transactions of 3 records and an aborted one of 2: each marker takes
-    an offset that holds no record, and the aborted records are not read (both readers
-    read committed records), so offsets 10-24 have gaps. High watermarks: 40 and 25."""
+    """Partition 0: 40 records, with non-UTF-8 keys, null keys, headers (a null value among
+    them), values of different sizes and 6 tombstones at scattered times. Partition 1: 10
+    plain records, then 3 committed transactions of 3 records and an aborted one of 2:
+    each marker takes an offset that holds no record, and the aborted records are not read
+    (both readers read committed records), so offsets 10-24 have gaps. High watermarks: 40
+    and 25."""
     now = int(time.time() * 1000)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(40):
@@ -40,7 +41,7 @@ def _fill(bootstrap: str, topic: str) -> None:
             key = None
         value = None if i % 6 == 5 else b"v" * (10 + 13 * i)
         headers: list[tuple[str, str | bytes | None]] | None = (
-            [("h", b"x" * i)] if i % 3 == 0 else None
+            [("h", b"x" * i), ("n", None)] if i % 3 == 0 else None
         )
         ts = now - HOUR * ((i * 7) % 13) - i
         producer.produce(topic, key=key, value=value, partition=0, timestamp=ts, headers=headers)
