@@ -3,15 +3,21 @@ from the stack's jars, and waiting until new topics are served."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
 from devstack import paths
+from devstack.stack import Stack
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = time.strftime("%H%M%S")  # topic names of this run: a reused stack keeps older ones
@@ -127,3 +133,154 @@ def wait_for_leaders(admin: AdminClient, names: list[str], per_topic: int) -> No
             return
         time.sleep(1)
     raise AssertionError(f"{len(names)} topics not served with leaders after 300 s")
+
+
+class ResourceWatch:
+    """Watches one namespace's objects of a kind (`kubectl get -w`, started before any of
+    them) and notes when each first shows an end: `fields` is a jsonpath of three fields,
+    name, a marker and a count, and `ended(marker)` says whether the marker is an end
+    (a purge's final phase, a policy run's completedAt)."""
+
+    def __init__(
+        self, stack: Stack, namespace: str, kind: str, fields: str, ended: Callable[[str], bool]
+    ) -> None:
+        self.stack, self.namespace, self.kind = stack, namespace, kind
+        # kubectl pads watch output like a table: fields apart by spaces (no name has any).
+        self.fields = fields + '{"\\n"}'
+        self.ended = ended
+        self.done: dict[str, tuple[float, str, int]] = {}
+        self.changed = threading.Condition()
+        self.stopped = False
+        self.proc: subprocess.Popen[str] | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        time.sleep(1)  # the watch is established before the first object is applied
+
+    def _run(self) -> None:
+        while not self.stopped:
+            self.proc = subprocess.Popen(
+                [
+                    str(self.stack.kube.kubectl),
+                    "--kubeconfig",
+                    str(self.stack.kube.kubeconfig),
+                    "get",
+                    self.kind,
+                    "-n",
+                    self.namespace,
+                    "--watch",
+                    "-o",
+                    f"jsonpath={self.fields}",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                seen = time.monotonic()
+                name, marker, count = [*line.split(), "", ""][:3]
+                if self.ended(marker):
+                    with self.changed:
+                        self.done.setdefault(name, (seen, marker, int(count or 0)))
+                        self.changed.notify_all()
+            self.proc.wait()
+
+    def wait(self, name: str, timeout: float) -> tuple[float, str, int]:
+        """(when it was seen to end, its marker, its count)."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while name not in self.done:
+                left = deadline - time.monotonic()
+                assert left > 0, f"{self.kind} {name} not finished in {timeout:.0f} s"
+                self.changed.wait(left)
+            return self.done[name]
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.proc is not None:
+            self.proc.terminate()
+
+
+def offsets_file(cuts: Iterable[tuple[str, int, int]]) -> str:
+    """A kafka-delete-records.sh offsets file for (topic, partition, offset) cuts; the
+    caller removes it."""
+    partitions = [{"topic": t, "partition": p, "offset": o} for t, p, o in cuts]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"version": 1, "partitions": partitions}, f)
+    return f.name
+
+
+def delete_records(bootstrap: str, path: str) -> None:
+    """kafka-delete-records.sh (its main class) with an offsets file."""
+    java_tool(
+        "org.apache.kafka.tools.DeleteRecordsCommand",
+        "--bootstrap-server",
+        bootstrap,
+        "--offset-json-file",
+        path,
+    )
+
+
+def describe_group(bootstrap: str, group: str) -> str:
+    """`kafka-consumer-groups.sh --describe` of one group, as it prints it."""
+    return java_tool(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server",
+        bootstrap,
+        "--describe",
+        "--group",
+        group,
+    ).stdout
+
+
+def run_alone(bench: Callable[[Stack, AdminClient, str], list[Row]]) -> int:
+    """One benchmark on the local stack (started here unless it runs already), its rows
+    printed as BENCHMARKS.md's table has them."""
+    stack = Stack()
+    started_stack = stack.up()
+    try:
+        admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
+        rows = bench(stack, admin, time.strftime("%H%M%S"))
+    finally:
+        if started_stack:
+            stack.down()
+    for r in rows:
+        print(f"| {r.what} | {r.ours} | {r.reference} | {r.note} |")
+    return 0
+
+
+def py_spy(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
+    """py-spy (a dev dependency) recording a process at 200 Hz, waiting included, into a
+    speedscope file; stopped with SIGINT. None when py-spy is not installed."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        say("py-spy not installed (pip install py-spy); no profile")
+        return None
+    args = ["record", "--idle", "-p", str(pid), "-r", "200", "-f", "speedscope"]
+    return subprocess.Popen(
+        [spy, *args, "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def profile_summary(
+    path: Path, roots: tuple[str, ...], parts: Mapping[str, tuple[str, ...]]
+) -> str:
+    """Each part's share of the samples that pass through one of `roots` (py-spy --idle:
+    waiting counts); a part is the functions whose samples it counts."""
+    doc = json.loads(path.read_text())
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    total, shares = 0, dict.fromkeys(parts, 0)
+    for profile in doc["profiles"]:
+        for sample in profile["samples"]:
+            frames = {names[i] for i in sample}
+            if not frames.intersection(roots):
+                continue
+            total += 1
+            for part, functions in parts.items():
+                shares[part] += any(f in frames for f in functions)
+    if not total:
+        return f"no samples of {' or '.join(roots)}"
+    shown = ", ".join(f"{part} {100 * n / total:.0f}%" for part, n in shares.items())
+    return f"{total} samples of {' or '.join(roots)}: {shown}"

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from bench.common import RUN, Point, Row, java_tool, load_average, say, wait_for_leaders
+from bench.common import RUN, Point, Row, describe_group, load_average, say, wait_for_leaders
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -116,7 +116,7 @@ def make_partitions(admin: AdminClient, bootstrap: str, prefix: str, count: int)
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
         try:
             for i in range(0, len(tps), 10_000):
-                _commit(consumer, [TopicPartition(t, p, offset) for t, p in tps[i : i + 10_000]])
+                commit(consumer, [TopicPartition(t, p, offset) for t, p in tps[i : i + 10_000]])
         except KafkaException as exc:
             raise TooBig(f"committing {group}: {exc}") from exc
         finally:
@@ -131,7 +131,7 @@ _COORDINATOR_MOVING = {
 }
 
 
-def _commit(consumer: Consumer, offsets: list[TopicPartition], tries: int = 20) -> None:
+def commit(consumer: Consumer, offsets: list[TopicPartition], tries: int = 20) -> None:
     """A commit, retried while the group's coordinator moves or loads (NOT_COORDINATOR
     right after the stack starts, while the offsets topic's leaders settle)."""
     for attempt in range(tries):
@@ -194,7 +194,7 @@ def _fill(bootstrap: str, tps: list[tuple[str, int]], deadline: float) -> None:
         pending = {tp: n for tp, n in pending.items() if n > 0}
 
 
-def _drop(admin: AdminClient, names: list[str]) -> None:
+def drop(admin: AdminClient, names: list[str]) -> None:
     if not names:
         return
     for f in admin.delete_topics(names, request_timeout=300).values():
@@ -304,14 +304,7 @@ def measure(stack: Stack, prefix: str, partitions: int, with_spark: bool = True)
 
     def reference() -> None:
         for group in GROUPS:
-            java_tool(
-                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-                "--bootstrap-server",
-                bootstrap,
-                "--describe",
-                "--group",
-                group,
-            )
+            describe_group(bootstrap, group)
 
     # Warm-up: Python workers, JIT.
     if with_spark and _capped(spark, by_spark) is None:
@@ -395,7 +388,7 @@ def bench_planning(stack: Stack, admin: AdminClient) -> list[Row]:
             refused.append(f"planning {size:,} partitions failed ({exc!r})")
         finally:
             # Every size's topics go before the next: the brokers serve ~20k partitions.
-            _drop(admin, names or [f"{prefix}-{i:03d}" for i in range(size // PER_TOPIC)])
+            drop(admin, names or [f"{prefix}-{i:03d}" for i in range(size // PER_TOPIC)])
     return rows(done, refused)
 
 

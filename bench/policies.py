@@ -16,11 +16,20 @@ import contextlib
 import json
 import os
 import statistics
-import tempfile
 import time
 import urllib.request
 
-from bench.common import REPO, Point, Row, cpu_seconds, java_tool, rss_mib, say, wait_for_leaders
+from bench.common import (
+    REPO,
+    Point,
+    Row,
+    cpu_seconds,
+    delete_records,
+    offsets_file,
+    rss_mib,
+    say,
+    wait_for_leaders,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.operator import OperatorProcess, free_port
@@ -106,19 +115,12 @@ def runs_a_minute(ticks: list[float]) -> float:
 
 
 def delete_records_once(bootstrap: str, topic: str, offset: int) -> float:
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(
-            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": offset}]}, f
-        )
+    path = offsets_file([(topic, 0, offset)])
     started = time.monotonic()
-    java_tool(
-        "org.apache.kafka.tools.DeleteRecordsCommand",
-        "--bootstrap-server",
-        bootstrap,
-        "--offset-json-file",
-        f.name,
-    )
-    return time.monotonic() - started
+    delete_records(bootstrap, path)
+    took = time.monotonic() - started
+    os.unlink(path)
+    return took
 
 
 def bench_fleet(stack: Stack, admin: AdminClient, run: str) -> list[Row]:

@@ -6,7 +6,11 @@ the same run; results go to BENCHMARKS.md and the figures to bench/plots/.
   same two groups; medians of 3 runs, and the growth fitted.
 - Scan (scan.py): the plan job's record scan over one topic, beside
   `kafka-consumer-perf-test.sh` reading the same topic.
-- RecordPurge at 1k/10k/20k partitions beside `kafka-delete-records.sh` (purge_scale.py).
+- RecordPurge at 1 to 20k partitions (RF 1) and 100 and 1k (RF 3) beside
+  `kafka-delete-records.sh` (purge_scale.py).
+- One RetentionPolicy run over 20k partitions and two groups beside
+  `kafka-consumer-groups.sh --describe` of each and `kafka-delete-records.sh`
+  (policy_run.py).
 - A RetentionPolicy fleet: runs per minute at 1,000 policies and the operator's footprint
   idle and under load (policies.py).
 - The plan job's Spark transforms on 1,000,000 synthetic partitions, no Kafka
@@ -22,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import planning, plots, policies, purge_scale, scan, synthetic
+from bench import planning, plots, policies, policy_run, purge_scale, scan, synthetic
 from bench.common import REPO, RUN, Row
 from confluent_kafka.admin import AdminClient
 
@@ -98,6 +102,7 @@ def main() -> int:
         rows = planning.bench_planning(stack, admin)
         rows += scan.bench_scan(stack, admin)
         rows += purge_scale.bench_purges(stack, admin, RUN)
+        rows += policy_run.bench_policy_run(stack, admin, RUN)
         rows += policies.bench_fleet(stack, admin, RUN)
     finally:
         if started_stack:

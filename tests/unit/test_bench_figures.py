@@ -1,6 +1,6 @@
 """The benchmark's pure parts: the growth fit, the plots' grouping of points, the
-"where we are slower" section, the physical plan's exchange count and the policy fleet's
-runs a minute."""
+"where we are slower" section, the physical plan's exchange count, the policy fleet's
+runs a minute and the policy run's cron reference."""
 
 from __future__ import annotations
 
@@ -180,3 +180,29 @@ def test_a_fleet_that_keeps_its_interval_runs_once_a_minute_wherever_the_window_
 def test_a_fleet_whose_ticks_stretch_shows_the_lower_rate(monkeypatch: pytest.MonkeyPatch) -> None:
     rate = _fleet_rate(monkeypatch, 10.0, policies.INTERVAL_S * 1.5)
     assert rate == pytest.approx(policies.FLEET * 60 / (policies.INTERVAL_S * 1.5), rel=0.01)
+
+
+DESCRIBED_FAST = """
+Consumer group 'bench-fast' has no active members.
+
+GROUP       TOPIC    PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID
+bench-fast  bpr-000         0          7               7               0    -            -     -
+bench-fast  bpr-000         1          5               7               2    -            -     -
+bench-fast  bpr-001         0          4               4               0    -            -     -
+"""
+DESCRIBED_SLOW = """
+GROUP       TOPIC    PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID
+bench-slow  bpr-000         0          6               7               1    -            -     -
+bench-slow  bpr-000         1          6               7               1    -            -     -
+bench-slow  bpr-001         0          -               4               -    -            -     -
+"""
+
+
+def test_the_cron_reference_cuts_at_the_slowest_group_and_skips_uncommitted_partitions() -> None:
+    from bench.policy_run import smallest_commits
+
+    cuts = smallest_commits([DESCRIBED_FAST, DESCRIBED_SLOW])
+    # The slower group's offset on each partition; bpr-001/0 has no commit from one group.
+    assert cuts == {("bpr-000", 0): 6, ("bpr-000", 1): 5}
+    # A partition only one group's output names is not cut either.
+    assert smallest_commits([DESCRIBED_FAST, ""]) == {}
