@@ -175,7 +175,13 @@ def _group_scans(
     spark: SparkSession, request: PlanRequest, plan: DataFrame, progress: Progress
 ) -> DataFrame:
     conn = request.connection
-    group_rows = transforms.group_rows(plan).collect()
+    per_group = transforms.group_rows(plan)
+    if not request.scans.time_lag:
+        # Only the unread ranges a cut removes are scanned then: only their rows leave the
+        # executors (a run over 20,000 partitions of two groups collected 40,000 rows, for
+        # nothing, in 3.7 of its 23 s).
+        per_group = per_group.where(F.col("unconsumedToDelete") > 0)
+    group_rows = per_group.collect()
     # A time lag belongs to a partition and group, whatever policy asks for it.
     lag_items = sorted(
         {
@@ -196,6 +202,10 @@ def _group_scans(
         for g in group_rows
         if request.scans.unconsumed and g.unconsumedToDelete > 0
     ]
+    if not request.scans.time_lag and not lost_items:
+        # Nothing to fold in: the operator reads the rows as the in-process planner writes
+        # them, without the scans' fields.
+        return plan
     progress(
         f"scanning records: {len(lag_items)} group time lags, {len(lost_items)} unconsumed ranges"
     )

@@ -249,3 +249,36 @@ def test_a_strimzi_reference_reaches_the_driver_as_a_reference_not_as_credential
     assert StrimziRef(**json.loads(args["--strimzi"])) == ref
     assert "--client-config-secret" not in args
     assert "--strimzi" not in spark_application(spec())["spec"]["arguments"]
+
+
+@pytest.mark.parametrize("inventory", [False, True])
+def test_a_policy_batch_asks_spark_for_no_time_lags_and_for_tombstones_only_when_inventoried(
+    monkeypatch: pytest.MonkeyPatch, inventory: bool
+) -> None:
+    """A run uses no group time lag (they are for `kafka-retention plan`), and each one
+    costs a record read per partition and group; unread ranges are still scanned."""
+    from kafka_retention.config import SparkConfig
+    from kafka_retention.core.policy_spec import Batch, Member, parse_policy_spec
+    from retention_jobs import plan_job
+    from retention_jobs.request import PlanRequest
+
+    asked: list[PlanRequest] = []
+
+    def run_batch(_: object, request: PlanRequest) -> dict[str, object]:
+        asked.append(request)
+        return {}
+
+    monkeypatch.setattr(spark, "local_session", lambda *_, **__: None)
+    monkeypatch.setattr(plan_job, "run_batch", run_batch)
+    body: dict[str, object] = {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "topics": {"names": ["t"]},
+        "deleteConsumed": {"groups": ["g"]},
+    }
+    if inventory:
+        body["tombstones"] = {"groups": ["g"], "inventory": True}
+    member = Member("team-a/p", parse_policy_spec(body), "uid", 1)
+    spark.SparkBatchPlanner(SparkConfig(mode="local"))(Batch([member], "k:9092", {}, 0))
+    (request,) = asked
+    scans = request.scans
+    assert (scans.time_lag, scans.unconsumed, scans.tombstones) == (False, True, inventory)
