@@ -231,8 +231,8 @@ def row(times: dict[str, list[float]], profiled: str = "") -> Row:
         f"(ours {runs(SERIES_OURS)}; reference {runs(SERIES_REF)}); one record more in "
         "every partition before each run" + (f"; profile: {profiled}" if profiled else ""),
         (
-            Point("policy run", SERIES_OURS, SIZE, ours),
-            Point("policy run", SERIES_REF, SIZE, ref),
+            Point("policy_run", SERIES_OURS, SIZE, ours),
+            Point("policy_run", SERIES_REF, SIZE, ref),
         ),
         why=""
         if ratio <= GOAL
