@@ -8,16 +8,19 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEVSTACK := PYTHONPATH=hack $(PY) -m devstack
 PYTEST_ARGS ?=
+# The shared cache of every checkout (hack/devstack/paths.py): the venv's pyspark wheel,
+# mypy's cache (a clean clone checks in 6 s rather than 40: mypy trusts a cached module
+# whose source hash matches, whatever its path and mtime).
+CACHE := $(shell PYTHONPATH=hack $(PYTHON) -c 'from devstack import paths; print(paths.cache_dir())')
 
 .PHONY: help setup venv dev-up dev-down dev-status lint test test-unit check test-stack demo bench soak crds clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml hack/devstack/venv.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	PYTHONPATH=hack $(PYTHON) -m devstack.venv $(VENV)
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -42,7 +45,7 @@ CHART := charts/kafka-retention-operator
 lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + template
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/crdgen.py hack/demo.py hack/testrun.py bench tests
+	$(VENV)/bin/mypy --cache-dir $(CACHE)/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/crdgen.py hack/demo.py hack/testrun.py bench tests
 	$(VENV)/bin/lint-imports
 	$(PY) hack/crdgen.py --check
 	@# helm from hack/go/helm (built by `make setup`, or here on first use); the chart
