@@ -217,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         # collector runs no threads of its own, which leaves the 2 cores to the tests
         # (test_plan_pipeline and test_client_properties: 154 s -> 128 s alone); the
         # class archive halves each one's start-up. Pods run the image's defaults.
-        os.environ.setdefault("SPARK_SUBMIT_OPTS", build.spark_jvm_options())
+        if "SPARK_SUBMIT_OPTS" not in os.environ:
+            os.environ.update(build.spark_env())
 
     def images() -> str:
         return ", ".join(built.name for built in image.node_images().load)

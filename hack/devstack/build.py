@@ -64,12 +64,42 @@ def group_reader_jars() -> Path:
 SPARK_JVM_OPTIONS = JVM_OPTIONS
 
 
-def spark_class_archive() -> Path:
-    """A class-data-sharing archive of a local Spark session (JDK 17's dynamic AppCDS):
-    a session started with -XX:SharedArchiveFile=<it> maps Spark's classes instead of
-    loading and verifying them, which halves its start-up CPU (about 10 CPU-s -> 5 on
-    two cores). Recorded once per JVM and pyspark by hack/devstack/spark_training.py."""
-    archive = paths.spark_class_archive()
+def spark_home() -> Path:
+    """paths.spark_home(), made once: every file of pyspark's Spark hard-linked (copied
+    where links cannot cross file systems) with its modification time, which the class
+    archive holds. Linked files stay whole when the venv they came from is removed."""
+    home = paths.spark_home()
+    if home.is_dir():
+        home.touch()  # in use: kept by the pruning below
+        return home
+    scratch = _atomic_dir(home)
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(paths.bundled_spark_home(), scratch, dirs_exist_ok=True, copy_function=link)
+    scratch.rename(home)
+    _prune(home, "spark-home-*")
+    return home
+
+
+def _prune(kept: Path, pattern: str) -> None:
+    """Others of `kept`'s kind unused for two days go (a Spark home or archive: 155-460 MB)."""
+    for other in kept.parent.glob(pattern):
+        if other != kept and time.time() - other.stat().st_mtime > 2 * 86400:
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def spark_class_archive(home: Path) -> Path:
+    """A class-data-sharing archive of a local Spark session from `home` (JDK 17's
+    dynamic AppCDS): a session started with -XX:SharedArchiveFile=<it> maps Spark's
+    classes instead of loading and verifying them, which halves its start-up CPU (about
+    10 CPU-s -> 5 on two cores). Recorded once per JVM and Spark home by
+    hack/devstack/spark_training.py."""
+    archive = paths.spark_class_archive(home)
     if archive.is_file():
         archive.parent.touch()  # in use: kept by the pruning below
         return archive
@@ -77,33 +107,30 @@ def spark_class_archive() -> Path:
     started = time.monotonic()
     scratch = _atomic_dir(archive.parent) / archive.name
     options = [*SPARK_JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={scratch}", "-Xlog:disable"]
-    env = {**os.environ, "SPARK_SUBMIT_OPTS": " ".join(options)}
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_SUBMIT_OPTS": " ".join(options)}
     run([sys.executable, str(paths.SPARK_TRAINING)], env=env, what="Spark class archive")
     if not scratch.is_file():
         raise StackError(f"the Spark session exited without writing {scratch}")
     scratch.parent.rename(archive.parent)
     _say(f"Spark class archive ready in {time.monotonic() - started:.0f}s: {archive}")
-    # Each venv has an archive of its own (155 MB): those of venvs unused for two days go.
-    for other in archive.parent.parent.glob("spark-cds-*"):
-        if other != archive.parent and time.time() - other.stat().st_mtime > 2 * 86400:
-            shutil.rmtree(other, ignore_errors=True)
+    _prune(archive.parent, "spark-cds-*")
     return archive
 
 
-def spark_jvm_options() -> str:
-    """SPARK_SUBMIT_OPTS for the local sessions of a test run: C1 alone and the serial
-    collector (they live minutes: C2 and G1 threads cost the 2 cores more than they give
-    back) and the class archive. The JVM's warnings go to stderr, never into the stdout a
-    `kafka-retention plan` prints its JSON lines on."""
-    archive = spark_class_archive()
-    return " ".join(
-        [
-            *SPARK_JVM_OPTIONS,
-            f"-XX:SharedArchiveFile={archive}",
-            "-Xlog:disable",
-            "-Xlog:all=warning:stderr",
-        ]
-    )
+def spark_env() -> dict[str, str]:
+    """SPARK_HOME and SPARK_SUBMIT_OPTS for the local sessions of a test run: C1 alone and
+    the serial collector (they live minutes: C2 and G1 threads cost the 2 cores more than
+    they give back) and the class archive of that home. The JVM's warnings go to stderr,
+    never into the stdout a `kafka-retention plan` prints its JSON lines on."""
+    home = spark_home()
+    archive = spark_class_archive(home)
+    options = [
+        *SPARK_JVM_OPTIONS,
+        f"-XX:SharedArchiveFile={archive}",
+        "-Xlog:disable",
+        "-Xlog:all=warning:stderr",
+    ]
+    return {"SPARK_HOME": str(home), "SPARK_SUBMIT_OPTS": " ".join(options)}
 
 
 def _group_reader(jars: Path) -> None:

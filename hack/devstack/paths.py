@@ -109,18 +109,35 @@ def node_bin() -> Path:
 SPARK_TRAINING = HACK / "devstack" / "spark_training.py"
 
 
-def spark_class_archive() -> Path:
-    """The class-data-sharing archive of a local Spark session. It is valid for one JVM
-    and one class path only, down to each jar's path, size and modification time (the
-    JVM checks them), and every checkout has a venv of its own: all of it is in the name."""
-    import pyspark  # only this needs it; the rest of devstack runs without
+def bundled_spark_home() -> Path:
+    """pyspark's own Spark (its bin/ and jars/) in this checkout's venv."""
+    import pyspark  # only the Spark paths need it; the rest of devstack runs without
 
+    return Path(pyspark.__file__).resolve().parent
+
+
+def spark_home() -> Path:
+    """The local Spark sessions' SPARK_HOME in make test: pyspark's Spark linked into the
+    shared cache, one per pyspark version and jar set. The class archive below holds
+    each jar's path, and every checkout has a venv of its own: from the venv, a clean
+    clone would record the archive again (28 s on the critical path of its setup)."""
+    import pyspark
+
+    jars = sorted((bundled_spark_home() / "jars").glob("*.jar"))
+    digest = hashlib.sha256("".join(f"{j.name}\0{j.stat().st_size}\n" for j in jars).encode())
+    return cache_dir() / f"spark-home-{pyspark.__version__}-{digest.hexdigest()[:12]}"
+
+
+def spark_class_archive(home: Path) -> Path:
+    """The class-data-sharing archive of a local Spark session from `home`. It is valid
+    for one JVM and one class path only, down to each jar's path, size and modification
+    time (the JVM checks them): all of it is in the name."""
     java = shutil.which("java") or "java"
-    home = Path(java).resolve().parents[1]
-    release = home / "release"
-    digest = hashlib.sha256(release.read_bytes() if release.is_file() else str(home).encode())
-    digest.update(pyspark.__version__.encode() + SPARK_TRAINING.read_bytes())
-    for jar in sorted((Path(pyspark.__file__).resolve().parent / "jars").glob("*.jar")):
+    jdk = Path(java).resolve().parents[1]
+    release = jdk / "release"
+    digest = hashlib.sha256(release.read_bytes() if release.is_file() else str(jdk).encode())
+    digest.update(SPARK_TRAINING.read_bytes())  # the home's name holds pyspark's version
+    for jar in sorted((home / "jars").glob("*.jar")):
         stat = jar.stat()
         digest.update(f"{jar}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return cache_dir() / f"spark-cds-{digest.hexdigest()[:12]}" / "spark.jsa"

@@ -20,10 +20,11 @@ SESSION = (
 def test_a_local_session_starts_when_the_archive_is_required_to_map() -> None:
     # -Xshare:on: a JVM that cannot map the archive (another JVM, another class path)
     # refuses to start, where the default would start without it and say so on stderr.
-    options = f"{build.spark_jvm_options()} -Xshare:on"
+    spark = build.spark_env()
+    spark["SPARK_SUBMIT_OPTS"] += " -Xshare:on"
     done = subprocess.run(
         [sys.executable, "-c", SESSION],
-        env={**os.environ, "SPARK_SUBMIT_OPTS": options},
+        env={**os.environ, **spark},
         capture_output=True,
         text=True,
         timeout=300,

@@ -204,9 +204,12 @@ class SparkOperatorRuns:
 
 
 def _bundled_spark_submit() -> str:
+    """SPARK_HOME's spark-submit, as pyspark's local session starts SPARK_HOME's Spark;
+    else pyspark's own (the image sets SPARK_HOME to it)."""
     import pyspark
 
-    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+    home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
+    return str(Path(home) / "bin" / "spark-submit")
 
 
 def plan_locally(request: Any, progress: Any = None) -> Any:
