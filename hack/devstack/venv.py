@@ -32,11 +32,14 @@ def _run(*argv: str | Path) -> str:
     return done.stdout
 
 
-def pinned(python: Path, name: str) -> str:
-    """The version of `name` that uv resolves for the project and its dev extra."""
+def pinned(python: Path, name: str, wheels: Path) -> str:
+    """The version of `name` that uv resolves for the project and its dev extra. With the
+    wheels at hand: else uv downloads pyspark's 430 MB source again to read its metadata,
+    and keeps each copy."""
     lock = _run(
         *(python, "-m", "uv", "pip", "compile", "--quiet", "--python", python),
-        *("--extra", "dev", "--no-header", "--no-annotate", "pyproject.toml"),
+        *("--find-links", wheels, "--extra", "dev", "--no-header", "--no-annotate"),
+        "pyproject.toml",
     )
     found = re.search(rf"^{name}==(\S+)$", lock, re.MULTILINE)
     if not found:
@@ -48,7 +51,6 @@ def wheel(python: Path, name: str, version: str, wheels: Path) -> None:
     """`name`'s wheel in `wheels`, built by pip unless it is there already."""
     if any(wheels.glob(f"{name}-{version}-*.whl")):
         return
-    wheels.mkdir(parents=True, exist_ok=True)
     # Built beside, then moved in whole: a build cut short leaves no wheel behind.
     with tempfile.TemporaryDirectory(dir=wheels) as scratch:
         _run(
@@ -69,8 +71,9 @@ def wheel(python: Path, name: str, version: str, wheels: Path) -> None:
 def main(venv: str) -> None:
     python = Path(venv).absolute() / "bin" / "python"
     wheels = cache_dir() / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
     _run(python, "-m", "pip", "install", "--quiet", UV)
-    wheel(python, "pyspark", pinned(python, "pyspark"), wheels)
+    wheel(python, "pyspark", pinned(python, "pyspark", wheels), wheels)
     _run(
         *(python, "-m", "uv", "pip", "install", "--quiet", "--python", python),
         *("--find-links", wheels, "--editable", ".[dev]"),
