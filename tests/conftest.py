@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ from tests.helpers.broker_metadata import topic_partitions
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, slug
 from tests.helpers.paths import REPO
-from tests.helpers.sharing import group_of
+from tests.helpers.sharing import group_of, longest_first
 from tests.helpers.topics import TopicFactory, in_sync
 
 
@@ -41,8 +42,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadFileScheduling
 
     class GroupedFiles(LoadFileScheduling):  # type: ignore[misc]  # xdist is untyped
+        workqueue: OrderedDict[str, dict[str, bool]]  # xdist's queue of units, in order
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid, str(super()._split_scope(nodeid)))
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # The queue is complete by the first assignment: order it once, longest first.
+            if not self.ordered:
+                queue = self.workqueue
+                units = {unit: len(tests) for unit, tests in queue.items()}
+                self.workqueue = OrderedDict((u, queue[u]) for u in longest_first(units))
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return GroupedFiles(config, log)
 

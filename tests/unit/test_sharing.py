@@ -6,7 +6,13 @@ import ast
 from pathlib import Path
 
 from tests.helpers.paths import REPO
-from tests.helpers.sharing import GROUP_OF_FILE, ISOLATED_KAFKA, group_of
+from tests.helpers.sharing import (
+    GROUP_OF_FILE,
+    ISOLATED_KAFKA,
+    LONGEST_FIRST,
+    group_of,
+    longest_first,
+)
 
 ISOLATED_FIXTURES = {"isolated_cluster", "isolated_kafka", "isolated_admin"}
 
@@ -73,3 +79,21 @@ def test_the_isolated_fixtures_are_the_ones_conftest_defines() -> None:
     conftest = ast.parse(Path(REPO / "tests" / "conftest.py").read_text())
     defined = {f.name for f in conftest.body if isinstance(f, ast.FunctionDef)}
     assert {name for name in defined if name.startswith("isolated_")} == ISOLATED_FIXTURES
+
+
+def test_the_longest_units_are_handed_out_first_then_the_most_tests() -> None:
+    units = {"tests/e2e/test_few.py": 2, LONGEST_FIRST[1]: 11, "tests/e2e/test_many.py": 23}
+    units[LONGEST_FIRST[0]] = 60
+    assert longest_first(units) == [
+        LONGEST_FIRST[0],
+        LONGEST_FIRST[1],
+        "tests/e2e/test_many.py",
+        "tests/e2e/test_few.py",
+    ]
+
+
+def test_every_longest_unit_is_a_group_or_a_file_that_exists() -> None:
+    """A renamed file would silently go back to its place by number of tests."""
+    groups = set(GROUP_OF_FILE.values()) | {"isolated-kafka"}
+    strays = [u for u in LONGEST_FIRST if u not in groups and not (REPO / u).is_file()]
+    assert strays == []
