@@ -173,5 +173,9 @@ def spark() -> Iterator[Any]:
     # The scans read through Spark's Kafka source, as the operator's do (`make setup`
     # collects its jars); a test that wants the Python reader says so itself.
     os.environ.setdefault("KAFKA_RETENTION_SPARK_JARS", str(paths.spark_kafka_jars()))
+    # Its Python workers read share and streams groups through the group reader, and they
+    # see the environment the JVM started with: the stack fixture sets this too, but a
+    # worker whose first test starts the session before it would plan without it.
+    os.environ.setdefault("KAFKA_RETENTION_GROUP_READER", str(build.group_reader_jars()))
     yield launcher.local_session(cores="2")
     launcher.stop()
