@@ -8,9 +8,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEVSTACK := PYTHONPATH=hack $(PY) -m devstack
 PYTEST_ARGS ?=
-# The shared cache of every checkout (hack/devstack/paths.py): the venv's pyspark wheel,
-# mypy's cache (a clean clone checks in 6 s rather than 40: mypy trusts a cached module
-# whose source hash matches, whatever its path and mtime).
+# The cache every checkout shares (hack/devstack/paths.py), here for mypy's: a clean clone
+# checks in 3-13 s rather than 40, since mypy trusts a cached module whose source hash
+# matches, whatever its path and mtime.
 CACHE := $(shell PYTHONPATH=hack $(PYTHON) -c 'from devstack import paths; print(paths.cache_dir())')
 
 .PHONY: help setup venv dev-up dev-down dev-status lint test test-unit check test-stack demo bench soak crds clean

@@ -60,6 +60,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return GroupedFiles(config, log)
 
 
+def name_the_group_reader() -> None:
+    """In-process adapters (and Spark's Python workers) read share and streams groups
+    through the group reader, as the operator processes the tests start do (stack.env()).
+    Built here if `make setup` has not (a few seconds, once per change of its sources)."""
+    os.environ.setdefault("KAFKA_RETENTION_GROUP_READER", str(build.group_reader_jars()))
+
+
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
     s = Stack()
@@ -69,10 +76,7 @@ def stack() -> Iterator[Stack]:
         started = False
     else:
         started = s.up()
-    # In-process adapters read share and streams groups through the group reader, as the
-    # operator processes the tests start do (stack.env()).
-    # Built here if `make setup` has not (a few seconds, once per change of its sources).
-    os.environ.setdefault("KAFKA_RETENTION_GROUP_READER", str(build.group_reader_jars()))
+    name_the_group_reader()
     s.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
     s.kubectl(
         "wait",
@@ -173,9 +177,8 @@ def spark() -> Iterator[Any]:
     # The scans read through Spark's Kafka source, as the operator's do (`make setup`
     # collects its jars); a test that wants the Python reader says so itself.
     os.environ.setdefault("KAFKA_RETENTION_SPARK_JARS", str(paths.spark_kafka_jars()))
-    # Its Python workers read share and streams groups through the group reader, and they
-    # see the environment the JVM started with: the stack fixture sets this too, but a
-    # worker whose first test starts the session before it would plan without it.
-    os.environ.setdefault("KAFKA_RETENTION_GROUP_READER", str(build.group_reader_jars()))
+    # Its Python workers see only the environment the JVM started with: a worker whose
+    # first test starts the session before the stack fixture would plan without it.
+    name_the_group_reader()
     yield launcher.local_session(cores="2")
     launcher.stop()

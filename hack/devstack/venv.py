@@ -15,21 +15,19 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from devstack.paths import REPO_ROOT, cache_dir
+from devstack.procs import run
 
 UV = "uv~=0.13"
 
 
 def _run(*argv: str | Path) -> str:
-    done = subprocess.run(
-        [str(a) for a in argv], cwd=REPO_ROOT, check=True, text=True, stdout=subprocess.PIPE
-    )
-    return done.stdout
+    """procs.run from the repository's root; its error carries the command's output."""
+    return run([str(a) for a in argv], cwd=REPO_ROOT, what=f"make venv: {argv[2]} {argv[3]}")
 
 
 def pinned(python: Path, name: str, wheels: Path) -> str:

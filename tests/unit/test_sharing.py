@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.helpers.paths import REPO
 from tests.helpers.sharing import (
     GROUP_OF_FILE,
+    GROUP_OF_TEST,
     ISOLATED_KAFKA,
     LONGEST_FIRST,
     group_of,
@@ -94,6 +95,6 @@ def test_the_longest_units_are_handed_out_first_then_the_most_tests() -> None:
 
 def test_every_longest_unit_is_a_group_or_a_file_that_exists() -> None:
     """A renamed file would silently go back to its place by number of tests."""
-    groups = set(GROUP_OF_FILE.values()) | {"isolated-kafka"}
+    groups = set(GROUP_OF_FILE.values()) | set(GROUP_OF_TEST.values())
     strays = [u for u in LONGEST_FIRST if u not in groups and not (REPO / u).is_file()]
     assert strays == []

@@ -7,6 +7,7 @@ import json
 import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -282,3 +283,16 @@ def test_a_policy_batch_asks_spark_for_no_time_lags_and_for_tombstones_only_when
     (request,) = asked
     scans = request.scans
     assert (scans.time_lag, scans.unconsumed, scans.tombstones) == (False, True, inventory)
+
+
+def test_spark_submit_comes_from_spark_home_when_it_is_set_else_from_pyspark(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import pyspark
+
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path))
+    assert spark._bundled_spark_submit() == str(tmp_path / "bin" / "spark-submit")
+    monkeypatch.delenv("SPARK_HOME")
+    assert spark._bundled_spark_submit() == str(
+        Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    )
