@@ -5,6 +5,7 @@ answers, which it does once the operator has started and authenticated."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -74,6 +75,17 @@ class OperatorProcess:
                 return bool(answer.status == 200)
         except OSError:
             return False
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def watching(self, namespace: str, since: int) -> bool:
+        """Whether the operator's log, from byte `since` on, says it started watching
+        `namespace` (Kopf logs each watch-stream it starts; run with --verbose)."""
+        with self.log.open("rb") as log:
+            log.seek(since)
+            said = f"Starting the watch-stream for [^\n]* in '{re.escape(namespace)}'"
+            return re.search(said.encode(), log.read()) is not None
 
     def tail(self, chars: int = 3000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""

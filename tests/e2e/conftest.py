@@ -19,7 +19,7 @@ import pytest
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers.cleanup import undone_afterwards
-from tests.helpers.kube import create_namespace, slug
+from tests.helpers.kube import create_watched_namespace, slug
 
 PREFIX = os.environ.get("KAFKA_RETENTION_E2E_PREFIX", "e2e") + os.environ.get(
     "PYTEST_XDIST_WORKER", ""
@@ -43,7 +43,7 @@ def e2e_ns(
     stack: Stack, operator: OperatorProcess, request: pytest.FixtureRequest
 ) -> Iterator[str]:
     ns = f"{PREFIX}-{slug(request)}"[:63].rstrip("-")
-    create_namespace(stack, ns)
+    create_watched_namespace(stack, operator, ns)
     yield ns
     # Policies first, while the operator is sure to be there to release their finalizers;
     # the namespace then goes without waiting.

@@ -28,7 +28,7 @@ from tests.helpers.cleanup import undone_afterwards
 from tests.helpers.conditions import ready, with_reason
 from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import apply, create_namespace, get, resource, wait_for
+from tests.helpers.kube import apply, create_watched_namespace, get, resource, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.orphans import digest, orphan_copy
 from tests.helpers.policies import apply_policy, apply_policy_on, completed
@@ -68,7 +68,7 @@ def teams(stack: Stack, strict_operator: OperatorProcess) -> Iterator[tuple[str,
     suffix = uuid.uuid4().hex[:6]
     spaces = (f"{PREFIX}-a-{suffix}", f"{PREFIX}-b-{suffix}")
     for ns in spaces:
-        create_namespace(stack, ns)
+        create_watched_namespace(stack, strict_operator, ns)
     yield spaces
     for ns in spaces:
         stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", ns, check=False)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers.paths import FIXTURES
 
@@ -34,6 +35,27 @@ def create_namespace(stack: Stack, name: str) -> None:
     while stack.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode:
         assert time.monotonic() < deadline, f"no default service account in {name} after 30s"
         time.sleep(0.2)
+
+
+def create_watched_namespace(stack: Stack, operator: OperatorProcess, name: str) -> None:
+    """The namespace, once `operator` (watching a pattern that matches it) watches it.
+
+    Kopf 1.45 can miss a namespace created while it starts: it lists the namespaces, then
+    its namespace watcher lists them again and takes what that second listing holds as
+    already known, so a namespace created between the two is served only once something
+    modifies it (seen: 2 minutes late, a fleet test failing). A label is such a
+    modification, added until the operator's log shows it watching."""
+    since = operator.log_size()
+    create_namespace(stack, name)
+    deadline = time.monotonic() + 30
+    nudge = time.monotonic() + 2
+    while not operator.watching(name, since):
+        assert time.monotonic() < deadline, f"operator not watching {name} after 30s"
+        if time.monotonic() > nudge:
+            stamp = f"kafka-retention.io/test-nudge={time.monotonic_ns()}"
+            stack.kubectl("label", "namespace", name, stamp, "--overwrite")
+            nudge = time.monotonic() + 2
+        time.sleep(0.05)
 
 
 API_VERSION = "kafka-retention.io/v1alpha1"
