@@ -19,7 +19,6 @@ help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
 $(VENV)/.installed: pyproject.toml hack/devstack/venv.py
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	PYTHONPATH=hack $(PYTHON) -m devstack.venv $(VENV)
 	@touch $@
 

@@ -7,6 +7,15 @@ it again on every install (23 s: the package index here answers its revalidation
 modified). So its wheel is built once per version, with pip (from pip's own cache when
 it has one), and kept in the shared cache, where uv finds it (--find-links).
 
+The venv's Python is 3.12 where this machine has one (on PATH, or under pyenv), whatever
+Python runs this: coverage.py measures 3.12 through sys.monitoring, which stops calling
+back once a line has been seen, where 3.11 has only its tracer, called on every line
+(make test measures every Python process it starts). The unit tests of the purge service
+and the fairness simulation: 18 s bare, 43 s measured on 3.11, 21 s measured on 3.12.
+KAFKA_RETENTION_PYTHON names another interpreter; with no 3.12 found, the Python running
+this makes the venv, and coverage falls back to its tracer. The image keeps its own
+Python (the Dockerfile's base), which the in-cluster tests run.
+
 Run with the system Python, `PYTHONPATH=hack python3 -m devstack.venv VENV`: the venv
 may not exist yet, so this uses the standard library alone.
 """
@@ -15,6 +24,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -66,7 +77,51 @@ def wheel(python: Path, name: str, version: str, wheels: Path) -> None:
             os.replace(built, wheels / built.name)
 
 
+PREFERRED = "3.12"
+
+
+def version(python: str | Path) -> str | None:
+    """`python`'s major.minor, or None when it does not run (a pyenv shim of a version
+    pyenv has not selected exits non-zero)."""
+    try:
+        done = subprocess.run(
+            [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def interpreter() -> str:
+    """The Python to make the venv from (see the module's docstring)."""
+    named = os.environ.get("KAFKA_RETENTION_PYTHON")
+    if named:
+        return named
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [shutil.which(f"python{PREFERRED}")]
+    candidates += sorted(map(str, pyenv_root.glob(f"versions/{PREFERRED}.*/bin/python{PREFERRED}")))
+    for candidate in candidates:
+        if candidate and version(candidate) == PREFERRED:
+            return candidate
+    return sys.executable
+
+
+def create(venv: Path, python: str) -> None:
+    """The venv at `venv`, made from `python`; one made from another version goes first."""
+    made = venv / "bin" / "python"
+    wanted = version(python)
+    if made.exists() and version(made) == wanted:
+        return
+    shutil.rmtree(venv, ignore_errors=True)
+    run([python, "-m", "venv", str(venv)], cwd=REPO_ROOT, what=f"make venv: Python {wanted}")
+
+
 def main(venv: str) -> None:
+    create(Path(venv).absolute(), interpreter())
     python = Path(venv).absolute() / "bin" / "python"
     wheels = cache_dir() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
