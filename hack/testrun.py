@@ -12,11 +12,13 @@ Python process the tests start and held to the floor in pyproject.toml.
                   of files and tests in tests/helpers/sharing.py; each worker has its own
                   operator watching its own namespaces). One group breaks brokers and
                   plants orphans on the stack's isolated Kafka cluster, beside the rest.
+    unit          tests/unit, TEST_WORKERS processes at nice 19, beside the parallel
+                  phase and on into the serial one when it needs to: they take only
+                  the CPU the stack's tests leave
     serial        tests marked `serial`: the API server and node restarts, the largest
-                  scale tests                                  } at once: serial
-    paired        `serial` tests also marked `paired` (the     } and paired mostly
-                  timed fleet, the soak), each on a worker     } wait, unit is
-    unit          tests/unit, TEST_WORKERS processes, niced    } niced
+                  scale tests
+    paired        `serial` tests also marked `paired` (the timed fleet, the soak), each
+                  on a worker
     stack stop    only when this run started the stack
     coverage      combine, report, compare with the floor
 
@@ -88,7 +90,7 @@ class Phases:
         lines = [f"{'phase':<12} {'seconds':>8}  result"]
         for p in self.done:
             lines.append(f"{p.name:<12} {p.seconds:>8.0f}  {'ok' if p.ok else 'FAILED'} {p.note}")
-        overlap = "setup and image overlap, so do stack start and lint, serial, paired and unit"
+        overlap = "setup and image overlap, so do stack start and lint, and unit with the rest"
         lines.append(f"{'total':<12} {total:>8.0f}  (wall; {overlap})")
         return "\n".join(lines)
 
@@ -255,11 +257,12 @@ def main(argv: list[str] | None = None) -> int:
             raise RuntimeError(f"exit {code}; {log}")
 
     def unit() -> str:
-        # Beside the serial phase, whose tests mostly wait (on a restarting API server, a
-        # soak's clock, a fleet's schedule) and leave a core idle; niced, so that those
-        # tests still get the CPU first. Output to a file: it would interleave.
+        # Beside the stack's tests from the parallel phase on, at the lowest priority: the
+        # parallel phase left 18% of the CPU idle (its tests wait on Kafka, the API server
+        # and their clocks), and the unit tests need about 100 CPU-s, which then went on
+        # the serial phase's wall time. Output to a file: it would interleave.
         log = OUT / "unit.log"
-        pytest("unit", ["tests/unit", f"-n={args.workers}"], extra, nice=5, log=log)
+        pytest("unit", ["tests/unit", f"-n={args.workers}"], extra, nice=19, log=log)
         return log.read_text().strip().splitlines()[-1].strip("= ")
 
     # The stack and lint need nothing of each other: both at once.
@@ -277,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         # The sessions below share the stack this run holds: none may start or stop it.
         shared = {"KAFKA_RETENTION_KEEP_STACK": "1", "KAFKA_RETENTION_SHARED_STACK": "1"}
         stack_tests = ["tests/integration", "tests/e2e"]
+        units.start()
         phases.run(
             "parallel",
             lambda: pytest(
@@ -286,7 +290,6 @@ def main(argv: list[str] | None = None) -> int:
                 shared,
             ),
         )
-        units.start()
         phases.run(
             "serial",
             lambda: pytest("serial", [*stack_tests, "-m", "serial and not paired"], extra, shared),
