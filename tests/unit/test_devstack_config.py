@@ -80,3 +80,43 @@ def test_stopping_the_stack_stops_both_clusters_and_says_when_a_broker_would_not
     with pytest.raises(StackError, match="kafka-2 still running"):
         stack.down()
     assert sorted(stopped) == ["kafka", "kafka-isolated"]
+
+
+def test_an_operator_is_watching_a_namespace_only_once_its_log_says_so_after_the_offset(
+    tmp_path: Path,
+) -> None:
+    from devstack.operator import OperatorProcess
+
+    log = tmp_path / "operator.log"
+    operator = OperatorProcess(Stack(tmp_path), ["e2e-*"], log)
+    assert operator.log_size() == 0
+    old = "Starting the watch-stream for recordpurges.v1alpha1.kafka-retention.io in 'e2e-a'.\n"
+    log.write_text(old)
+    since = operator.log_size()
+    assert operator.watching("e2e-a", 0)
+    assert not operator.watching("e2e-a", since)  # said before the offset
+    with log.open("a") as out:
+        out.write("Starting the watch-stream for retentionpolicies in 'e2e-a-longer'.\n")
+        out.write("Stopping the watch-stream for retentionpolicies in 'e2e-b'.\n")
+    assert not operator.watching("e2e-a", since)  # another namespace it prefixes
+    assert not operator.watching("e2e-b", since)  # stopping is not watching
+    with log.open("a") as out:
+        out.write("Starting the watch-stream for retentionpolicies in 'e2e-b'.\n")
+    assert operator.watching("e2e-b", since)
+
+
+def test_the_venv_is_made_from_the_named_python_and_a_python_that_does_not_run_has_no_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    from devstack import venv
+
+    monkeypatch.setenv("KAFKA_RETENTION_PYTHON", sys.executable)
+    assert venv.interpreter() == sys.executable
+    assert venv.version(sys.executable) == f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert venv.version(tmp_path / "no-such-python") is None
+    failing = tmp_path / "shim"
+    failing.write_text("#!/bin/sh\nexit 127\n")
+    failing.chmod(0o755)
+    assert venv.version(failing) is None  # a pyenv shim of an unselected version
