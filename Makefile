@@ -44,7 +44,7 @@ CHART := charts/kafka-retention-operator
 lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + template
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy --cache-dir $(CACHE)/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/crdgen.py hack/demo.py hack/testrun.py bench tests
+	$(VENV)/bin/mypy --cache-dir $(CACHE)/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/spark-daemon hack/crdgen.py hack/demo.py hack/testrun.py bench tests
 	$(VENV)/bin/lint-imports
 	$(PY) hack/crdgen.py --check
 	@# helm from hack/go/helm (built by `make setup`, or here on first use); the chart

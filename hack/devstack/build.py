@@ -118,10 +118,12 @@ def spark_class_archive(home: Path) -> Path:
 
 
 def spark_env() -> dict[str, str]:
-    """SPARK_HOME and SPARK_SUBMIT_OPTS for the local sessions of a test run: C1 alone and
-    the serial collector (they live minutes: C2 and G1 threads cost the 2 cores more than
-    they give back) and the class archive of that home. The JVM's warnings go to stderr,
-    never into the stdout a `kafka-retention plan` prints its JSON lines on."""
+    """SPARK_HOME, SPARK_SUBMIT_OPTS and PYTHONPATH for the local sessions of a test run:
+    C1 alone and the serial collector (they live minutes: C2 and G1 threads cost the 2
+    cores more than they give back), the class archive of that home, and Spark's Python
+    daemon swapped for hack/spark-daemon's, whose reused workers save their line coverage
+    when their session stops. The JVM's warnings go to stderr, never into the stdout a
+    `kafka-retention plan` prints its JSON lines on."""
     home = spark_home()
     archive = spark_class_archive(home)
     options = [
@@ -130,7 +132,21 @@ def spark_env() -> dict[str, str]:
         "-Xlog:disable",
         "-Xlog:all=warning:stderr",
     ]
-    return {"SPARK_HOME": str(home), "SPARK_SUBMIT_OPTS": " ".join(options)}
+    daemon, python_path = spark_daemon(os.environ.get("PYTHONPATH", ""))
+    options.append(daemon)
+    return {
+        "SPARK_HOME": str(home),
+        "SPARK_SUBMIT_OPTS": " ".join(options),
+        "PYTHONPATH": python_path,
+    }
+
+
+def spark_daemon(python_path: str) -> tuple[str, str]:
+    """The JVM option that makes a local session run hack/spark-daemon's Python daemon
+    (SparkConf reads spark.* system properties, so no product code knows of it), and
+    `python_path` with that daemon's directory in front."""
+    option = f"-Dspark.python.daemon.module={paths.SPARK_DAEMON_MODULE}"
+    return option, os.pathsep.join(p for p in (str(paths.SPARK_DAEMON_DIR), python_path) if p)
 
 
 def _group_reader(jars: Path) -> None:

@@ -107,6 +107,10 @@ def node_bin() -> Path:
 
 # What records a local Spark session's classes (build.spark_class_archive).
 SPARK_TRAINING = HACK / "devstack" / "spark_training.py"
+# Spark's Python daemon for the tests' local sessions (build.spark_env): a directory of
+# its own, since it goes on every test process's PYTHONPATH.
+SPARK_DAEMON_DIR = HACK / "spark-daemon"
+SPARK_DAEMON_MODULE = "spark_coverage_daemon"
 
 
 def bundled_spark_home() -> Path:
