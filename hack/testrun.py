@@ -19,6 +19,9 @@ Python process the tests start and held to the floor in pyproject.toml.
                   scale tests
     paired        `serial` tests also marked `paired` (the timed fleet, the soak), each
                   on a worker
+    kafka-only    the tests that need Kafka alone (tests/helpers/sharing.py KAFKA_ONLY),
+                  2 sessions at nice 19 beside the serial and paired phases, which
+                  leave a third of the CPU idle
     stack stop    only when this run started the stack
     coverage      combine, report, compare with the floor
 
@@ -90,7 +93,8 @@ class Phases:
         lines = [f"{'phase':<12} {'seconds':>8}  result"]
         for p in self.done:
             lines.append(f"{p.name:<12} {p.seconds:>8.0f}  {'ok' if p.ok else 'FAILED'} {p.note}")
-        overlap = "setup and image overlap, so do stack start and lint, and unit with the rest"
+        overlap = "setup and image overlap, so do stack start and lint; unit and kafka-only"
+        overlap += " run beside the rest"
         lines.append(f"{'total':<12} {total:>8.0f}  (wall; {overlap})")
         return "\n".join(lines)
 
@@ -275,21 +279,39 @@ def main(argv: list[str] | None = None) -> int:
     for thread in beside:
         thread.join()
     units = threading.Thread(target=phases.run, args=("unit", unit))
+    # The sessions below share the stack this run holds: none may start or stop it.
+    shared = {"KAFKA_RETENTION_KEEP_STACK": "1", "KAFKA_RETENTION_SHARED_STACK": "1"}
+    stack_tests = ["tests/integration", "tests/e2e"]
+
+    def beside_serial() -> str:
+        # The tests needing Kafka alone (tests/helpers/sharing.py KAFKA_ONLY), beside the
+        # serial and paired phases: those restart the API server and the node, which
+        # these never call, and wait on them and on their clocks, leaving about a third
+        # of the CPU idle. Niced, so the timed tests there get the CPU first.
+        log = OUT / "kafka-only.log"
+        env = {**shared, "KAFKA_RETENTION_KAFKA_ONLY": "1"}
+        selected = [*stack_tests, "-m", "kafka_only and not serial", "-n=2", "--dist=loadfile"]
+        pytest("kafka-only", selected, extra, env, nice=19, log=log)
+        return log.read_text().strip().splitlines()[-1].strip("= ")
+
+    kafka_only = threading.Thread(target=phases.run, args=("kafka-only", beside_serial))
 
     if stack.running():
-        # The sessions below share the stack this run holds: none may start or stop it.
-        shared = {"KAFKA_RETENTION_KEEP_STACK": "1", "KAFKA_RETENTION_SHARED_STACK": "1"}
-        stack_tests = ["tests/integration", "tests/e2e"]
         units.start()
         phases.run(
             "parallel",
             lambda: pytest(
                 "parallel",
-                [*stack_tests, "-m", "not serial", f"-n={args.workers}", "--dist=loadfile"],
+                [
+                    *stack_tests,
+                    *("-m", "not serial and not kafka_only", f"-n={args.workers}"),
+                    "--dist=loadfile",
+                ],
                 extra,
                 shared,
             ),
         )
+        kafka_only.start()
         phases.run(
             "serial",
             lambda: pytest("serial", [*stack_tests, "-m", "serial and not paired"], extra, shared),
@@ -308,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     if units.ident is None:
         units.start()  # no stack: nothing else to wait for
     units.join()
+    if kafka_only.ident is not None:
+        kafka_only.join()
     if started and started[0] and not os.environ.get("KAFKA_RETENTION_KEEP_STACK"):
         phases.run("stack stop", stop)
     phases.run("coverage", coverage_report)

@@ -28,8 +28,15 @@ from tests.helpers.broker_metadata import topic_partitions
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_namespace, slug
 from tests.helpers.paths import REPO
-from tests.helpers.sharing import group_of, longest_first
+from tests.helpers.sharing import KAFKA_ONLY, group_of, longest_first
 from tests.helpers.topics import TopicFactory, in_sync
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of tests/helpers/sharing.py's KAFKA_ONLY get the `kafka_only` marker."""
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in KAFKA_ONLY:
+            item.add_marker(pytest.mark.kafka_only)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -73,8 +80,14 @@ def stack() -> Iterator[Stack]:
     if os.environ.get("KAFKA_RETENTION_SHARED_STACK"):
         # The isolated cluster is left out: its tests stop and start its brokers, maybe
         # just as another worker's session begins (seen: a worker's every test failed).
-        if not (s.kafka.running() and s.kube.running() and s.node.running()):
+        # A kafka_only session runs beside the API server's and the node's restarts.
+        kafka_only = bool(os.environ.get("KAFKA_RETENTION_KAFKA_ONLY"))
+        if not (s.kafka.running() and (kafka_only or (s.kube.running() and s.node.running()))):
             pytest.fail(f"the shared stack is not running: {s.status()}")
+        if kafka_only:
+            name_the_group_reader()
+            yield s
+            return
         started = False
     else:
         started = s.up()

@@ -10,12 +10,17 @@ from tests.helpers.sharing import (
     GROUP_OF_FILE,
     GROUP_OF_TEST,
     ISOLATED_KAFKA,
+    KAFKA_ONLY,
     LONGEST_FIRST,
     group_of,
     longest_first,
 )
 
 ISOLATED_FIXTURES = {"isolated_cluster", "isolated_kafka", "isolated_admin"}
+# What reaches the API server or the node, which the serial phase restarts under the
+# kafka_only session: the fixtures that make namespaces or operators, and the calls.
+KUBE_FIXTURES = {"namespace", "e2e_ns", "operator", "operator_log", "planted"}
+KUBE_CALLS = ("kubectl", "stack.kube", "stack.node", "OperatorProcess", "kubernetes")
 
 
 def test_every_grouped_file_exists_so_a_rename_cannot_drop_it_from_its_group() -> None:
@@ -98,3 +103,17 @@ def test_every_longest_unit_is_a_group_or_a_file_that_exists() -> None:
     groups = set(GROUP_OF_FILE.values()) | set(GROUP_OF_TEST.values())
     strays = [u for u in LONGEST_FIRST if u not in groups and not (REPO / u).is_file()]
     assert strays == []
+
+
+def test_a_kafka_only_file_reaches_neither_the_api_server_nor_the_node_and_is_in_no_group() -> None:
+    """The kafka_only session runs beside the API server's and the node's restarts, and
+    its stack fixture applies no CRDs; a group's tests belong to one parallel worker."""
+    for file in KAFKA_ONLY:
+        source = (REPO / file).read_text()
+        assert [call for call in KUBE_CALLS if call in source] == [], file
+        assert file not in GROUP_OF_FILE, file
+        assert not [t for t in ISOLATED_KAFKA + LONGEST_FIRST if t.startswith(file)], file
+        for stmt in ast.parse(source).body:
+            if isinstance(stmt, ast.FunctionDef):
+                params = {a.arg for a in stmt.args.args}
+                assert params & (KUBE_FIXTURES | ISOLATED_FIXTURES) == set(), (file, stmt.name)
