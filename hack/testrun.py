@@ -195,7 +195,7 @@ def coverage_report() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hack/testrun.py", description=__doc__)
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("TEST_WORKERS", "3")))
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("TEST_WORKERS", "4")))
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to every pytest")
     args = parser.parse_args(argv)
     extra = [a for a in args.pytest_args if a != "--"]
