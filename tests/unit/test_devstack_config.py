@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,28 @@ def test_the_venv_is_made_from_the_named_python_and_a_python_that_does_not_run_h
     failing.write_text("#!/bin/sh\nexit 127\n")
     failing.chmod(0o755)
     assert venv.version(failing) is None  # a pyenv shim of an unselected version
+
+
+def test_make_recipes_write_bytecode_where_the_environment_says_not_to() -> None:
+    """Without bytecode every process a run starts compiles each module it imports again
+    (the Makefile's `unexport PYTHONDONTWRITEBYTECODE`); what a recipe sees is asked of
+    make itself."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "SEEN": "the recipe ran"}
+    said = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "-s",
+            "--eval",
+            'shown: ; @echo "[$$SEEN][$$PYTHONDONTWRITEBYTECODE]"',
+            "shown",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert said.stdout.strip() == "[the recipe ran][]"
