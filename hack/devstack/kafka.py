@@ -20,6 +20,7 @@ import base64
 import datetime as dt
 import ipaddress
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,13 +326,16 @@ class KafkaCluster:
         for n in NODE_IDS:
             self.process(n).signal(signal.SIGCONT)
 
-    def stop(self) -> None:
+    def stop(self, patience: float = 30) -> None:
+        """SIGTERM to every node, SIGKILL to those still running after `patience` seconds
+        (all together)."""
         self.thaw()  # a stopped JVM cannot handle SIGTERM
         # All at once: one by one, each controlled shutdown waits on the others.
         for n in NODE_IDS:
             self.process(n).terminate()
+        deadline = time.monotonic() + patience
         for n in NODE_IDS:
-            self.process(n).wait_gone(timeout=30)
+            self.process(n).wait_gone(timeout=max(0.0, deadline - time.monotonic()))
 
 
 @dataclass(frozen=True)
