@@ -66,13 +66,16 @@ def test_the_isolated_cluster_is_its_own_quorum_on_ports_of_its_own(tmp_path: Pa
 def test_stopping_the_stack_stops_both_clusters_and_says_when_a_broker_would_not_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The clusters stop at once; a failure of one must neither keep the other running
-    nor be lost on its thread."""
+    """The clusters stop at once, each given a few seconds before its nodes are killed
+    (their data is not kept); a failure of one must neither keep the other running nor
+    be lost on its thread."""
     stack = Stack(tmp_path)
     stopped: list[str] = []
+    given: list[float] = []
 
-    def stop(cluster: KafkaCluster) -> None:
+    def stop(cluster: KafkaCluster, patience: float = 30) -> None:
         stopped.append(cluster.name)
+        given.append(patience)
         if cluster.name == "kafka":
             raise StackError("kafka-2 still running 30 s after SIGTERM")
 
@@ -82,6 +85,8 @@ def test_stopping_the_stack_stops_both_clusters_and_says_when_a_broker_would_not
     with pytest.raises(StackError, match="kafka-2 still running"):
         stack.down()
     assert sorted(stopped) == ["kafka", "kafka-isolated"]
+    assert len(given) == 2
+    assert max(given) <= 10
 
 
 def test_an_operator_is_watching_a_namespace_only_once_its_log_says_so_after_the_offset(
