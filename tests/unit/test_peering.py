@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -158,6 +158,14 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
         status_store=MemoryStore,
     )
 
+    async def until(done: Callable[[], bool]) -> None:
+        # Waits on the fleet rather than on the clock: the unit tests run niced beside
+        # the whole stack, where 0.3 s was once not enough for a loop of 0.02 s.
+        deadline = asyncio.get_running_loop().time() + 20
+        while not done():
+            assert asyncio.get_running_loop().time() < deadline, ran
+            await asyncio.sleep(0.02)
+
     async def scenario() -> None:
         fleet.upsert(body("kept"))
         fleet.upsert(body("deleted-while-paused"))
@@ -165,14 +173,13 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
         await asyncio.sleep(0.3)
         assert ran == []  # standing by from the start
         role.acting = True
-        await asyncio.sleep(0.3)
+        await until(lambda: bool(ran))
         assert ran == ["ns/kept"]
         role.acting = False
-        await asyncio.sleep(0.1)
-        assert fleet.scheduler.entries == {}
+        await until(lambda: fleet.scheduler.entries == {})
         listed.append(body("new"))
         role.acting = True
-        await asyncio.sleep(0.3)
+        await until(lambda: len(ran) >= 3)
         await fleet.stop()
 
     asyncio.run(scenario())
