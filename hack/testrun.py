@@ -296,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
 
     kafka_only = threading.Thread(target=phases.run, args=("kafka-only", beside_serial))
     isolated = threading.Thread(target=stack.isolated_kafka.stop, kwargs={"patience": 8})
+    # Whether this run stops the stack it started (at the end, and the isolated cluster
+    # once its users are done).
+    stops_stack = bool(started and started[0] and not os.environ.get("KAFKA_RETENTION_KEEP_STACK"))
 
     if stack.running():
         units.start()
@@ -317,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         # and plants orphans on it): stopped now, unless the stack is kept, its three idle
         # brokers' raft fetches and heartbeats (about 0.05 of a core) leave the CPU to
         # the phases below.
-        if started and started[0] and not os.environ.get("KAFKA_RETENTION_KEEP_STACK"):
+        if stops_stack:
             isolated.start()
         phases.run(
             "serial",
@@ -341,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         kafka_only.join()
     if isolated.ident is not None:
         isolated.join()
-    if started and started[0] and not os.environ.get("KAFKA_RETENTION_KEEP_STACK"):
+    if stops_stack:
         phases.run("stack stop", stop)
     phases.run("coverage", coverage_report)
 
