@@ -170,7 +170,9 @@ class KubeApi:
         """Stop the API server, leave it down `down_for` seconds, start it again (same
         certificates and etcd data) and wait until it is ready: what an upgrade or a
         control-plane restart looks like to the operator's watches."""
-        self.apiserver.stop()
+        # It stops listening at once, then waits on its clients' open connections until
+        # the stop's SIGKILL (20 s, measured): a restart has nothing to gain from that.
+        self.apiserver.stop(timeout=3)
         time.sleep(down_for)
         self._start_apiserver()
 

@@ -279,6 +279,13 @@ class Node:
         self.claim_host(last.get("reserve_ports", []), keep_images=True)
         self.start([(Path(a), n) for a, n in last["images"]], last["pause"])
 
+    def restart_controllers(self) -> None:
+        """Restart the scheduler and the controller-manager, as a control-plane restart
+        does (kubeadm restarts each of its static pods in turn)."""
+        for proc in (self.scheduler, self.controller_manager):
+            proc.stop()
+        self._start_control_plane()
+
     def _start_control_plane(self) -> None:
         bin_dir = paths.node_bin()
         common = [

@@ -144,6 +144,16 @@ class Stack:
         self.kube.stop()
         _say("stack stopped")
 
+    def restart_control_plane(self, down_for: float = 0) -> None:
+        """The API server down for `down_for` seconds and back, then the node's scheduler
+        and controller-manager restarted. Left running, their informers come back only
+        after client-go's reconnect back-off, which grows through the outage: a namespace
+        made 15 s after the API server was back got its default service account 9-20 s
+        later, and one made by the next test in a CI run had none after 30 s."""
+        self.kube.restart_apiserver(down_for)
+        if self.node.running():
+            self.node.restart_controllers()
+
     def env(self) -> dict[str, str]:
         env = {
             "KUBECONFIG": str(self.kube.kubeconfig),

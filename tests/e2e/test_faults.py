@@ -207,8 +207,9 @@ def test_a_broker_killed_during_policy_runs_never_cuts_past_the_group(
 def test_the_operator_carries_on_after_the_api_server_restarts(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:
-    """The API server goes away for 10 s and comes back. The operator's watches break and
-    must reconnect: a purge applied afterwards is handled by the same process, and a
+    """The API server goes away for 10 s and comes back (then the node's scheduler and
+    controller-manager restart, as in a control-plane restart). The operator's watches
+    break and must reconnect: a purge applied afterwards is handled by the same process, and a
     policy applied before keeps running."""
     topic = kafka.topic({0: RECORDS, 1: RECORDS}, NO_RETENTION)
     commit(kafka.bootstrap, "reader", topic, {0: 5, 1: 5})
@@ -223,7 +224,7 @@ def test_the_operator_carries_on_after_the_api_server_restarts(
     )
     assert log_starts(kafka.admin, topic, 2) == [5, 5]
 
-    stack.kube.restart_apiserver(down_for=10)
+    stack.restart_control_plane(down_for=10)
 
     # A commit made after the restart is followed by the running policy...
     commit(kafka.bootstrap, "reader", topic, {0: 12, 1: 12})
