@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from kafka_retention import __version__, config
+from kafka_retention import __version__, config, heap
 from kafka_retention.core.peering import Peering, auto_priority
 
 
@@ -357,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    heap.settle()
     code: int = args.func(args)
     return code
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import kopf
 
+from kafka_retention import heap
 from kafka_retention.adapters.kube import ensure_peering
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.resources import ANNOTATIONS_PREFIX, FINALIZER
@@ -36,3 +37,5 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.background.instant_exit_timeout = 3.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
+    # Kopf, the Kubernetes client and every handler module are loaded by now.
+    heap.settle()
