@@ -5,6 +5,7 @@ runs a minute and the policy run's cron reference."""
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,14 @@ def test_a_purge_over_half_the_reference_says_why_and_one_within_it_does_not() -
     assert purge_why(0.5) == ""
     assert purge_why(0.32) == ""
     assert purge_why(1.72).startswith("1.72x of kafka-delete-records against a goal of 0.5x")
+
+
+def test_a_slow_purge_says_how_much_of_the_machine_the_brokers_took() -> None:
+    from bench.purge_scale import purge_why
+
+    cores = os.cpu_count() or 1
+    why = purge_why(0.9, brokers_cpu=1.5 * cores, seconds=2.0)
+    assert f"The brokers used {1.5 * cores:.1f} CPU-s within the purge's 2.00 s, 75% of" in why
 
 
 def test_a_scan_slower_than_the_reference_names_its_read_floor() -> None:
