@@ -10,8 +10,9 @@ high watermark and the slow one a record behind: the cut is the slow group's off
 and every turn deletes one record a partition, as the others do.
 
 A fresh policy (a new name each turn) runs at once; the operator plans it as it plans
-any policy of its size (past --in-process-max-partitions, 10,000 by default, with its
-local Spark session). py-spy records the operator during one more run, and each part's
+any policy of its size: in process up to --in-process-max-partitions (50,000 by default
+with a local Spark session, so 20,000 partitions plan in process), past it with its
+local Spark session. py-spy records the operator during one more run, and each part's
 share of its samples goes into the row (BENCH_POLICY_PROFILE=0 leaves it out).
 BENCH_POLICY_PARTITIONS and BENCH_POLICY_RUNS change the size and the runs;
 `PYTHONPATH=hack:. .venv/bin/python -m bench.policy_run` runs it alone.

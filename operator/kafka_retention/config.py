@@ -36,11 +36,23 @@ class SchedulingConfig:
     # Policies due within this many seconds of each other join the same batch.
     batch_window_s: float = 5.0
     # Batches whose partitions (the union over their policies) stay within this are
-    # planned in the operator process; larger ones go to Spark. Measured on 2 cores
-    # (BENCHMARKS.md): in process 0.4 s vs Spark 3.6 s at 1,000 partitions, 4.2 s vs
-    # 9.9 s at 10,000; past that Spark, and in pod modes its executors on other
-    # machines, spread the reads.
-    in_process_max_partitions: int = 10_000
+    # planned in the operator process; larger ones go to Spark. None: the default of the
+    # Spark mode (in_process_max_partitions below).
+    in_process_max_partitions: int | None = None
+
+
+# The default line between planning in the operator process and with Spark, by where
+# Spark runs. A local session shares the operator's own cores, so it only adds its
+# scheduling and Python workers: on 2 cores the in-process plan was faster at every size
+# measured (BENCHMARKS.md planning rows: 2.8 s vs 4.3 s at 10,000 partitions, 11.3 s vs
+# 15.7 s at 50,000; a 20,000-partition policy run 8.8 s vs 11.7 s, bench.policy_run on
+# 2026-11-27). In pod modes executors on other machines spread the reads, so Spark takes
+# over sooner.
+IN_PROCESS_MAX_PARTITIONS: dict[SparkMode, int] = {
+    "local": 50_000,
+    "kubernetes": 10_000,
+    "spark-operator": 10_000,
+}
 
 
 @dataclass(frozen=True)
@@ -57,3 +69,9 @@ class OperatorConfig:
     tenancy: Literal["strict", "open"] = "strict"
     # Where the Secrets that bindings name live (the operator's own namespace).
     operator_namespace: str = "kafka-retention-system"
+
+    def in_process_max_partitions(self) -> int:
+        """The largest batch planned in the operator process (--in-process-max-partitions,
+        else the default of the Spark mode)."""
+        given = self.scheduling.in_process_max_partitions
+        return IN_PROCESS_MAX_PARTITIONS[self.spark.mode] if given is None else given

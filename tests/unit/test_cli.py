@@ -72,3 +72,27 @@ def test_purge_loads_only_what_a_purge_needs(tmp_path: Path) -> None:
 
 
 NOT_FOR_PURGES = {"kubernetes", "kopf", "pyspark", "cryptography", "tenacity", "prometheus_client"}
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        ([], 50_000),
+        (["--spark-mode", "kubernetes"], 10_000),
+        (["--spark-mode", "spark-operator"], 10_000),
+        (["--in-process-max-partitions", "0"], 0),
+        (["--spark-mode", "kubernetes", "--in-process-max-partitions", "20000"], 20_000),
+    ],
+)
+def test_the_in_process_planning_line_follows_where_spark_runs_unless_given(
+    flags: list[str], line: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, object] = {}
+    import kopf
+
+    monkeypatch.delenv("KAFKA_RETENTION_SPARK_MODE", raising=False)
+    monkeypatch.setattr(kopf, "run", lambda **kwargs: seen.update(kwargs))
+    assert main(["run", "-A", *flags]) == 0
+    memo = seen["memo"]
+    assert isinstance(memo, kopf.Memo)
+    assert memo.config.in_process_max_partitions() == line

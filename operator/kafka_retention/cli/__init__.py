@@ -251,10 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--in-process-max-partitions",
         type=int,
-        default=sched.in_process_max_partitions,
+        default=None,
         metavar="N",
         help="plan batches of up to N partitions in the operator process, larger ones "
-        f"with Spark (default {sched.in_process_max_partitions}; 0: always Spark)",
+        "with Spark (default "
+        + ", ".join(
+            f"{n} with --spark-mode={m}" for m, n in config.IN_PROCESS_MAX_PARTITIONS.items()
+        )
+        + "; 0: always Spark)",
     )
     run.add_argument(
         "--tenancy",

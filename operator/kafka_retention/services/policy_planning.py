@@ -2,10 +2,10 @@
 core when the batch is small, else with one Spark job over the union of its partitions.
 
 Where the line is: a batch of at most `in_process_max_partitions` partitions (the union
-over its policies, default 10,000) is planned here. Up to that size one Spark job costs
-more in scheduling and Python workers than it saves (BENCHMARKS.md: 0.4 s in process vs
-3.6 s with Spark at 1,000 partitions, 4.2 s vs 9.9 s at 10,000); above it, Spark spreads
-the reads over executors and, in pod modes, over machines. In-process plans skip the
+over its policies) is planned here; config.IN_PROCESS_MAX_PARTITIONS holds the default
+of each Spark mode and why. Up to that size one Spark job costs more in scheduling and
+Python workers than it saves; above it, Spark spreads the reads over executors and, in
+pod modes, over machines. In-process plans skip the
 record scans (time lags, unread bytes): their offsets, cuts, unread counts and byte
 estimates are the same as Spark's, from the same core. Where a cut passes a spec.notify
 group, the first keys it removes unread are sampled here too (a bounded read), so a loss
