@@ -317,7 +317,7 @@ def _rows(
 GOAL = 0.5
 
 
-def purge_why(ratio: float, brokers_cpu: float = 0.0, seconds: float = 0.0) -> str:
+def purge_why(ratio: float, brokers_cpu: float, seconds: float) -> str:
     """Why a purge misses the goal ("" when it meets it): `brokers_cpu` is the CPU-s the
     brokers used within its `seconds`."""
     if ratio <= GOAL:

@@ -122,9 +122,11 @@ def test_planning_rows_without_a_spark_figure() -> None:
 def test_a_purge_over_half_the_reference_says_why_and_one_within_it_does_not() -> None:
     from bench.purge_scale import purge_why
 
-    assert purge_why(0.5) == ""
-    assert purge_why(0.32) == ""
-    assert purge_why(1.72).startswith("1.72x of kafka-delete-records against a goal of 0.5x")
+    assert purge_why(0.5, 1.0, 2.0) == ""
+    assert purge_why(0.32, 1.0, 2.0) == ""
+    assert purge_why(1.72, 1.0, 2.0).startswith(
+        "1.72x of kafka-delete-records against a goal of 0.5x"
+    )
 
 
 def test_a_slow_purge_says_how_much_of_the_machine_the_brokers_took() -> None:

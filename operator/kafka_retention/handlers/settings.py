@@ -37,5 +37,6 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.background.instant_exit_timeout = 3.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
-    # Kopf, the Kubernetes client and every handler module are loaded by now.
+    # Again after the command's own settle (cli.main): Kopf, the Kubernetes client and
+    # every handler module were imported since, and are frozen only now.
     heap.settle()
