@@ -17,6 +17,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from devstack import paths
+from devstack.kafka import NODE_IDS
 from devstack.stack import Stack
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,6 +91,30 @@ def cpu_seconds(pid: int) -> float:
             continue
         ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / 100
+
+
+def brokers_cpu(stack: Stack) -> float:
+    """CPU-s the local cluster's brokers have used so far (user and kernel)."""
+    pids = [stack.kafka.process(n).pid() for n in NODE_IDS]
+    return sum(cpu_seconds(pid) for pid in pids if pid is not None)
+
+
+def quiet_brokers(
+    stack: Stack, *, below: float = 0.15, window: float = 0.5, most: float = 30.0
+) -> float:
+    """Wait until the brokers use less than `below` of one core over `window` seconds (at
+    most `most` seconds); returns the seconds waited. Producing a record to each of
+    thousands of partitions, and the leader-epoch checkpoints every delete leaves behind,
+    keep the brokers busy for seconds after the call returns: a timed run started then
+    shares the 2 cores with the previous run's tail, and which tool inherits it depends
+    only on the order they take turns in. Every tool starts on a quiet cluster instead."""
+    started = time.monotonic()
+    while time.monotonic() - started < most:
+        before = brokers_cpu(stack)
+        time.sleep(window)
+        if brokers_cpu(stack) - before < below * window:
+            break
+    return time.monotonic() - started
 
 
 def load_average() -> str:

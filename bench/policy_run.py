@@ -7,7 +7,8 @@ after one untimed round (the operator's first Spark session, the first JVM's dis
 
 Before each turn one record goes to each partition, the fast group commits at the new
 high watermark and the slow one a record behind: the cut is the slow group's offset,
-and every turn deletes one record a partition, as the others do.
+and every turn deletes one record a partition, as the others do. Each turn starts once the
+brokers are quiet again (bench.common.quiet_brokers).
 
 A fresh policy (a new name each turn) runs at once; the operator plans it as it plans
 any policy of its size: in process up to --in-process-max-partitions (50,000 by default
@@ -37,6 +38,7 @@ from bench.common import (
     offsets_file,
     profile_summary,
     py_spy,
+    quiet_brokers,
     run_alone,
     say,
 )
@@ -155,6 +157,7 @@ def bench_policy_run(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
         for i in range(-1, RUNS):  # run -1: the untimed warm-up
             for series in (SERIES_OURS, SERIES_REF):
                 cut = _advance(bootstrap, admin, tps)
+                quiet_brokers(stack)
                 if series == SERIES_OURS:
                     took, deleted = _ours(stack, watch, f"run{i + 1}", prefix)
                     assert deleted >= len(tps), (deleted, len(tps))
@@ -200,7 +203,8 @@ def _profiled(
     spy = py_spy(operator.pid, out)
     if spy is None:
         return ""
-    time.sleep(1)
+    time.sleep(1)  # py-spy attaching
+    quiet_brokers(stack)
     took, _ = _ours(stack, watch, "profiled", prefix)
     spy.send_signal(2)
     spy.wait(timeout=60)

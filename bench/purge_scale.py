@@ -8,9 +8,11 @@ BENCH_PURGE_RUNS the runs.
 
 Before every run one record goes to each partition, so every run deletes as much as the
 others. The three take turns within a run (the operator's purge, the command, the
-reference), so a slow moment of the machine is not all one tool's. One untimed run of
-each at the smallest size first: the operator's first purge and the first JVM read their
-code from a cold disk.
+reference), so a slow moment of the machine is not all one tool's, and each starts once
+the brokers are quiet again (bench.common.quiet_brokers): the produce before it, and the
+checkpoint writes the previous tool's delete leaves behind, are no one's timed work. One
+untimed run of each at the smallest size first: the operator's first purge and the first
+JVM read their code from a cold disk.
 
 The RecordPurge is timed from just before `kubectl apply` to the watch event that shows
 its final phase (a watch, not polling: the figure does not carry a poll interval).
@@ -45,11 +47,12 @@ from bench.common import (
     Point,
     ResourceWatch,
     Row,
-    cpu_seconds,
+    brokers_cpu,
     delete_records,
     offsets_file,
     profile_summary,
     py_spy,
+    quiet_brokers,
     run_alone,
     say,
     wait_for_leaders,
@@ -57,7 +60,6 @@ from bench.common import (
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from devstack.kafka import NODE_IDS
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers.records import produce_to_each
@@ -185,12 +187,6 @@ PROFILE_PARTS = {
 }
 
 
-def _brokers_cpu(stack: Stack) -> float:
-    """CPU-s the local cluster's brokers have used so far (user and kernel)."""
-    pids = [stack.kafka.process(n).pid() for n in NODE_IDS]
-    return sum(cpu_seconds(pid) for pid in pids if pid is not None)
-
-
 def _median(xs: list[float]) -> float:
     return statistics.median(xs)
 
@@ -222,9 +218,10 @@ def bench_purges(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
                 for i in range(-1 if first else 0, RUNS):  # run -1: the untimed warm-up
                     for series, step in steps:
                         produce_to_each(bootstrap, tps)
-                        before = _brokers_cpu(stack)
+                        quiet_brokers(stack)
+                        before = brokers_cpu(stack)
                         took = step(f"p{size}r{rf}-{i + 1}")
-                        used = _brokers_cpu(stack) - before
+                        used = brokers_cpu(stack) - before
                         _all_cut(admin, tps)
                         if i >= 0:
                             times[series].append(took)
@@ -234,7 +231,8 @@ def bench_purges(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
                     produce_to_each(bootstrap, tps)
                     out = log.with_name(f"bench-purge-profile-{size}.speedscope.json")
                     spy = py_spy(operator.pid, out)
-                    time.sleep(1)
+                    time.sleep(1)  # py-spy attaching
+                    quiet_brokers(stack)
                     took = _purge(stack, watch, f"p{size}-profiled", tps)
                     if spy is not None:
                         spy.send_signal(2)
