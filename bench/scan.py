@@ -151,7 +151,9 @@ def bench_scan(stack: Stack, admin: AdminClient) -> list[Row]:
                 f"{rate(med[name])}; {ratio:.2f}x the reference's speed",
                 rate(ref),
                 f"medians of {RUNS}, alternating, after one warm-up each; ours on the warm "
-                "local session (local[*], minPartitions 4 per core); reference: "
+                "local session (local[*]; the connector's V2 reader, long ranges split into a "
+                "whole number of tasks per core; the unconsumed key sample read meanwhile "
+                "in Python); reference: "
                 "kafka-consumer-perf-test.sh wall time incl. its JVM start (its own last "
                 f"report: `{perf_lines[-1]}`)",
                 points=(
@@ -199,14 +201,14 @@ def scan_why(name: str, ours: float, reference: float, read_only: float | None) 
         f"{ours:.1f} s against {reference:.1f} s (the reference's time includes its JVM "
         f"start). {floor}The read itself copies every record's key, value, headers and "
         "timestamp into a Spark row before any aggregate sees it, where the reference "
-        "only counts bytes. Tried on 2026-11-26 (1M records, median of 5 beside the "
-        "reference): header sizes as compiled expressions instead of a higher-order "
-        "aggregate (kept: the unconsumed scan 3.69 -> 3.33 s); for the tombstone inventory "
-        "no headers read, and for both 2 or 6 tasks instead of 4 and 8 MiB fetches (no "
-        "change beyond the noise); Spark's DataSource V2 read path (fails: the 4.0.0 "
-        "connector's V2 reader needs StreamExecution$, which Spark 4.3 moved). The "
-        "tombstone inventory's oldest few (min_by with k, aggregated record by record in "
-        "an object hash aggregate) cost about 0.4 s: without them that scan matched the "
-        "reference. What would close the rest: more cores or executors (the read splits "
-        "by offset range across tasks)."
+        "only counts bytes. Kept on 2026-11-27 (1M records, median of 5 beside the "
+        "reference, 2.47 s): the connector's V2 reader (count only 2.60 -> 2.34 s), a "
+        "whole number of tasks per core (3 tasks on 2 cores ran the third alone; with "
+        "6: 2.17 -> 1.97 s), the unconsumed key sample read by the Python reader "
+        "meanwhile, not chosen by min_by in Spark, and the tombstone rows filled in "
+        "Python, not by a sort-merge join (unconsumed 2.80 -> 2.28 s, tombstones "
+        "2.84 -> 2.31 s, 0.92-0.95x -> 1.07-1.08x). Tried and not kept: the tombstones' "
+        "oldest few in a second level over one row per tombstone (no change). What "
+        "would close the rest: more cores or executors (the read splits by offset "
+        "range across tasks)."
     )

@@ -3,8 +3,10 @@ Spark SQL: what a cut removes that a group has not read, and the tombstone inven
 compacted topics (and record sizes, which the plan job samples in Python instead).
 
 Every range is read by one batch query (`assign` with per-partition starting and ending
-offsets), split by Spark into `minPartitions` tasks, with the records never leaving the
-JVM: only the aggregates (and a few sampled keys) reach Python. The jars come from
+offsets) through the connector's DataSource V2 reader, split into a whole number of tasks
+per core (`task_records`), with the records never leaving the JVM: only the aggregates
+reach Python. The few keys shown beside what a cut removes unread are read meanwhile
+by the Python reader, at each range's start. The jars come from
 spark-jobs/pom.xml (`make setup`, the image) through KAFKA_RETENTION_SPARK_JARS.
 
 Where this source cannot serve, the scans in `scans.py` (confluent-kafka in Python
@@ -23,15 +25,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_retention.adapters.kafka_records import RECORD_OVERHEAD_BYTES, key_text
+from kafka_retention.adapters.kafka_records import RECORD_OVERHEAD_BYTES
 from kafka_retention.core.java_client import Unmappable, java_properties
 from retention_jobs import schemas
 from retention_jobs.request import Connection
+from retention_jobs.scans import first_keys
 
 log = logging.getLogger(__name__)
 
@@ -101,15 +105,38 @@ def matches(spark_version: str, connector: str = CONNECTOR_VERSION) -> bool:
     return spark_version.split(".")[:2] == connector.split(".")[:2]
 
 
-def bridged(spark: SparkSession) -> bool:
-    """The log keys bridge is on the session's class path (where the source's jars are)."""
+def _loadable(spark: SparkSession, name: str) -> bool:
+    """The class loads from the session's class path (where the source's jars are)."""
     jvm: Any = spark.sparkContext._jvm
     try:
         loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
-        jvm.java.lang.Class.forName(BRIDGE_PROBE, False, loader)
+        jvm.java.lang.Class.forName(name, False, loader)
     except Exception:  # py4j's ClassNotFoundException
         return False
     return True
+
+
+def bridged(spark: SparkSession) -> bool:
+    """The log keys bridge is on the session's class path."""
+    return _loadable(spark, BRIDGE_PROBE)
+
+
+# The connector's DataSource V2 batch reader names this object where Spark 4.0 had it
+# (the bridge gives it back on a later Spark). That reader makes Spark's rows straight
+# from the records; the V1 relation Spark picks by default makes them, turns them into
+# external Rows and back (measured: a 1M-record read 2.60 -> 2.34 s).
+V2_PROBE = "org.apache.spark.sql.execution.streaming.StreamExecution$"
+_V1_SOURCES = "spark.sql.sources.useV1SourceList"
+
+
+def _read_with_v2(spark: SparkSession) -> None:
+    """Have the session read "kafka" through the V2 reader when its classes load: the
+    choice is the session's (Spark has no per-read option), made again on each read as
+    it costs two calls into the JVM."""
+    # Read without a default of ours: unset, the conf answers with Spark's own list.
+    current = [s for s in (spark.conf.get(_V1_SOURCES) or "").split(",") if s]
+    if "kafka" in current and _loadable(spark, V2_PROBE):
+        spark.conf.set(_V1_SOURCES, ",".join(s for s in current if s != "kafka"))
 
 
 def usable(spark: SparkSession, conn: Connection) -> bool:
@@ -150,6 +177,27 @@ def long(ranges: Sequence[Range]) -> bool:
     return bool(ranges) and span >= LONG_RANGE * len(ranges)
 
 
+# A task reads at least this many records: below it, the consumer and connection a task
+# costs outweigh spreading the read.
+MIN_TASK_RECORDS = 100_000
+
+
+def task_records(sizes: Sequence[int], cores: int) -> int | None:
+    """The most records one task reads (the source's maxRecordsPerPartition, which splits
+    a longer range into equal parts), chosen so the ranges make a whole number of tasks
+    per core: one task a partition, 3 partitions on 2 cores, leaves a core idle while the
+    third runs alone (measured on 1M records: a third of the read). The fewest such tasks
+    of at least MIN_TASK_RECORDS; None (one task a partition) when none is found."""
+    span = sum(sizes)
+    for tasks in range(max(1, cores), 4 * max(1, cores) + 1):
+        most = -(-span // tasks)
+        if most < MIN_TASK_RECORDS:
+            break
+        if sum(-(-size // most) for size in sizes) % cores == 0:
+            return most
+    return None
+
+
 def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) -> DataFrame:
     """The records of each [start, end), one row each: topic, partition, offset, key,
     isTombstone, timestampMs and storedBytes (key, value, headers and a fixed overhead,
@@ -168,21 +216,22 @@ def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) 
     assign = {t: [int(p) for p in parts] for t, parts in wanted.items()}
     starts = {t: {p: se[0] for p, se in parts.items()} for t, parts in wanted.items()}
     ends = {t: {p: se[1] for p, se in parts.items()} for t, parts in wanted.items()}
-    span = sum(end - start for parts in wanted.values() for start, end in parts.values())
-    partitions = sum(len(parts) for parts in wanted.values())
-    # Long ranges are split so every core reads (a few tasks each); short ones are not,
-    # since a task costs a consumer and its connection.
-    tasks = min(spark.sparkContext.defaultParallelism * 4, span // 250_000)
+    most = task_records(
+        [end - start for parts in wanted.values() for start, end in parts.values()],
+        spark.sparkContext.defaultParallelism,
+    )
+    _read_with_v2(spark)
     reader = spark.read.format("kafka")
     for key, value in java_options(conn).items():
         reader = reader.option(key, value)
+    if most is not None:
+        reader = reader.option("maxRecordsPerPartition", str(most))
     raw = (
         reader.option("assign", json.dumps(assign))
         .option("startingOffsets", json.dumps(starts))
         .option("endingOffsets", json.dumps(ends))
         .option("failOnDataLoss", "false")
         .option("includeHeaders", "true")
-        .option("minPartitions", str(max(tasks, partitions)))
         .load()
     )
     size = (
@@ -211,11 +260,6 @@ def _header_bytes(headers: Column) -> Column:
     keys = F.octet_length(F.array_join(headers.getField("key"), ""))
     values = F.octet_length(F.array_join(headers.getField("value").cast("array<string>"), ""))
     return F.coalesce(keys, F.lit(0)) + F.coalesce(values, F.lit(0))
-
-
-def _key_text(key: bytes | None) -> str | None:
-    """adapters.kafka_records.key_text, so both readers show a key the same way."""
-    return key_text(None if key is None else bytes(key))
 
 
 def average_sizes(
@@ -253,9 +297,12 @@ def unconsumed(
     to): records in [from, to) a group has not read, their bytes, and the first keys.
 
     One read of every partition asked (over the union of its ranges), aggregated per
-    distinct range in the same pass: count, bytes and the first key_sample records by
-    offset (gaps from compaction or transaction markers simply leave the next records
-    in)."""
+    distinct range in the same pass: count and bytes. The first key_sample records of
+    each range (by offset; gaps from compaction or transaction markers simply leave the
+    next records in) are read meanwhile by the Python reader, a few records at each
+    start (scans.first_keys): chosen in Spark they would need an object aggregate, which
+    also takes the counts out of compiled code (measured: 0.3-0.5 s of a 3 s scan of 1M
+    records)."""
     # Policies and groups often ask for the same range of a partition: each distinct
     # range is counted once, and a partition asked for one range only is read exactly
     # that far, with no join to find which range a record falls in.
@@ -266,42 +313,38 @@ def unconsumed(
         by_partition[(topic, partition)] = (
             (lo, hi) if have is None else (min(have[0], lo), max(have[1], hi))
         )
-    records = read_ranges(
-        spark, conn, [(t, p, lo, hi) for (t, p), (lo, hi) in by_partition.items()]
-    )
-    tp = ["topic", "partition"]
-    if len(by_partition) == len(ranges):
-        within, key = records, tp
-    else:
-        asked = spark.createDataFrame(ranges, "topic string, partition int, lo long, hi long")
-        within = records.join(F.broadcast(asked), tp).where(
-            (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi"))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="key-sample") as pool:
+        sampled = pool.submit(first_keys, conn, ranges, key_sample)
+        records = read_ranges(
+            spark, conn, [(t, p, lo, hi) for (t, p), (lo, hi) in by_partition.items()]
         )
-        key = [*tp, "lo", "hi"]
-    found = {
-        (
-            r.topic,
-            r.partition,
-            *(by_partition[(r.topic, r.partition)] if len(key) == 2 else (r.lo, r.hi)),
-        ): r
-        for r in within.groupBy(*key)
-        .agg(
-            F.count(F.lit(1)).alias("records"),
-            F.sum("storedBytes").alias("bytes"),
-            _smallest(
-                F.struct("offset", "key"),
-                F.col("offset"),
-                key_sample,
-                "array<struct<offset:long,key:binary>>",
-            ).alias("sample"),
-        )
-        .collect()
-    }
+        tp = ["topic", "partition"]
+        if len(by_partition) == len(ranges):
+            within, key = records, tp
+        else:
+            asked = spark.createDataFrame(ranges, "topic string, partition int, lo long, hi long")
+            within = records.join(F.broadcast(asked), tp).where(
+                (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi"))
+            )
+            key = [*tp, "lo", "hi"]
+        found = {
+            (
+                r.topic,
+                r.partition,
+                *(by_partition[(r.topic, r.partition)] if len(key) == 2 else (r.lo, r.hi)),
+            ): r
+            for r in within.groupBy(*key)
+            .agg(F.count(F.lit(1)).alias("records"), F.sum("storedBytes").alias("bytes"))
+            .collect()
+        }
+        samples = sampled.result()
     out = []
     for item in items:
-        r = found.get((*item[1:3], *item[4:6]))
-        sample = [(s["offset"], _key_text(s["key"])) for s in (r["sample"] if r else [])]
-        out.append((*item[:4], r["records"] if r else 0, r["bytes"] if r else 0, sample))
+        at = (*item[1:3], *item[4:6])
+        r = found.get(at)
+        out.append(
+            (*item[:4], r["records"] if r else 0, r["bytes"] if r else 0, samples.get(at, []))
+        )
     return spark.createDataFrame(out, f"policy string, {schemas.UNCONSUMED}")
 
 
@@ -326,15 +369,23 @@ def tombstones(
             "array<struct<offset:long,timestampMs:long>>",
         ).alias("oldestTombstones"),
     )
-    asked = spark.createDataFrame([(t, p) for t, p, _, _ in items], "topic string, partition int")
-    return asked.join(scanned, tp, "left").select(
-        *tp,
-        F.coalesce("recordsRead", F.lit(0)).cast("long").alias("recordsRead"),
-        F.coalesce("tombstones", F.lit(0)).cast("long").alias("tombstones"),
-        "oldestTombstoneMs",
-        "newestTombstoneMs",
-        F.coalesce(
-            "oldestTombstones",
-            F.array().cast("array<struct<offset:long,timestampMs:long>>"),
-        ).alias("oldestTombstones"),
-    )
+    # A partition with no record in range has no row: filled in here, on a few rows, as
+    # a join in Spark cost a sort-merge join and 0.25 s of a 3 s scan.
+    found = {(r.topic, r.partition): r for r in scanned.collect()}
+    out = []
+    for topic, partition, _, _ in items:
+        r = found.get((topic, partition))
+        out.append(
+            (topic, partition, 0, 0, None, None, [])
+            if r is None
+            else (
+                topic,
+                partition,
+                r.recordsRead,
+                r.tombstones,
+                r.oldestTombstoneMs,
+                r.newestTombstoneMs,
+                [(o.offset, o.timestampMs) for o in r.oldestTombstones],
+            )
+        )
+    return spark.createDataFrame(out, schemas.TOMBSTONES)

@@ -54,7 +54,7 @@ def time_lags(
     reader = _reader(conn)
     try:
         for group, ranges in by_group.items():
-            first = {tp: rec.timestamp_ms for tp, rec in reader.read_many(ranges, first_only=True)}
+            first = {tp: rec.timestamp_ms for tp, rec in reader.read_many(ranges, first=1)}
             for tp in ranges:
                 ts = first.get(tp)
                 yield tp.topic, tp.partition, group, (None if ts is None else max(0, now_ms - ts))
@@ -80,6 +80,42 @@ def unconsumed(
                 yield tp.topic, tp.partition, group, tally.count, tally.size, tally.keys
     finally:
         reader.close()
+
+
+Range = tuple[str, int, int, int]  # topic, partition, start, end (exclusive)
+
+
+def first_keys(
+    conn: Connection, ranges: Iterable[Range], key_sample: int
+) -> dict[Range, list[tuple[int, str | None]]]:
+    """The first `key_sample` records' (offset, key) of each range: the sample the other
+    scans show beside what they count. A few records at each start, so small fetches;
+    a partition asked for several ranges is read once per range, in rounds."""
+    found: dict[Range, list[tuple[int, str | None]]] = {}
+    if key_sample <= 0:
+        return found
+    rounds: list[dict[TopicPartition, tuple[int, int]]] = []
+    for topic, partition, start, end in ranges:
+        tp = TopicPartition(topic, partition)
+        free = next((r for r in rounds if tp not in r), None)
+        if free is None:
+            rounds.append(free := {})
+        free[tp] = (start, end)
+    reader = RecordReader(
+        conn.bootstrap_servers, conn.client_config, partition_fetch_bytes=SAMPLE_FETCH_BYTES
+    )
+    try:
+        for asked in rounds:
+            for tp, rec in reader.read_many(asked, first=key_sample):
+                key = (tp.topic, tp.partition, *asked[tp])
+                found.setdefault(key, []).append((rec.offset, key_text(rec.key)))
+    finally:
+        reader.close()
+    return found
+
+
+# A fetch of each partition for a key sample: about ten records of a few KiB each.
+SAMPLE_FETCH_BYTES = 256 * 1024
 
 
 class _Tally:

@@ -95,6 +95,23 @@ def test_the_connector_built_for_spark_4_0_is_used_on_this_spark_only_through_th
 
 
 @pytest.mark.stack
+def test_the_scans_read_through_the_connector_s_v2_reader_on_this_spark(
+    spark: Any, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    """Spark reads "kafka" through the V1 relation unless told otherwise, which turns every
+    row into an external Row and back; the scans switch the session to the V2 reader,
+    which on Spark 4.3 loads only through the moved objects the bridge gives back."""
+    _needs_usable_source(spark, bootstrap)
+    topic = make_topic(partitions=2, config={"retention.ms": "-1"})
+    _fill(bootstrap, topic)
+    records = kafka_source.read_ranges(spark, Connection(bootstrap), [(topic, 0, 0, 40)])
+    plan = records._jdf.queryExecution().executedPlan().toString()
+    assert "BatchScan" in plan
+    assert "KafkaRelation" not in plan
+    assert records.count() == 40
+
+
+@pytest.mark.stack
 def test_the_kafka_source_is_installed_and_its_scans_agree_with_the_python_reader(
     spark: Any, bootstrap: str, make_topic: TopicFactory
 ) -> None:

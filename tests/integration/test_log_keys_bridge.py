@@ -66,6 +66,44 @@ def test_the_bridge_jar_has_a_class_per_key_and_leaves_spark_s_interface_out(
     assert "public static final org.apache.spark.internal.LogKeys$TOPIC$ MODULE$;" in shape
 
 
+def test_a_moved_object_the_connector_names_is_given_back_under_its_old_name(
+    tmp_path: Path,
+) -> None:
+    """The V2 batch reader names StreamExecution$ where Spark 4.0 had it: the jar holds a
+    class by that name returning the moved object's member, and not the stub of the new
+    one it was compiled against (Spark's own is the one that must run)."""
+    old = b"org/apache/spark/sql/execution/streaming/StreamExecution$"
+    with zipfile.ZipFile(tmp_path / "spark-sql-kafka-0-10_2.13-4.0.0.jar", "w") as jar:
+        jar.writestr("org/x/R.class", b"\xca\xfe\x01\x00" + old)
+    bridge = _bridge()
+    assert bridge.referenced_moved(sorted(tmp_path.glob("*.jar"))) == [old.decode()]
+    out = bridge.build(tmp_path)
+    assert out is not None
+    with zipfile.ZipFile(out) as jar:
+        classes = sorted(n for n in jar.namelist() if n.endswith(".class"))
+        folders = [n for n in jar.namelist() if n.endswith("runtime/")]
+    assert classes == ["org/apache/spark/sql/execution/streaming/StreamExecution$.class"]
+    assert folders == []
+    shape = subprocess.run(
+        [
+            "javap",
+            "-c",
+            "-cp",
+            str(out),
+            "org.apache.spark.sql.execution.streaming.StreamExecution$",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (
+        "public static final org.apache.spark.sql.execution.streaming.StreamExecution$ MODULE$;"
+        in shape
+    )
+    assert "public java.lang.String QUERY_ID_KEY();" in shape
+    assert "runtime/StreamExecution$.QUERY_ID_KEY" in shape
+
+
 def test_no_key_named_builds_no_jar(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "spark-sql-kafka-0-10_2.13-4.0.0.jar", "w") as jar:
         jar.writestr("org/x/A.class", b"\xca\xfe")

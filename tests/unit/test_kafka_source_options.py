@@ -11,7 +11,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from kafka_retention.core.java_client import Unmappable
-from retention_jobs.kafka_source import java_options, long, matches, source_missing
+from retention_jobs.kafka_source import (
+    MIN_TASK_RECORDS,
+    java_options,
+    long,
+    matches,
+    source_missing,
+    task_records,
+)
 from retention_jobs.request import Connection
 
 
@@ -179,3 +186,43 @@ def test_a_source_that_fails_to_load_says_why_rather_than_not_installed() -> Non
         "java.lang.NoClassDefFoundError: org/apache/kafka/common/serialization/Deserializer"
     )
     assert source_missing(_session(None)) is None
+
+
+def _tasks(sizes: list[int], most: int | None) -> list[int]:
+    """The records of each task the source makes of `sizes` with maxRecordsPerPartition
+    `most`: a range splits into ceil(size / most) equal parts."""
+    out = []
+    for size in sizes:
+        parts = 1 if most is None else -(-size // most)
+        out += [size // parts + (1 if i < size % parts else 0) for i in range(parts)]
+    return out
+
+
+def test_three_long_partitions_on_two_cores_split_into_a_whole_number_of_tasks_per_core() -> None:
+    """One task a partition would run the third alone while a core idles."""
+    sizes = [333_334, 333_333, 333_333]
+    tasks = _tasks(sizes, task_records(sizes, 2))
+    assert len(tasks) == 6
+    assert sum(tasks) == sum(sizes)
+    assert max(tasks) - min(tasks) <= 1
+    four = _tasks(sizes, task_records(sizes, 4))
+    assert len(four) % 4 == 0
+    assert sum(four) == sum(sizes)
+
+
+def test_one_long_partition_is_read_by_every_core() -> None:
+    assert _tasks([1_000_000], task_records([1_000_000], 2)) == [500_000, 500_000]
+
+
+def test_short_ranges_are_not_split_as_a_task_costs_a_consumer() -> None:
+    assert task_records([MIN_TASK_RECORDS], 2) is None
+    assert task_records([50_000] * 3, 2) is None
+    assert task_records([], 2) is None
+
+
+def test_no_task_is_made_smaller_than_the_least_a_task_should_read() -> None:
+    for sizes in ([250_000, 10_000, 10_000], [400_000, 400_000, 400_000], [2_000_000, 7]):
+        most = task_records(sizes, 2)
+        assert most is None or most >= MIN_TASK_RECORDS
+        if most is not None:
+            assert len(_tasks(sizes, most)) % 2 == 0

@@ -184,7 +184,7 @@ class KafkaAdmin(GroupReads):
         are left out."""
         reader = RecordReader(self._bootstrap, self._client_config)
         try:
-            return {tp: rec.timestamp_ms for tp, rec in reader.read_many(ranges, first_only=True)}
+            return {tp: rec.timestamp_ms for tp, rec in reader.read_many(ranges, first=1)}
         finally:
             reader.close()
 

@@ -53,7 +53,15 @@ class RecordReader:
     # A read that receives nothing for this long gives up (KafkaUnavailable).
     IDLE_TIMEOUT_S = 10.0
 
-    def __init__(self, bootstrap: str, client_config: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        client_config: Mapping[str, str] | None = None,
+        *,
+        partition_fetch_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
+        """`partition_fetch_bytes` bounds what one fetch brings of each partition: smaller
+        for reads of a few records (a broker still sends a whole first batch however big)."""
         self._consumer = Consumer(
             {
                 **(client_config or {}),
@@ -61,8 +69,8 @@ class RecordReader:
                 "group.id": f"kafka-retention-reader-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
-                "fetch.max.bytes": 16 * 1024 * 1024,
-                "max.partition.fetch.bytes": 8 * 1024 * 1024,
+                "fetch.max.bytes": max(16 * 1024 * 1024, partition_fetch_bytes),
+                "max.partition.fetch.bytes": partition_fetch_bytes,
                 "log_level": 0,
             }
         )
@@ -74,18 +82,19 @@ class RecordReader:
             yield record
 
     def read_many(
-        self, ranges: Mapping[TopicPartition, tuple[int, int]], first_only: bool = False
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], first: int | None = None
     ) -> Iterator[tuple[TopicPartition, RecordInfo]]:
         """Records of several partitions at once, each within its own [start, end).
 
         One assignment for all of them: a slice of hundreds of partitions costs one fetch
         round per broker rather than one consumer round trip per partition. A partition
-        that reached its end is paused so the fetcher stops reading it. With first_only,
-        each partition yields only its first record in range (a point lookup that still
-        works where compaction removed the exact offset).
+        that reached its end is paused so the fetcher stops reading it. With `first`, each
+        partition yields only its first `first` records in range (a point lookup, or the
+        first keys, that still works where compaction removed the exact offsets).
         """
         open_ranges = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
-        if not open_ranges:
+        left = dict.fromkeys(open_ranges, first or 0)
+        if not open_ranges or (first is not None and first <= 0):
             return
         assigned = [KTP(tp.topic, tp.partition, start) for tp, (start, _) in open_ranges.items()]
         self._consumer.assign(assigned)
@@ -129,7 +138,8 @@ class RecordReader:
                             msg.value() is None,
                         ),
                     )
-                    if first_only or offset == end - 1:
+                    left[tp] -= 1
+                    if left[tp] == 0 or offset == end - 1:
                         self._done(open_ranges, tp)
         finally:
             self._consumer.unassign()
