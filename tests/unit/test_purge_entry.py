@@ -4,6 +4,7 @@ back unchanged, and each stage's step does what its name says."""
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -106,3 +107,42 @@ def test_an_entry_with_a_negative_offset_is_refused(key: str) -> None:
     item = json.loads(STORED_BEFORE.splitlines()[0]) | {key: -1}
     with pytest.raises(ValueError, match=key):
         PurgeEntry.from_status(item)
+
+
+def test_lines_are_what_json_dumps_writes_for_any_entry() -> None:
+    """to_lines writes each line itself: it must stay json.dumps(sort_keys=True) of the
+    status form for every field present or absent, and for any text in the strings."""
+
+    rng = random.Random(7)  # noqa: S311 - repeatable cases, not a secret
+    texts = ["", "plain", 'quote " and \\ back', "naïve ✓ 日本", "tab\tnew\nline", "\x00\x1f"]
+    entries = []
+    for i in range(400):
+        optional = {
+            name: (
+                rng.choice(texts) if name in ("reason", "note", "error") else rng.randrange(10**12)
+            )
+            for name in (
+                "requested_offset",
+                "log_start_before",
+                "high_watermark",
+                "records_to_delete",
+                "reason",
+                "note",
+                "error",
+                "low_watermark",
+                "records_deleted",
+                "bytes_to_delete_estimate",
+            )
+            if rng.random() < 0.5
+        }
+        entries.append(
+            PurgeEntry(
+                rng.choice(texts) + str(i),
+                rng.randrange(-1, 500),
+                rng.choice(list(State)),
+                **optional,
+            )
+        )
+    expected = "".join(json.dumps(e.to_status(), sort_keys=True) + "\n" for e in entries)
+    assert to_lines(entries) == expected
+    assert from_lines(expected) == entries
