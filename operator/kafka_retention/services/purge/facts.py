@@ -6,6 +6,7 @@ from a partial picture; a topic or partition that fails for good becomes a faile
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from kafka_retention.core.facts import TopicPartition
@@ -41,9 +42,15 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput,
     same group read."""
     given = PlanInput()
     topics = sorted(request.topic_names())
-    given.topic_partitions = answered(kafka.topic_partitions(topics), given.topic_errors)
-    existing = [t for t in topics if t in given.topic_partitions]
-    for topic, config in answered(kafka.topic_configs(existing), given.topic_errors).items():
+    # The configs of every named topic are asked for while the metadata is read: one
+    # round trip instead of two. Only those of topics the metadata knows count, so a
+    # missing topic still fails as the metadata says.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="topic-configs") as pool:
+        asked = pool.submit(kafka.topic_configs, topics)
+        given.topic_partitions = answered(kafka.topic_partitions(topics), given.topic_errors)
+        described = asked.result()
+    existing = {t: c for t, c in described.items() if t in given.topic_partitions}
+    for topic, config in answered(existing, given.topic_errors).items():
         refusal = delete_refusal(topic, config)
         if refusal is not None:
             given.topic_errors[topic] = refusal
