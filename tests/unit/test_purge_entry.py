@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 
@@ -112,12 +113,11 @@ def test_an_entry_with_a_negative_offset_is_refused(key: str) -> None:
 def test_lines_are_what_json_dumps_writes_for_any_entry() -> None:
     """to_lines writes each line itself: it must stay json.dumps(sort_keys=True) of the
     status form for every field present or absent, and for any text in the strings."""
-
     rng = random.Random(7)  # noqa: S311 - repeatable cases, not a secret
     texts = ["", "plain", 'quote " and \\ back', "naïve ✓ 日本", "tab\tnew\nline", "\x00\x1f"]
     entries = []
     for i in range(400):
-        optional = {
+        optional: dict[str, Any] = {
             name: (
                 rng.choice(texts) if name in ("reason", "note", "error") else rng.randrange(10**12)
             )
