@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "org/apache/spark/internal"
@@ -124,27 +125,25 @@ def moved_stub(new: str, members: tuple[str, ...]) -> str:
     return _STUB.format(package=package, name=name, members=body)
 
 
-def referenced_moved(jars: list[Path]) -> list[str]:
-    """The moved objects (MOVED's old names) the jars' classes name."""
-    found: set[str] = set()
+def _classes(jars: list[Path], outside: str = "") -> Iterator[bytes]:
+    """The bytes of every class in the jars, but those under the package `outside`."""
     for jar in jars:
         with zipfile.ZipFile(jar) as archive:
             for entry in archive.namelist():
-                if entry.endswith(".class"):
-                    data = archive.read(entry)
-                    found.update(old for old in MOVED if old.encode() in data)
-    return sorted(found)
+                if entry.endswith(".class") and not (outside and entry.startswith(outside)):
+                    yield archive.read(entry)
+
+
+def referenced_moved(jars: list[Path]) -> list[str]:
+    """The moved objects (MOVED's old names) the jars' classes name."""
+    return sorted({old for data in _classes(jars) for old in MOVED if old.encode() in data})
 
 
 def referenced_keys(jars: list[Path]) -> list[str]:
-    """The log keys whose Scala object classes the jars' classes name."""
-    found: set[str] = set()
-    for jar in jars:
-        with zipfile.ZipFile(jar) as archive:
-            for entry in archive.namelist():
-                if entry.endswith(".class") and not entry.startswith(PACKAGE + "/"):
-                    found.update(m.decode() for m in _REFERENCE.findall(archive.read(entry)))
-    return sorted(found)
+    """The log keys whose Scala object classes the jars' classes name (Spark's own
+    internal package left out: its classes are not the connector's)."""
+    found = _classes(jars, outside=PACKAGE + "/")
+    return sorted({m.decode() for data in found for m in _REFERENCE.findall(data)})
 
 
 def source(key: str) -> str:

@@ -188,8 +188,8 @@ def task_records(sizes: Sequence[int], cores: int) -> int | None:
     per core: one task a partition, 3 partitions on 2 cores, leaves a core idle while the
     third runs alone (measured on 1M records: a third of the read). The fewest such tasks
     of at least MIN_TASK_RECORDS; None (one task a partition) when none is found."""
-    span = sum(sizes)
-    for tasks in range(max(1, cores), 4 * max(1, cores) + 1):
+    span, cores = sum(sizes), max(1, cores)
+    for tasks in range(cores, 4 * cores + 1):
         most = -(-span // tasks)
         if most < MIN_TASK_RECORDS:
             break
