@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -800,6 +801,38 @@ def test_a_high_watermark_that_drops_after_planning_lowers_the_cut_to_it() -> No
     assert kafka.logs[T0] == [80, 80]
     deletes = [c for c in kafka.calls if c.startswith("delete")]
     assert deletes == ["delete:[('t-0', 100)]", "delete:[('t-0', 80)]"]
+
+
+def test_a_purge_plan_sends_its_timestamp_lookups_with_the_offset_reads() -> None:
+    """Each of the two reads answers only once the other has begun: a plan that sends
+    one after the other, in either order, fails here."""
+
+    class LookupMustOverlap(FakeKafka):
+        looking, bounding = threading.Event(), threading.Event()
+
+        def offsets_for_timestamp(
+            self, tps: Iterable[TopicPartition], timestamp_ms: int
+        ) -> dict[TopicPartition, int]:
+            self.looking.set()
+            assert self.bounding.wait(5), "the timestamp lookup went out alone"
+            return dict.fromkeys(tps, 30)
+
+        def log_bounds(
+            self, tps: Iterable[TopicPartition]
+        ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+            self.bounding.set()
+            assert self.looking.wait(5), "the log bounds went out alone"
+            return super().log_bounds(tps)
+
+    kafka = LookupMustOverlap({T0: [0, 100]})
+    store = Store(kafka)
+    spec = {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "topics": [{"name": "t", "before": {"timestamp": "2026-11-20T00:00:00Z"}}],
+    }
+    outcome = run(spec, kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    assert kafka.logs[T0] == [30, 100]  # cut where the lookup said
 
 
 def test_an_offset_already_below_the_log_start_deletes_nothing_and_says_so() -> None:

@@ -4,6 +4,7 @@ the fresh re-check, overlapping policies, failures, and what status says."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -230,6 +231,51 @@ def test_a_group_that_rewound_after_planning_lowers_the_cut() -> None:
     run = PolicyRun("ns/p", {}, 1, store, lambda: NOW)
     retention_run.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
     assert kafka.deletes == [{T0: 25}]
+
+
+class ReadsMustOverlap(FakeKafka):
+    """Each of the plan's three reads (log bounds, group positions, a timestamp lookup)
+    answers only once the other two have begun: a planner that waits for one read
+    before sending the next, in any order, fails here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = {what: threading.Event() for what in ("bounds", "groups", "times")}
+
+    def _meet(self, what: str) -> None:
+        self.started[what].set()
+        for other, event in self.started.items():
+            assert event.wait(5), f"{other} not sent while {what} was in flight"
+
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> dict[str, GroupRead]:
+        self._meet("groups")
+        return super().group_positions(wanted)
+
+    def offsets_for_timestamp(
+        self, tps: Iterable[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        self._meet("times")
+        return super().offsets_for_timestamp(tps, timestamp_ms)
+
+    def log_bounds(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+        self._meet("bounds")
+        return super().log_bounds(tps)
+
+
+def test_a_policy_plan_sends_its_offset_time_and_group_reads_together() -> None:
+    kafka = ReadsMustOverlap()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 60}}
+    kafka.times[T0] = {NOW_MS - 3_600_000: 70}
+    spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}, maxRetention="1h"))
+    row = _plan(kafka, spec).rows[0]
+    # Each read reached the plan: the hard age cut at 70 passes the group's 60.
+    assert (row["logStartOffset"], row["highWatermark"], row["targetOffset"]) == (0, 100, 70)
+    assert [(g["group"], g["committedOffset"]) for g in row["groups"]] == [("a", 60)]
 
 
 def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:

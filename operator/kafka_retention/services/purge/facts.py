@@ -55,10 +55,15 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput,
         if refusal is not None:
             given.topic_errors[topic] = refusal
     tps = _partitions_to_read(request, given)
-    for_times = _offsets_for_times(kafka, request, given, tps)
-    fresh = read_facts(
-        kafka, tps, lambda tp: request.guard_groups(tp.topic), also_groups=request.all_groups()
-    )
+    # The timestamp lookups go out with the log bounds and group reads: none depends on
+    # another (a cut found by time is still held to the high watermark read beside it).
+    # Only the lookups write given.partition_errors until their result is taken.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="time-lookups") as pool:
+        looking = pool.submit(_offsets_for_times, kafka, request, given, tps)
+        fresh = read_facts(
+            kafka, tps, lambda tp: request.guard_groups(tp.topic), also_groups=request.all_groups()
+        )
+        for_times = looking.result()
     given.partition_errors.update(fresh.errors)
     given.facts = fresh.facts
     for tp, fact in given.facts.items():
