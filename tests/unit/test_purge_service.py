@@ -215,6 +215,47 @@ def test_a_protected_group_that_rewound_lowers_the_cut_at_purge_time() -> None:
     assert "lowered from 70" in entry["note"]
 
 
+def test_the_guard_groups_are_re_read_while_the_plan_is_stored_and_still_lower_the_cut() -> None:
+    """The plan reads "audit" at 70, and the group rewinds to 50 right after. The re-read
+    answers only once the plan is being saved, and the save only once the re-read has
+    begun (so one after the other, in either order, fails here): it sees 50, and 50 is
+    what is cut."""
+
+    class RewindsAfterPlanning(FakeKafka):
+        rereading, saving = threading.Event(), threading.Event()
+        reads = 0
+
+        def group_positions(
+            self, wanted: Mapping[str, Iterable[TopicPartition]]
+        ) -> dict[str, GroupRead]:
+            self.reads += 1
+            out = super().group_positions(wanted)
+            if self.reads == 1:  # the plan's read
+                self.committed_offsets["audit"][T0] = 50
+            else:
+                self.rereading.set()
+                assert self.saving.wait(5), "the guard groups were re-read alone"
+            return out
+
+    class SavesWhileRereading(Store):
+        def save(self, suffix: str, payload: str) -> dict[str, Any]:
+            kafka.saving.set()
+            assert kafka.rereading.wait(5), "the plan was stored alone"
+            return super().save(suffix, payload)
+
+    kafka = RewindsAfterPlanning({T0: [0, 100]})
+    kafka.committed_offsets = {"audit": {T0: 70}}
+    store = SavesWhileRereading(kafka)
+    outcome = run(explicit((0, -1), protectGroups=["audit"]), kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    assert kafka.reads == 2
+    assert kafka.logs[T0][0] == 50
+    (entry,) = store.status["results"]
+    assert entry["requestedOffset"] == 50
+    assert "lowered from 70" in entry["note"]
+    assert kafka.calls.index("saved:plan") < kafka.calls.index("delete:[('t-0', 50)]")
+
+
 def test_a_protected_group_without_commit_keeps_the_whole_partition() -> None:
     kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
     kafka.committed_offsets = {"audit": {T0: 100}}

@@ -28,16 +28,35 @@ from kafka_retention.services.cutting import Applied, delete_and_verify
 from kafka_retention.services.fresh import read_positions
 from kafka_retention.services.ports import KafkaCutter, KafkaPlanner
 
+# Each pending partition's guard groups and where they have read to (None: nowhere yet).
+Positions = Mapping[TopicPartition, Mapping[str, int | None]]
+
+
+def guard_positions(
+    kafka: KafkaCutter, request: PurgeRequest, entries: list[PurgeEntry]
+) -> Positions:
+    """The guard groups' positions on the partitions still to cut, read now."""
+    pending = [e.tp for e in entries if e.pending]
+    return read_positions(kafka, pending, lambda tp: request.guard_groups(tp.topic))
+
 
 def execute(
-    kafka: KafkaCutter, request: PurgeRequest, entries: list[PurgeEntry], *, resumed: bool
+    kafka: KafkaCutter,
+    request: PurgeRequest,
+    entries: list[PurgeEntry],
+    *,
+    resumed: bool,
+    positions: Positions | None = None,
 ) -> list[PurgeEntry]:
     """The entries, with what happened to each pending partition. `resumed`: the plan was
-    stored by an earlier run (a retry, a restart), which may have cut some already."""
+    stored by an earlier run (a retry, a restart), which may have cut some already.
+    `positions`: guard_positions of these entries, read after the plan was made (else
+    read here)."""
     pending = {e.tp: e for e in entries if e.pending}
     if not pending:
         return entries
-    positions = read_positions(kafka, list(pending), lambda tp: request.guard_groups(tp.topic))
+    if positions is None:
+        positions = guard_positions(kafka, request, entries)
     starts = _log_starts(kafka, list(pending)) if resumed else {}
     done: dict[TopicPartition, PurgeEntry] = {}
     cuts: dict[TopicPartition, int] = {}

@@ -22,13 +22,15 @@ Each partition travels as a frozen core.purge_entry.PurgeEntry.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services.purge.execute import estimate, execute
+from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
 from kafka_retention.services.purge.facts import plan
 from kafka_retention.services.purge.outcome import (
     Outcome,
@@ -79,6 +81,7 @@ def reconcile(purge: Purge) -> Outcome:
         kafka = purge.connect(request)
         entries = stored_plan(purge)
         resumed = entries is not None
+        positions: Positions | None = None  # a resumed plan's are read when it runs
         if entries is not None and not {e.topic for e in entries} <= request.topic_names():
             # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
             # ConfigMaps: a stored plan may only cut topics the (admitted) spec names.
@@ -92,11 +95,17 @@ def reconcile(purge: Purge) -> Outcome:
                 return too_large(purge, len(entries), limit)
             if request.dry_run:
                 return finish(purge, base, estimate(kafka, entries), dry_run=True)
-            store_plan(purge, base, entries)
-            # From here on the stored plan is what runs: a failure below must leave the
-            # phase at Purging, or the next run would plan anew from newer offsets.
-            phase = Phase.PURGING
-        entries = execute(kafka, request, entries, resumed=resumed)
+            # The guard groups are re-read while the plan is stored: the read begins after
+            # the plan was made, so a group that moved back since is still seen, and a
+            # cut is only ever lowered by it.
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-reads") as pool:
+                rereading = pool.submit(guard_positions, kafka, request, entries)
+                store_plan(purge, base, entries)
+                # From here on the stored plan is what runs: a failure below must leave
+                # the phase at Purging, or the next run would plan anew from newer offsets.
+                phase = Phase.PURGING
+                positions = rereading.result()
+        entries = execute(kafka, request, entries, resumed=resumed, positions=positions)
     except PlanLost as err:
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; no further records deleted", 0)
     except NotPersisted as err:
