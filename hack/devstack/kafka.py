@@ -34,7 +34,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from devstack import paths
 from devstack.procs import Process, StackError, run, wait_for
 
-NODE_IDS = (1, 2, 3)
+NODE_IDS = (1, 2, 3)  # the controller quorum, and the nodes of a three-broker cluster
 BROKER_PORT_BASE = 39090  # node n listens on BROKER_PORT_BASE + n
 CONTROLLER_PORT_BASE = 39190
 # Below the kernel's ephemeral range (32768-60999): these listeners bind late in a broker's
@@ -109,14 +109,17 @@ class KafkaNode:
     def properties(self) -> dict[str, str]:
         base = CONTROLLER_PORT_BASE + self.port_offset
         voters = ",".join(f"{n}@127.0.0.1:{base + n}" for n in NODE_IDS)
+        # Nodes past the quorum's three (a larger cluster's) are brokers only.
+        voter = self.node_id in NODE_IDS
+        controller = f"CONTROLLER://127.0.0.1:{self.controller_port}," if voter else ""
         return {
-            "process.roles": "broker,controller",
+            "process.roles": "broker,controller" if voter else "broker",
             "node.id": str(self.node_id),
             "controller.quorum.voters": voters,
             "listeners": (
                 f"PLAINTEXT://127.0.0.1:{self.broker_port},"
-                f"CONTROLLER://127.0.0.1:{self.controller_port},"
-                f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                + controller
+                + f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
                 f"SSL://127.0.0.1:{self.ssl_port}"
             ),
             "advertised.listeners": (
@@ -175,12 +178,19 @@ JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 class KafkaCluster:
     def __init__(
-        self, dev: Path, name: str = "kafka", port_offset: int = 0, heap: str = "768m"
+        self,
+        dev: Path,
+        name: str = "kafka",
+        port_offset: int = 0,
+        heap: str = "768m",
+        brokers: int = len(NODE_IDS),
     ) -> None:
+        """`brokers` past three adds broker-only nodes (ids 4, 5, ...) to the quorum's."""
         self.name = name
         self.root = dev / name
         self.heap = heap
-        self.nodes = [KafkaNode(n, self.root / str(n), port_offset) for n in NODE_IDS]
+        self.node_ids = tuple(range(1, max(brokers, len(NODE_IDS)) + 1))
+        self.nodes = [KafkaNode(n, self.root / str(n), port_offset) for n in self.node_ids]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -202,13 +212,13 @@ class KafkaCluster:
         return TlsFiles(self.root / "tls")
 
     def node(self, node_id: int) -> KafkaNode:
-        return self.nodes[NODE_IDS.index(node_id)]
+        return self.nodes[self.node_ids.index(node_id)]
 
     def process(self, node_id: int) -> Process:
         return Process(f"{self.name}-{node_id}", self.root / str(node_id))
 
     def running(self) -> bool:
-        return all(self.process(n).running() for n in NODE_IDS)
+        return all(self.process(n).running() for n in self.node_ids)
 
     def prepare(self) -> None:
         """Write configs and format fresh log dirs with one new cluster id."""
@@ -278,20 +288,20 @@ class KafkaCluster:
         self.process(node_id).signal(signal.SIGCONT)
 
     def start(self) -> None:
-        for n in NODE_IDS:
+        for n in self.node_ids:
             self.start_node(n)
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 120) -> None:
         def ready() -> bool:
-            for n in NODE_IDS:
+            for n in self.node_ids:
                 if self.process(n).exited_early():
                     log = self.node(n).root / "server.log"
                     raise StackError(f"Kafka node {n} exited while starting; see {log}")
-            return len(self.live_broker_ids()) == len(NODE_IDS)
+            return len(self.live_broker_ids()) == len(self.node_ids)
 
         wait_for(
-            f"Kafka {self.name} (3 brokers)",
+            f"Kafka {self.name} ({len(self.node_ids)} brokers)",
             ready,
             timeout,
             interval=1.0,
@@ -319,11 +329,11 @@ class KafkaCluster:
     def freeze(self) -> None:
         """SIGSTOP every broker: connections stay open and nothing answers, the way a
         network partition or a long GC pause looks to clients."""
-        for n in NODE_IDS:
+        for n in self.node_ids:
             self.process(n).signal(signal.SIGSTOP)
 
     def thaw(self) -> None:
-        for n in NODE_IDS:
+        for n in self.node_ids:
             self.process(n).signal(signal.SIGCONT)
 
     def stop(self, patience: float = 30) -> None:
@@ -331,10 +341,10 @@ class KafkaCluster:
         (all together)."""
         self.thaw()  # a stopped JVM cannot handle SIGTERM
         # All at once: one by one, each controlled shutdown waits on the others.
-        for n in NODE_IDS:
+        for n in self.node_ids:
             self.process(n).terminate()
         deadline = time.monotonic() + patience
-        for n in NODE_IDS:
+        for n in self.node_ids:
             self.process(n).wait_gone(timeout=max(0.0, deadline - time.monotonic()))
 
 

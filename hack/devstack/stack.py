@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack import build, image, paths
-from devstack.kafka import ISOLATED_PORT_OFFSET, NODE_IDS, KafkaCluster
+from devstack.kafka import ISOLATED_PORT_OFFSET, KafkaCluster
 from devstack.kube import APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, KubeApi
 from devstack.node import (
     CONTAINERD_STREAM_PORT,
@@ -65,7 +65,7 @@ class Stack:
 
     def anything_running(self) -> bool:
         procs = [self.kube.etcd, self.kube.apiserver, *self.node.processes]
-        procs += [c.process(n) for c in self.clusters for n in NODE_IDS]
+        procs += [c.process(n) for c in self.clusters for n in c.node_ids]
         return any(p.running() for p in procs)
 
     def up(self) -> bool:
@@ -96,7 +96,7 @@ class Stack:
             self.kube.prepare()
             for cluster in self.clusters:
                 cluster.prepare()
-                for n in NODE_IDS:
+                for n in cluster.node_ids:
                     cluster.start_node(n)  # JVMs warm up while etcd and the API server start
             self.kube.start()
             self.node.start([(i.archive, i.name) for i in images.load], images.pause.name)
@@ -179,7 +179,7 @@ class Stack:
     def status(self) -> str:
         rows = [("etcd", self.kube.etcd.pid()), ("kube-apiserver", self.kube.apiserver.pid())]
         rows += [(p.name, p.pid()) for p in self.node.processes]
-        rows += [(c.process(n).name, c.process(n).pid()) for c in self.clusters for n in NODE_IDS]
+        rows += [(c.process(n).name, c.process(n).pid()) for c in self.clusters for n in c.node_ids]
         return "\n".join(
             f"{name:<16} {'running pid ' + str(pid) if pid else 'stopped'}" for name, pid in rows
         )

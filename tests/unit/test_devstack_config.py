@@ -24,6 +24,22 @@ def test_three_nodes_share_one_static_quorum(tmp_path: Path) -> None:
     assert all(v.split("@")[1].startswith("127.0.0.1:") for v in voters)
 
 
+def test_a_larger_cluster_adds_broker_only_nodes_to_the_same_quorum(tmp_path: Path) -> None:
+    cluster = KafkaCluster(tmp_path, "big", port_offset=-10_000, brokers=5)
+    props = {n.node_id: n.properties() for n in cluster.nodes}
+    assert list(props) == [1, 2, 3, 4, 5]
+    assert [props[n]["process.roles"] for n in props] == ["broker,controller"] * 3 + ["broker"] * 2
+    assert {p["controller.quorum.voters"] for p in props.values()} == {
+        props[1]["controller.quorum.voters"]
+    }
+    assert all("CONTROLLER://" in props[n]["listeners"] for n in (1, 2, 3))
+    assert not any("CONTROLLER://" in props[n]["listeners"] for n in (4, 5))
+    ports = [port for n in cluster.nodes for port in n.ports]
+    assert len(set(ports)) == len(ports)
+    assert all(port < 32768 for port in ports)  # below the ephemeral range
+    assert cluster.bootstrap_servers.count(",") == 4
+
+
 def test_brokers_replicate_three_ways_and_require_two_in_sync(tmp_path: Path) -> None:
     for node in KafkaCluster(tmp_path).nodes:
         props = node.properties()
