@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from devstack import paths
-from devstack.kafka import NODE_IDS
+from devstack.kafka import KafkaCluster
 from devstack.stack import Stack
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,14 +93,14 @@ def cpu_seconds(pid: int) -> float:
     return ticks / 100
 
 
-def brokers_cpu(stack: Stack) -> float:
-    """CPU-s the local cluster's brokers have used so far (user and kernel)."""
-    pids = [stack.kafka.process(n).pid() for n in NODE_IDS]
+def brokers_cpu(cluster: KafkaCluster) -> float:
+    """CPU-s a local cluster's brokers have used so far (user and kernel)."""
+    pids = [cluster.process(n).pid() for n in cluster.node_ids]
     return sum(cpu_seconds(pid) for pid in pids if pid is not None)
 
 
 def quiet_brokers(
-    stack: Stack, *, below: float = 0.15, window: float = 0.5, most: float = 30.0
+    cluster: KafkaCluster, *, below: float = 0.15, window: float = 0.5, most: float = 30.0
 ) -> float:
     """Wait until the brokers use less than `below` of one core over `window` seconds (at
     most `most` seconds); returns the seconds waited. Producing a record to each of
@@ -110,9 +110,9 @@ def quiet_brokers(
     only on the order they take turns in. Every tool starts on a quiet cluster instead."""
     started = time.monotonic()
     while time.monotonic() - started < most:
-        before = brokers_cpu(stack)
+        before = brokers_cpu(cluster)
         time.sleep(window)
-        if brokers_cpu(stack) - before < below * window:
+        if brokers_cpu(cluster) - before < below * window:
             break
     return time.monotonic() - started
 

@@ -157,7 +157,7 @@ def bench_policy_run(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
         for i in range(-1, RUNS):  # run -1: the untimed warm-up
             for series in (SERIES_OURS, SERIES_REF):
                 cut = _advance(bootstrap, admin, tps)
-                quiet_brokers(stack)
+                quiet_brokers(stack.kafka)
                 if series == SERIES_OURS:
                     took, deleted = _ours(stack, watch, f"run{i + 1}", prefix)
                     assert deleted >= len(tps), (deleted, len(tps))
@@ -204,7 +204,7 @@ def _profiled(
     if spy is None:
         return ""
     time.sleep(1)  # py-spy attaching
-    quiet_brokers(stack)
+    quiet_brokers(stack.kafka)
     took, _ = _ours(stack, watch, "profiled", prefix)
     spy.send_signal(2)
     spy.wait(timeout=60)

@@ -24,9 +24,9 @@ the row); BENCH_PURGE_PROFILE=0 leaves it out.
 20,000 is what this machine's 3 local brokers serve reliably: every partition keeps a
 file open and index files mapped on its broker, a broker process here may open 20,000
 files and map 65,530 regions, and at 40,000 partitions producing one record to each did
-not finish within minutes (tried; 60,000 and more exceed the open-file limit). The service
-itself is tested at 100,000 partitions against an in-memory Kafka
-(tests/unit/test_purge_service.py).
+not finish within minutes (tried; 60,000 and more exceed the open-file limit). 100,000
+partitions run on a larger cluster started for them (bench/hundred_k.py, through
+`purgers` and `purges_of` here).
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,7 @@ from bench.common import (
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from devstack.kafka import KafkaCluster
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers.records import produce_to_each
@@ -113,14 +116,16 @@ def _all_cut(admin: AdminClient, tps: list[tuple[str, int]]) -> None:
     assert all_offsets(admin, tps, "earliest") == all_offsets(admin, tps, "latest"), "records left"
 
 
-def _purge(stack: Stack, watch: ResourceWatch, name: str, tps: list[tuple[str, int]]) -> float:
+def _purge(
+    stack: Stack, watch: ResourceWatch, bootstrap: str, name: str, tps: list[tuple[str, int]]
+) -> float:
     topics = sorted({t for t, _ in tps})
     body = {
         "apiVersion": "kafka-retention.io/v1alpha1",
         "kind": "RecordPurge",
         "metadata": {"name": name, "namespace": watch.namespace},
         "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "cluster": {"bootstrapServers": bootstrap},
             "topics": [{"name": t, "before": {"highWatermark": True}} for t in topics],
         },
     }
@@ -138,19 +143,12 @@ def _offsets_file(tps: list[tuple[str, int]]) -> str:
     return offsets_file((t, p, -1) for t, p in tps)
 
 
-def _cli(stack: Stack, tps: list[tuple[str, int]], _name: str) -> float:
+def _cli(bootstrap: str, tps: list[tuple[str, int]], _name: str) -> float:
     path = _offsets_file(tps)
     exe = str(Path(sys.executable).with_name("kafka-retention"))
     started = time.monotonic()
     done = subprocess.run(
-        [
-            exe,
-            "purge",
-            "--bootstrap-server",
-            stack.kafka.bootstrap_servers,
-            "--offset-json-file",
-            path,
-        ],
+        [exe, "purge", "--bootstrap-server", bootstrap, "--offset-json-file", path],
         capture_output=True,
         text=True,
         check=False,
@@ -161,10 +159,10 @@ def _cli(stack: Stack, tps: list[tuple[str, int]], _name: str) -> float:
     return took
 
 
-def _delete_records(stack: Stack, tps: list[tuple[str, int]], _name: str) -> float:
+def _delete_records(bootstrap: str, tps: list[tuple[str, int]], _name: str) -> float:
     path = _offsets_file(tps)
     started = time.monotonic()
-    delete_records(stack.kafka.bootstrap_servers, path)
+    delete_records(bootstrap, path)
     took = time.monotonic() - started
     os.unlink(path)
     return took
@@ -191,73 +189,120 @@ def _median(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
-def bench_purges(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
-    bootstrap = stack.kafka.bootstrap_servers
+@dataclass(frozen=True)
+class Purgers:
+    """The operator (watching one namespace of its own) and a watch on its RecordPurges."""
+
+    stack: Stack
+    operator: OperatorProcess
+    watch: ResourceWatch
+    log: Path
+
+
+@contextmanager
+def purgers(stack: Stack, run: str) -> Iterator[Purgers]:
     stack.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
     ns = f"bench-purge-{run}"
     stack.kubectl("create", "namespace", ns)
     log = stack.dev / f"bench-purge-operator-{run}.log"
     operator = OperatorProcess(stack, [ns], log).start()
     watch = ResourceWatch(stack, ns, "recordpurges", PURGE_FIELDS, lambda phase: phase in FINAL)
-    rows: list[Row] = []
-    profiled = ""
     try:
-        runs = [(size, 1) for size in SIZES] + [(size, 3) for size in RF3_SIZES]
-        for size, rf in runs:
-            say(f"purges of {size} partitions (RF {rf}), {RUNS} runs each")
-            tps = _topics(admin, f"bp{size}r{rf}-{run}", size, rf)
-            times: dict[str, list[float]] = {SERIES_CR: [], SERIES_CLI: [], SERIES_REF: []}
-            brokers: dict[str, list[float]] = {series: [] for series in times}
-            steps: list[tuple[str, Callable[[str], float]]] = [
-                (SERIES_CR, partial(_purge, stack, watch, tps=tps)),
-                (SERIES_CLI, partial(_cli, stack, tps)),
-                (SERIES_REF, partial(_delete_records, stack, tps)),
-            ]
-            try:
-                first = (size, rf) == runs[0]
-                for i in range(-1 if first else 0, RUNS):  # run -1: the untimed warm-up
-                    for series, step in steps:
-                        produce_to_each(bootstrap, tps)
-                        quiet_brokers(stack)
-                        before = brokers_cpu(stack)
-                        took = step(f"p{size}r{rf}-{i + 1}")
-                        used = brokers_cpu(stack) - before
-                        _all_cut(admin, tps)
-                        if i >= 0:
-                            times[series].append(took)
-                            brokers[series].append(used)
-                        say(f"  {series}: {took:.2f} s" + (" (warm-up)" if i < 0 else ""))
-                if PROFILE and (size, rf) == (SIZES[-1], 1):
-                    produce_to_each(bootstrap, tps)
-                    out = log.with_name(f"bench-purge-profile-{size}.speedscope.json")
-                    spy = py_spy(operator.pid, out)
-                    time.sleep(1)  # py-spy attaching
-                    quiet_brokers(stack)
-                    took = _purge(stack, watch, f"p{size}-profiled", tps)
-                    if spy is not None:
-                        spy.send_signal(2)
-                        spy.wait(timeout=60)
-                        profiled = (
-                            f"; profile: py-spy record --idle at 200 Hz of the operator during "
-                            f"one more purge of {size} partitions ({took:.1f} s; "
-                            f"{out.name}): " + profile_summary(out, ("reconcile",), PROFILE_PARTS)
-                        )
-                        say(f"  profiled purge {took:.2f} s: {out}{profiled}")
-            finally:
-                topics = sorted({t for t, _ in tps})
-                for f in admin.delete_topics(topics, request_timeout=300).values():
-                    f.result(timeout=300)
-            rows += _rows(size, rf, times, brokers)
-        if profiled:
-            largest = next(r for r in rows if r.what == _what_cr(SIZES[-1], 1))
-            largest.note += profiled
-            if largest.why:
-                largest.why += " Where the time went: " + profiled.removeprefix("; profile: ")
+        yield Purgers(stack, operator, watch, log)
     finally:
         watch.stop()
         operator.stop()
         stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def bench_purges(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
+    rows: list[Row] = []
+    profiled = ""
+    with purgers(stack, run) as tools:
+        runs = [(size, 1) for size in SIZES] + [(size, 3) for size in RF3_SIZES]
+        for size, rf in runs:
+            say(f"purges of {size} partitions (RF {rf}), {RUNS} runs each")
+            tps = _topics(admin, f"bp{size}r{rf}-{run}", size, rf)
+            try:
+                sized, profile = purges_of(
+                    tools,
+                    stack.kafka,
+                    admin,
+                    tps,
+                    rf,
+                    RUNS,
+                    warm_up=(size, rf) == runs[0],
+                    profile=PROFILE and (size, rf) == (SIZES[-1], 1),
+                )
+            finally:
+                topics = sorted({t for t, _ in tps})
+                for f in admin.delete_topics(topics, request_timeout=300).values():
+                    f.result(timeout=300)
+            rows += sized
+            profiled = profile or profiled
+    if profiled:
+        add_profile(next(r for r in rows if r.what == _what_cr(SIZES[-1], 1)), profiled)
     return rows
+
+
+def add_profile(row: Row, profiled: str) -> None:
+    row.note += profiled
+    if row.why:
+        row.why += " Where the time went: " + profiled.removeprefix("; profile: ")
+
+
+def purges_of(
+    tools: Purgers,
+    cluster: KafkaCluster,
+    admin: AdminClient,
+    tps: list[tuple[str, int]],
+    rf: int,
+    runs: int,
+    *,
+    warm_up: bool,
+    profile: bool,
+) -> tuple[list[Row], str]:
+    """The rows of one size on `cluster`: `runs` timed runs of each tool taking turns
+    (one untimed run of each first when `warm_up`), and with `profile` the profile of one
+    more RecordPurge (its text for add_profile, else "")."""
+    size, bootstrap = len(tps), cluster.bootstrap_servers
+    times: dict[str, list[float]] = {SERIES_CR: [], SERIES_CLI: [], SERIES_REF: []}
+    brokers: dict[str, list[float]] = {series: [] for series in times}
+    steps: list[tuple[str, Callable[[str], float]]] = [
+        (SERIES_CR, partial(_purge, tools.stack, tools.watch, bootstrap, tps=tps)),
+        (SERIES_CLI, partial(_cli, bootstrap, tps)),
+        (SERIES_REF, partial(_delete_records, bootstrap, tps)),
+    ]
+    for i in range(-1 if warm_up else 0, runs):  # run -1: the untimed warm-up
+        for series, step in steps:
+            produce_to_each(bootstrap, tps)
+            quiet_brokers(cluster)
+            before = brokers_cpu(cluster)
+            took = step(f"p{size}r{rf}-{i + 1}")
+            used = brokers_cpu(cluster) - before
+            _all_cut(admin, tps)
+            if i >= 0:
+                times[series].append(took)
+                brokers[series].append(used)
+            say(f"  {series}: {took:.2f} s" + (" (warm-up)" if i < 0 else ""))
+    profiled = ""
+    if profile:
+        produce_to_each(bootstrap, tps)
+        out = tools.log.with_name(f"bench-purge-profile-{size}.speedscope.json")
+        spy = py_spy(tools.operator.pid, out)
+        time.sleep(1)  # py-spy attaching
+        quiet_brokers(cluster)
+        took = _purge(tools.stack, tools.watch, bootstrap, f"p{size}-profiled", tps)
+        if spy is not None:
+            spy.send_signal(2)
+            spy.wait(timeout=60)
+            profiled = (
+                f"; profile: py-spy record --idle at 200 Hz of the operator during "
+                f"one more purge of {size} partitions ({took:.1f} s; "
+                f"{out.name}): " + profile_summary(out, ("reconcile",), PROFILE_PARTS)
+            )
+            say(f"  profiled purge {took:.2f} s: {out}{profiled}")
+    return _rows(size, rf, times, brokers), profiled
 
 
 def _what_cr(size: int, rf: int) -> str:

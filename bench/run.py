@@ -13,6 +13,8 @@ the same run; results go to BENCHMARKS.md and the figures to bench/plots/.
   (policy_run.py).
 - A RetentionPolicy fleet: runs per minute at 1,000 policies and the operator's footprint
   idle and under load (policies.py).
+- 100,000 partitions on a 7-broker cluster started for them: the plan and the purges
+  as above (hundred_k.py).
 - The plan job's Spark transforms on 1,000,000 synthetic partitions, no Kafka
   (synthetic.py).
 """
@@ -26,7 +28,16 @@ import sys
 import time
 from pathlib import Path
 
-from bench import planning, plots, policies, policy_run, purge_scale, scan, synthetic
+from bench import (
+    hundred_k,
+    planning,
+    plots,
+    policies,
+    policy_run,
+    purge_scale,
+    scan,
+    synthetic,
+)
 from bench.common import REPO, RUN, Row
 from confluent_kafka.admin import AdminClient
 
@@ -104,6 +115,7 @@ def main() -> int:
         rows += purge_scale.bench_purges(stack, admin, RUN)
         rows += policy_run.bench_policy_run(stack, admin, RUN)
         rows += policies.bench_fleet(stack, admin, RUN)
+        rows += hundred_k.bench_hundred_k(stack, admin, RUN)
     finally:
         if started_stack:
             stack.down()
