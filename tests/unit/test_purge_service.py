@@ -215,36 +215,55 @@ def test_a_protected_group_that_rewound_lowers_the_cut_at_purge_time() -> None:
     assert "lowered from 70" in entry["note"]
 
 
-def test_the_guard_groups_are_re_read_while_the_plan_is_stored_and_still_lower_the_cut() -> None:
-    """The plan reads "audit" at 70, and the group rewinds to 50 right after. The re-read
-    answers only once the plan is being saved, and the save only once the re-read has
-    begun (so one after the other, in either order, fails here): it sees 50, and 50 is
-    what is cut."""
+class RewindingGroup(FakeKafka):
+    """Group "audit" moves to rewinds[n] right after its n-th read. The second read (the
+    re-read while the plan is stored) answers only once the plan is being saved, and the
+    save (SavesWhileRereading) only once that read has begun: one after the other, in
+    either order, fails."""
 
-    class RewindsAfterPlanning(FakeKafka):
-        rereading, saving = threading.Event(), threading.Event()
-        reads = 0
+    def __init__(self, rewinds: dict[int, int], reread_fails: bool = False) -> None:
+        super().__init__({T0: [0, 100]})
+        self.committed_offsets = {"audit": {T0: 70}}
+        self.rewinds, self.reread_fails, self.reads = rewinds, reread_fails, 0
+        self.rereading, self.saving = threading.Event(), threading.Event()
 
-        def group_positions(
-            self, wanted: Mapping[str, Iterable[TopicPartition]]
-        ) -> dict[str, GroupRead]:
-            self.reads += 1
-            out = super().group_positions(wanted)
-            if self.reads == 1:  # the plan's read
-                self.committed_offsets["audit"][T0] = 50
-            else:
-                self.rereading.set()
-                assert self.saving.wait(5), "the guard groups were re-read alone"
-            return out
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> dict[str, GroupRead]:
+        self.reads += 1
+        if self.reads == 2:
+            self.rereading.set()
+            assert self.saving.wait(5), "the guard groups were re-read alone"
+            if self.reread_fails:
+                raise KafkaUnavailable("_TRANSPORT: all brokers down")
+        out = super().group_positions(wanted)
+        if self.reads in self.rewinds:
+            self.committed_offsets["audit"][T0] = self.rewinds[self.reads]
+        return out
 
-    class SavesWhileRereading(Store):
-        def save(self, suffix: str, payload: str) -> dict[str, Any]:
-            kafka.saving.set()
-            assert kafka.rereading.wait(5), "the plan was stored alone"
-            return super().save(suffix, payload)
 
-    kafka = RewindsAfterPlanning({T0: [0, 100]})
-    kafka.committed_offsets = {"audit": {T0: 70}}
+class SavesWhileRereading(Store):
+    def __init__(self, kafka: RewindingGroup) -> None:
+        super().__init__(kafka)
+        self.group = kafka
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]:
+        self.group.saving.set()
+        assert self.group.rereading.wait(5), "the plan was stored alone"
+        return super().save(suffix, payload)
+
+
+def deletes(kafka: FakeKafka) -> list[str]:
+    return [c for c in kafka.calls if c.startswith("delete")]
+
+
+def test_the_guard_groups_are_re_read_while_the_plan_is_stored_and_still_lower_the_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan reads "audit" at 70 and the group rewinds to 50 right after: the re-read
+    beside the store sees 50, and 50 is what is cut."""
+    monkeypatch.setattr(pipeline, "FRESH_WITHIN_S", 60.0)  # however slow this machine is
+    kafka = RewindingGroup({1: 50})
     store = SavesWhileRereading(kafka)
     outcome = run(explicit((0, -1), protectGroups=["audit"]), kafka, store)
     assert outcome.phase == Phase.SUCCEEDED
@@ -254,6 +273,43 @@ def test_the_guard_groups_are_re_read_while_the_plan_is_stored_and_still_lower_t
     assert entry["requestedOffset"] == 50
     assert "lowered from 70" in entry["note"]
     assert kafka.calls.index("saved:plan") < kafka.calls.index("delete:[('t-0', 50)]")
+
+
+def test_a_re_read_grown_old_while_the_plan_was_stored_is_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The group rewinds to 40 after the re-read beside the store answered, and the store
+    outlasts FRESH_WITHIN_S: the positions are read once more, and 40 is cut."""
+    monkeypatch.setattr(pipeline, "FRESH_WITHIN_S", -1.0)  # every store outlasts it
+    kafka = RewindingGroup({1: 50, 2: 40})
+    store = SavesWhileRereading(kafka)
+    assert run(explicit((0, -1), protectGroups=["audit"]), kafka, store).phase == Phase.SUCCEEDED
+    assert kafka.reads == 3
+    assert deletes(kafka) == ["delete:[('t-0', 40)]"]
+
+
+def test_a_re_read_failing_while_the_plan_is_stored_keeps_the_plan_and_deletes_nothing() -> None:
+    kafka = RewindingGroup({1: 50}, reread_fails=True)
+    store = SavesWhileRereading(kafka)
+    with pytest.raises(service.Retry):
+        run(explicit((0, -1), protectGroups=["audit"]), kafka, store)
+    assert deletes(kafka) == []
+    assert store.status["phase"] == "Purging"  # the next run executes the stored plan
+    assert "plan" in store.blobs
+    kafka.reread_fails = False
+    assert run(explicit((0, -1), protectGroups=["audit"]), kafka, store).phase == Phase.SUCCEEDED
+    assert deletes(kafka) == ["delete:[('t-0', 50)]"]  # read afresh, not the plan's 70
+
+
+def test_a_plan_refused_while_the_groups_are_re_read_deletes_nothing() -> None:
+    kafka = RewindingGroup({1: 50})
+    store = SavesWhileRereading(kafka)
+    store.refusal = api_error(403, "Forbidden", 'configmaps "kr-x" is forbidden: exceeded quota')
+    outcome = run(explicit((0, -1), protectGroups=["audit"]), kafka, store)
+    assert outcome.phase == Phase.FAILED
+    assert deletes(kafka) == []
+    assert kafka.reads == 2  # the re-read ran to its end, and was not used
+    assert store.status["phase"] == "Failed"
 
 
 def test_a_protected_group_without_commit_keeps_the_whole_partition() -> None:

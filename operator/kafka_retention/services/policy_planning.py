@@ -79,26 +79,22 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     return Selection(selected, partitions, problems)
 
 
-# Timestamp lookups (ListOffsets over the batch's partitions) in flight at once.
-TIME_LOOKUPS_AT_ONCE = 4
-
-
 def plan_in_process(
     kafka: PolicyKafka, members: Sequence[Member], selection: Selection, now_ms: int
 ) -> dict[str, PolicyPlan]:
     """Every member's plan from one read of offsets, times and committed offsets."""
     tps = [TopicPartition(t, p) for t, parts in sorted(selection.partitions.items()) for p in parts]
     times = sorted({t for m in members for t in m.spec.rules.lookup_times(now_ms)})
-    # Every read in flight at once: none depends on another (a cut is held to the high
-    # watermark read beside the groups, and a run re-reads the groups just before its
-    # delete), so the plan waits for the slowest read, not for their sum. A batch's
-    # policies may ask for many times (each max age its own): a few lookups at once.
-    workers = 1 + min(len(times), TIME_LOOKUPS_AT_ONCE)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plan-reads") as pool:
+    # The three reads in flight at once: none depends on another (a cut is held to the
+    # high watermark read beside the groups, and a run re-reads the groups just before
+    # its delete), so the plan waits for the slowest, not for their sum. The lookups go
+    # one time after another: each covers the whole batch (a ListOffsets request per
+    # 1,000 partitions), and a batch's policies may ask for many times.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="plan-reads") as pool:
         reading = pool.submit(_positions, kafka, members, selection)
-        looking = {t: pool.submit(kafka.offsets_for_timestamp, tps, t) for t in times}
+        looking = pool.submit(lambda: {t: kafka.offsets_for_timestamp(tps, t) for t in times})
         earliest, latest = kafka.log_bounds(tps)
-        at_time = {t: found.result() for t, found in looking.items()}
+        at_time = looking.result()
         reads = reading.result()
     commits = {group: read.positions for group, read in reads.items()}
     plans: dict[str, PolicyPlan] = {}

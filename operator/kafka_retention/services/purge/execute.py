@@ -6,7 +6,8 @@ Offsets are not read again: the broker checks them itself. DeleteRecords refuses
 above the high watermark (services.cutting then lowers it to the high watermark read at
 that moment) and moves nothing for a cut at or below the log start, answering the log
 start as it is. What the broker cannot know, where each protected or committedBy group
-has read to, is read just before the delete.
+has read to, is read before the delete: here, or by the pipeline while it stores a new
+plan (at most its FRESH_WITHIN_S older than reading it here would be).
 
 Executing the same plan twice is safe: a cut at or below the current log start is done
 already (or a no-op), so a retry or a restart simply runs the stored plan again. A run

@@ -6,8 +6,10 @@ The plan is persisted before anything is deleted: in the purge's own ConfigMaps 
 of 100,000 partitions does not fit in status), with status pointing at them. A run that
 finds a stored plan (after a restart or a retry) executes that plan and never re-plans,
 so `offset: -1` or a group's offset that moved on cannot widen a purge after the fact.
-Each run re-reads the guard groups' positions right before deleting (the broker checks
-offsets itself) and may only lower a planned cut. State that cannot be stored stops the
+Each run re-reads the guard groups' positions before deleting (the broker checks offsets
+itself) and may only lower a planned cut: a new plan's re-read goes out while the plan is
+stored, and is read again if its answer is more than FRESH_WITHIN_S old when the store
+ends. State that cannot be stored stops the
 purge before any delete, with the API server's answer in a condition.
 
 `reconcile` reads as the stages, top to bottom, each in its own module:
@@ -22,14 +24,17 @@ Each partition travels as a frozen core.purge_entry.PurgeEntry.
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.failures import KafkaUnavailable
-from kafka_retention.core.purge import parse_spec
+from kafka_retention.core.purge import PurgeRequest, parse_spec
+from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.ports import KafkaCutter
 from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
 from kafka_retention.services.purge.facts import plan
 from kafka_retention.services.purge.outcome import (
@@ -99,12 +104,14 @@ def reconcile(purge: Purge) -> Outcome:
             # the plan was made, so a group that moved back since is still seen, and a
             # cut is only ever lowered by it.
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-reads") as pool:
-                rereading = pool.submit(guard_positions, kafka, request, entries)
+                rereading = pool.submit(_reread, kafka, request, entries)
                 store_plan(purge, base, entries)
                 # From here on the stored plan is what runs: a failure below must leave
                 # the phase at Purging, or the next run would plan anew from newer offsets.
                 phase = Phase.PURGING
-                positions = rereading.result()
+                positions, answered_at = rereading.result()
+            if time.monotonic() - answered_at > FRESH_WITHIN_S:
+                positions = None  # a long store (many ConfigMaps): execute reads them again
         entries = execute(kafka, request, entries, resumed=resumed, positions=positions)
     except PlanLost as err:
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; no further records deleted", 0)
@@ -124,6 +131,20 @@ def reconcile(purge: Purge) -> Outcome:
     if any(e.state == State.RETRYING for e in entries):
         raise pending(purge, base, entries)
     return finish(purge, base, entries, dry_run=False)
+
+
+# How old the guard groups' re-read may be when the delete goes out, beyond what reading
+# them after the store would give: a store that outlasts the read by more than this (a
+# plan in many ConfigMaps, a slow API server) has them read again after it.
+FRESH_WITHIN_S = 0.5
+
+
+def _reread(
+    kafka: KafkaCutter, request: PurgeRequest, entries: list[PurgeEntry]
+) -> tuple[Positions, float]:
+    """guard_positions, and when they were answered (time.monotonic)."""
+    positions = guard_positions(kafka, request, entries)
+    return positions, time.monotonic()
 
 
 def too_large(purge: Purge, planned: int, limit: int = MAX_PLANNED_PARTITIONS) -> Outcome:
