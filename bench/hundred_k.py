@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import replace
 
 from bench import planning, purge_scale
 from bench.common import RUN, Row, run_alone, say
@@ -30,6 +31,7 @@ from confluent_kafka.admin import AdminClient
 from devstack import paths
 from devstack.kafka import KafkaCluster
 from devstack.stack import Stack, port_holder
+from kafka_retention.services.purge.pipeline import MAX_PLANNED_PARTITIONS
 
 PARTITIONS = int(os.environ.get("BENCH_BIG_PARTITIONS", "100000"))
 BIG_BROKERS = int(os.environ.get("BENCH_BIG_BROKERS", "7"))
@@ -49,28 +51,48 @@ WHERE = (
 def bench_hundred_k(stack: Stack, _admin: AdminClient, run: str = RUN) -> list[Row]:
     if PARTITIONS <= 0:
         return []
+    problem = _refusal()
+    if problem:
+        return [_skipped(problem)]
     cluster = KafkaCluster(
         stack.dev, "kafka-bench-big", port_offset=PORT_OFFSET, heap="1g", brokers=BIG_BROKERS
     )
     for port in (p for n in cluster.nodes for p in n.ports):
         holder = port_holder(port)
         if holder is not None:
-            say(f"{PARTITIONS:,} partitions left out: port {port} is in use ({holder})")
-            return []
+            return [_skipped(f"port {port} is in use ({holder})")]
     shutil.rmtree(cluster.root, ignore_errors=True)
     say(f"starting {BIG_BROKERS} brokers for {PARTITIONS:,} partitions")
-    cluster.prepare()
     rows: list[Row] = []
     try:
+        cluster.prepare()
         cluster.start()
         _measure(stack, cluster, run, rows)
-    except Exception as exc:  # the rows measured so far still count
+    except Exception as exc:  # the rows measured so far, and every other bench's, count
         say(f"{PARTITIONS:,} partitions failed: {exc!r}")
         rows.append(Row(f"{PARTITIONS:,} partitions", "-", "-", f"failed: {exc!r}" + WHERE))
     finally:
-        cluster.stop()
+        # Quorum and brokers stop together: the brokers' controlled shutdown cannot
+        # finish without the quorum, and their data is not kept.
+        cluster.stop(patience=8)
         shutil.rmtree(cluster.root, ignore_errors=True)
     return rows
+
+
+def _refusal() -> str:
+    """Why these settings cannot make the rows ("" when they can)."""
+    if PARTITIONS % planning.PER_TOPIC:
+        return f"BENCH_BIG_PARTITIONS must be a multiple of {planning.PER_TOPIC}"
+    if PARTITIONS > MAX_PLANNED_PARTITIONS:
+        return f"a RecordPurge covers at most {MAX_PLANNED_PARTITIONS:,} partitions"
+    if not 3 <= BIG_BROKERS < 100:  # node ids past 99 would take the controller ports
+        return "BENCH_BIG_BROKERS must be from 3 to 99"
+    return ""
+
+
+def _skipped(why: str) -> Row:
+    say(f"{PARTITIONS:,} partitions left out: {why}")
+    return Row(f"{PARTITIONS:,} partitions", "-", "-", f"left out: {why}")
 
 
 def _measure(stack: Stack, cluster: KafkaCluster, run: str, rows: list[Row]) -> None:
@@ -93,8 +115,12 @@ def _measure(stack: Stack, cluster: KafkaCluster, run: str, rows: list[Row]) -> 
 
 
 def _here(rows: list[Row]) -> list[Row]:
+    """The rows noted as measured on this cluster, and drawn as lines of their own."""
     for row in rows:
         row.note += WHERE
+        row.points = tuple(
+            replace(p, series=f"{p.series} ({BIG_BROKERS} brokers)") for p in row.points
+        )
     return rows
 
 

@@ -434,7 +434,9 @@ def rows(done: list[Measured], refused: list[str]) -> list[Row]:
                 "partition read to estimate bytes), by the Spark job (warm local session) and "
                 "by the operator's in-process planner (the same core); reference: "
                 "kafka-consumer-groups.sh --describe for each group (facts only, no plan; a "
-                f"JVM start each). In process, by adapter call: {calls}. Spark, between its "
+                f"JVM start each). In process, by adapter call (the log bounds, group positions "
+                f"and time lookups overlap, so these add up to more than the plan): {calls}. "
+                "Spark, between its "
                 f"progress lines: {spark_breakdown(m.spark_phases) or '-'}",
                 points=tuple(points),
                 why=_why(m),

@@ -205,13 +205,19 @@ def purgers(stack: Stack, run: str) -> Iterator[Purgers]:
     ns = f"bench-purge-{run}"
     stack.kubectl("create", "namespace", ns)
     log = stack.dev / f"bench-purge-operator-{run}.log"
-    operator = OperatorProcess(stack, [ns], log).start()
-    watch = ResourceWatch(stack, ns, "recordpurges", PURGE_FIELDS, lambda phase: phase in FINAL)
     try:
-        yield Purgers(stack, operator, watch, log)
+        operator = OperatorProcess(stack, [ns], log).start()
+        try:
+            watch = ResourceWatch(
+                stack, ns, "recordpurges", PURGE_FIELDS, lambda phase: phase in FINAL
+            )
+            try:
+                yield Purgers(stack, operator, watch, log)
+            finally:
+                watch.stop()
+        finally:
+            operator.stop()
     finally:
-        watch.stop()
-        operator.stop()
         stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
