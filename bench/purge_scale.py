@@ -25,7 +25,7 @@ the row); BENCH_PURGE_PROFILE=0 leaves it out.
 file open and index files mapped on its broker, a broker process here may open 20,000
 files and map 65,530 regions, and at 40,000 partitions producing one record to each did
 not finish within minutes (tried; 60,000 and more exceed the open-file limit). 100,000
-partitions run on a larger cluster started for them (bench/hundred_k.py, through
+partitions run on a larger cluster started for them (bench/big_cluster.py, through
 `purgers` and `purges_of` here).
 """
 
@@ -82,15 +82,15 @@ SERIES_CLI = "kafka-retention purge"
 SERIES_REF = "kafka-delete-records"
 
 
-def _layout(size: int) -> tuple[int, int]:
+def layout(size: int) -> tuple[int, int]:
     """(topics, partitions per topic) for `size` partitions."""
     per_topic = min(size, PER_TOPIC)
     assert size % per_topic == 0, f"{size} partitions do not split into topics of {PER_TOPIC}"
     return size // per_topic, per_topic
 
 
-def _topics(admin: AdminClient, prefix: str, size: int, rf: int) -> list[tuple[str, int]]:
-    count, per_topic = _layout(size)
+def make_topics(admin: AdminClient, prefix: str, size: int, rf: int) -> list[tuple[str, int]]:
+    count, per_topic = layout(size)
     names = [f"{prefix}-{i:03d}" for i in range(count)]
     # KRaft refuses one request that creates too many partition records: a few at a time.
     for i in range(0, len(names), 5):
@@ -228,7 +228,7 @@ def bench_purges(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
         runs = [(size, 1) for size in SIZES] + [(size, 3) for size in RF3_SIZES]
         for size, rf in runs:
             say(f"purges of {size} partitions (RF {rf}), {RUNS} runs each")
-            tps = _topics(admin, f"bp{size}r{rf}-{run}", size, rf)
+            tps = make_topics(admin, f"bp{size}r{rf}-{run}", size, rf)
             try:
                 sized, profile = purges_of(
                     tools,

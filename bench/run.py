@@ -13,8 +13,8 @@ the same run; results go to BENCHMARKS.md and the figures to bench/plots/.
   (policy_run.py).
 - A RetentionPolicy fleet: runs per minute at 1,000 policies and the operator's footprint
   idle and under load (policies.py).
-- 100,000 partitions on a 7-broker cluster started for them: the plan and the purges
-  as above (hundred_k.py).
+- 100,000 partitions on a 7-broker cluster started for them: the plan and the purges,
+  as above, and purges of 10,000 partitions at RF 3 (big_cluster.py).
 - The plan job's Spark transforms on 1,000,000 synthetic partitions, no Kafka
   (synthetic.py).
 """
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from bench import (
-    hundred_k,
+    big_cluster,
     planning,
     plots,
     policies,
@@ -69,7 +69,8 @@ def write(rows: list[Row], seconds: float, figures: list[Path]) -> None:
         "",
         f"- Machine: {machine()}",
         f"- Cluster: Apache Kafka {pins.kafka}, 3 KRaft brokers on 127.0.0.1 (the local "
-        "stack); Spark local mode, warm session",
+        f"stack), and {big_cluster.BIG_BROKERS} for the rows that say so (bench/big_cluster.py); "
+        "Spark local mode, warm session",
         "- Command: `make bench`",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; run took {seconds:.0f} s",
         "",
@@ -115,7 +116,7 @@ def main() -> int:
         rows += purge_scale.bench_purges(stack, admin, RUN)
         rows += policy_run.bench_policy_run(stack, admin, RUN)
         rows += policies.bench_fleet(stack, admin, RUN)
-        rows += hundred_k.bench_hundred_k(stack, admin, RUN)
+        rows += big_cluster.bench_big_cluster(stack, admin, RUN)
     finally:
         if started_stack:
             stack.down()

@@ -59,9 +59,9 @@ from kafka_retention.services.tenancy import BindingUnavailable, Refused
 __all__ = ["MAX_PLANNED_PARTITIONS", "reconcile", "too_large"]
 
 # The largest purge the tests prove: 100,000 partitions through the service (unit test,
-# in-memory Kafka); on the real local cluster 20,000 (e2e and `make bench`), which is
-# what 3 brokers on one small machine serve reliably. Larger ones are refused before
-# anything is deleted.
+# in-memory Kafka) and on a real 7-broker local cluster (`make bench`); 20,000 on the
+# stack's 3 brokers (e2e), which is what they serve reliably on one small machine.
+# Larger ones are refused before anything is deleted.
 MAX_PLANNED_PARTITIONS = 100_000
 
 
