@@ -18,13 +18,20 @@ def operator_image() -> str:
 
 def in_image(name: str, *argv: str, entrypoint: bool = False) -> subprocess.CompletedProcess[str]:
     done = image.run_in_image(name, *argv, entrypoint=entrypoint)
-    if done.returncode and _only_buildah_spoke(done):
-        # buildah's chroot isolation once lost everything a fast-failing command wrote (a
-        # loaded run: stderr held only buildah's own "exited with status 1"). Each call
-        # runs in a fresh container, so running it once more changes nothing else; a
-        # command that really says nothing fails the same way twice.
+    if _output_lost(done):
+        # buildah's chroot isolation has lost everything a command wrote on a loaded
+        # machine: once a fast-failing one's (stderr held only buildah's own "exited with
+        # status 1"), once `java -version`'s, which exited 0 with nothing captured. Each
+        # call runs in a fresh container, so running it once more changes nothing else;
+        # a command that really says nothing does so twice, and its test fails.
         done = image.run_in_image(name, *argv, entrypoint=entrypoint)
     return done
+
+
+def _output_lost(done: subprocess.CompletedProcess[str]) -> bool:
+    if done.returncode:
+        return _only_buildah_spoke(done)
+    return not done.stdout and not done.stderr  # every command asked here prints something
 
 
 def _only_buildah_spoke(done: subprocess.CompletedProcess[str]) -> bool:
