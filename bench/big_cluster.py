@@ -34,7 +34,7 @@ from dataclasses import replace
 from functools import partial
 
 from bench import planning, purge_scale
-from bench.common import RUN, Row, quiet_brokers, run_alone, say
+from bench.common import RUN, Row, drop_topics, run_alone, say
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -60,8 +60,7 @@ WHERE = (
 
 
 def bench_big_cluster(stack: Stack, _admin: AdminClient, run: str = RUN) -> list[Row]:
-    sizes = ([PARTITIONS] if PARTITIONS > 0 else []) + [s * 3 for s in RF3_SIZES]
-    if not sizes:
+    if PARTITIONS <= 0 and not RF3_SIZES:
         return []
     problem = _refusal()
     if problem:
@@ -74,17 +73,17 @@ def bench_big_cluster(stack: Stack, _admin: AdminClient, run: str = RUN) -> list
         if holder is not None:
             return [_skipped(f"port {port} is in use ({holder})")]
     shutil.rmtree(cluster.root, ignore_errors=True)
-    say(f"starting {BIG_BROKERS} brokers for up to {max(sizes):,} partition replicas")
+    say(f"starting {BIG_BROKERS} brokers")
     rows: list[Row] = []
     try:
         cluster.prepare()
         cluster.start()
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         with purge_scale.purgers(stack, f"{run}-big") as tools:
-            parts = [
-                (f"{PARTITIONS:,} partitions", partial(_hundred_k, tools, cluster, admin, run))
-            ]
-            parts = parts if PARTITIONS > 0 else []
+            parts = []
+            if PARTITIONS > 0:
+                hundred_k = partial(_hundred_k, tools, cluster, admin, run)
+                parts.append((f"{PARTITIONS:,} partitions", hundred_k))
             parts += [
                 (
                     f"{size:,} partitions (RF 3)",
@@ -149,11 +148,8 @@ def _hundred_k(
             purge_scale.add_profile(sized[0], profiled)
         rows += _here(sized)
     finally:
-        _drop(
-            cluster,
-            admin,
-            names or [f"{prefix}-{i:03d}" for i in range(PARTITIONS // planning.PER_TOPIC)],
-        )
+        made = names or [f"{prefix}-{i:03d}" for i in range(PARTITIONS // planning.PER_TOPIC)]
+        drop_topics(admin, made, settle=cluster)
 
 
 def _replicated(
@@ -176,13 +172,7 @@ def _replicated(
         rows += _here(sized)
     finally:
         count, _ = purge_scale.layout(size)
-        _drop(cluster, admin, [f"{prefix}-{i:03d}" for i in range(count)])
-
-
-def _drop(cluster: KafkaCluster, admin: AdminClient, names: list[str]) -> None:
-    """The topics deleted, and their files gone from the disk before the next part."""
-    planning.drop(admin, names)
-    quiet_brokers(cluster, window=3.0, most=180.0)
+        drop_topics(admin, [f"{prefix}-{i:03d}" for i in range(count)], settle=cluster)
 
 
 def _here(rows: list[Row]) -> list[Row]:

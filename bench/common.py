@@ -3,6 +3,7 @@ from the stack's jars, and waiting until new topics are served."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -115,6 +116,18 @@ def quiet_brokers(
         if brokers_cpu(cluster) - before < below * window:
             break
     return time.monotonic() - started
+
+
+def drop_topics(admin: AdminClient, names: list[str], settle: KafkaCluster | None = None) -> None:
+    """A benchmark's topics deleted (errors ignored: this is cleaning up). With `settle`,
+    then wait until that cluster's brokers are quiet: the files leave the disk after the
+    call returns, in bursts, which must not fall into the next timed runs."""
+    if names:
+        for f in admin.delete_topics(names, request_timeout=300).values():
+            with contextlib.suppress(Exception):
+                f.result(timeout=300)
+    if settle is not None:
+        quiet_brokers(settle, window=3.0, most=180.0)
 
 
 def load_average() -> str:

@@ -16,7 +16,6 @@ plan and the progress lines of one Spark plan.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import statistics
@@ -31,8 +30,8 @@ from bench.common import (
     Point,
     Row,
     describe_group,
+    drop_topics,
     load_average,
-    quiet_brokers,
     say,
     wait_for_leaders,
 )
@@ -203,14 +202,6 @@ def _fill(bootstrap: str, tps: list[tuple[str, int]], deadline: float) -> None:
         producer.flush(max(1.0, deadline - time.monotonic()))
         pending = {tp: n - delivered.get(tp, 0) for tp, n in pending.items()}
         pending = {tp: n for tp, n in pending.items() if n > 0}
-
-
-def drop(admin: AdminClient, names: list[str]) -> None:
-    if not names:
-        return
-    for f in admin.delete_topics(names, request_timeout=300).values():
-        with contextlib.suppress(Exception):  # cleaning up a benchmark's topics
-            f.result(timeout=300)
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -398,10 +389,8 @@ def bench_planning(stack: Stack, admin: AdminClient) -> list[Row]:
             refused.append(f"planning {size:,} partitions failed ({exc!r})")
         finally:
             # Every size's topics go before the next: the brokers serve ~20k partitions.
-            drop(admin, names or [f"{prefix}-{i:03d}" for i in range(size // PER_TOPIC)])
-            # Their files leave the disk after the call returns, in bursts: not in the
-            # next size's (or the next benchmark's) timed runs.
-            quiet_brokers(stack.kafka, window=3.0, most=180.0)
+            made = names or [f"{prefix}-{i:03d}" for i in range(size // PER_TOPIC)]
+            drop_topics(admin, made, settle=stack.kafka)
     return rows(done, refused)
 
 

@@ -35,6 +35,7 @@ from bench.common import (
     Row,
     delete_records,
     describe_group,
+    drop_topics,
     offsets_file,
     profile_summary,
     py_spy,
@@ -173,7 +174,7 @@ def bench_policy_run(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
         watch.stop()
         operator.stop()
         stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-        planning.drop(admin, names)
+        drop_topics(admin, names)
     return [row(times, profiled)]
 
 
