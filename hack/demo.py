@@ -57,7 +57,15 @@ def bind(stack: Stack) -> None:
         "spec": {
             "clusterId": cluster_id,
             "connection": {"bootstrapServers": bootstrap},
-            "tenants": [{"namespaces": [NAMESPACE], "operations": ["purge", "retention"]}],
+            "tenants": [
+                {
+                    "namespaces": [NAMESPACE],
+                    "operations": ["purge", "retention"],
+                    # Each entry grants its own topics (none without an allow): the demo's
+                    # namespace owns the topics the demo's scenes make.
+                    "topics": {"allow": ["orders-[0-9]+", "app-orders-.*-repartition"]},
+                }
+            ],
             # The second scene trims a Streams application's repartition topic, which a
             # binding protects by default (with changelogs, Connect's and Schema
             # Registry's topics): this administrator lifts that for the demo's cluster.

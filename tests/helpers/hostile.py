@@ -1061,9 +1061,12 @@ def tenancy_binding(namespace: str, cluster_id: str) -> dict[str, Any]:
         "clusterId": cluster_id,
         "connection": {"bootstrapServers": BOOTSTRAP},
         "tenants": [
-            {"namespaces": [namespace], "operations": ["purge", "retention", "orphanCleanup"]}
+            {
+                "namespaces": [namespace],
+                "operations": ["purge", "retention", "orphanCleanup"],
+                "topics": {"allow": ["orders.*"]},
+            }
         ],
-        "topics": {"allow": ["orders.*"]},
         "brokers": {"access": "local"},
         "orphanCleanup": {"minRemovalDelay": "1h", "minAge": "1h"},
     }

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.overlap import PeerIndex, conservative_cut, overlap_note
+from kafka_retention.core.overlap import Holder, Peer, PeerIndex, conservative_cut, overlap_note
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 
@@ -40,12 +40,13 @@ def test_the_lowest_cut_of_all_overlapping_policies_wins_and_names_who_held_it()
     facts = PartitionFacts(tp, 0, 100, {"fast": 80, "slow": 30, "mid": 50})
     mine = RetentionRules(consumed_groups=("fast",))
     peers = {
-        "ns/slow": RetentionRules(consumed_groups=("slow",)),
-        "ns/mid": RetentionRules(consumed_groups=("mid",)),
+        "ns/slow": Peer(RetentionRules(consumed_groups=("slow",))),
+        "ns/mid": Peer(RetentionRules(consumed_groups=("mid",))),
     }
     decision = conservative_cut(90, facts, mine, peers, now_ms=0)
     assert decision.target == 30
     assert decision.held_back_by == ("ns/mid", "ns/slow")  # each lowered it in turn
+    assert decision.holders == (Holder("ns/mid", "mid"), Holder("ns/slow", "slow"))
     assert conservative_cut(20, facts, mine, peers, now_ms=0).target == 20  # never raised
 
 
@@ -212,3 +213,43 @@ def test_no_note_reveals_another_namespace_or_its_policies_names() -> None:
             if key.split("/")[1] not in own_names:
                 assert key.split("/")[1] not in words
         assert ("another namespace" in note or "other namespaces" in note) == (peers != own)
+
+
+def test_another_namespaces_bound_policy_holds_back_by_its_groups_commits_only() -> None:
+    """A reader of another namespace (groups_only): its time rules and minRetention hold
+    nothing back, a group that never committed holds nothing unless its entry says so,
+    and a committed group holds at its position, named."""
+    tp = TopicPartition("t", 0)
+    # Offsets for times: at 0 the log start, at 5 the high watermark (now is 6).
+    facts = PartitionFacts(tp, 10, 100, {"reader": 40, "never": None}, {0: 10, 5: 100})
+    mine = RetentionRules(max_retention_ms=1)  # cuts to the high watermark
+    freezer = RetentionRules(consumed_groups=("never",), min_retention_ms=6, delete_before_ms=0)
+    assert conservative_cut(100, facts, mine, {"r/p": Peer(freezer, True, False)}, 6).target == 100
+    # The same policy where its entry lets a group without a commit hold: at the log start.
+    held = conservative_cut(100, facts, mine, {"r/p": Peer(freezer, True, True)}, 6)
+    assert (held.target, held.holders) == (10, (Holder("r/p", "never"),))
+    # As a policy of the same namespace (not groups_only) its minRetention holds too.
+    assert conservative_cut(100, facts, mine, {"r/p": Peer(freezer)}, 6).target == 10
+    reader = RetentionRules(consumed_groups=("reader", "never"))
+    decision = conservative_cut(100, facts, mine, {"r/q": Peer(reader, True, False)}, 6)
+    assert (decision.target, decision.holders) == (40, (Holder("r/q", "reader"),))
+
+
+def test_a_bound_peer_of_another_namespace_holds_by_groups_and_same_namespace_fully() -> None:
+    index = PeerIndex(
+        {
+            "a/own": parse_policy_spec(
+                {"cluster": {"clusterRef": "b"}, "topics": {"names": ["t"]}, "maxRetention": "1d"}
+            ),
+            "r/reader": parse_policy_spec(
+                {
+                    "cluster": {"clusterRef": "b"},
+                    "topics": {"names": ["t"]},
+                    "deleteConsumed": {"groups": ["g"]},
+                }
+            ),
+        },
+        lambda key, spec: "id-1",
+    )
+    found = index.on_topic("t", "id-1", exclude="a/mine")
+    assert (found["a/own"].groups_only, found["r/reader"].groups_only) == (False, True)

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, OffsetKind
-from kafka_retention.core.overlap import PeerIndex, conservative_cut
+from kafka_retention.core.overlap import Peer, PeerIndex, conservative_cut
 from kafka_retention.core.policy import plan_partition
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.purge import (
@@ -884,8 +884,8 @@ def test_policy_reports_every_unread_record_its_cut_removes(
 @given(data=st.data(), count=st.integers(0, 3))
 def test_overlapping_policies_apply_the_lowest_cut_of_all(data: st.DataObject, count: int) -> None:
     mine, *others = [parse_policy_spec(data.draw(policy_specs())) for _ in range(count + 1)]
-    peers = {f"ns/peer-{i}": s.rules for i, s in enumerate(others)}
-    every = [mine.rules, *peers.values()]
+    peers = {f"ns/peer-{i}": Peer(s.rules) for i, s in enumerate(others)}
+    every = [mine.rules, *(p.rules for p in peers.values())]
     # One read of the partition carries the commits and times that every rule asks for.
     facts = data.draw(
         policy_facts(
@@ -895,7 +895,7 @@ def test_overlapping_policies_apply_the_lowest_cut_of_all(data: st.DataObject, c
     )
     planned = data.draw(st.integers(facts.log_start, facts.high_watermark))
     decision = conservative_cut(planned, facts, mine.rules, peers, NOW_MS)
-    theirs = {name: plan_partition(facts, r, NOW_MS).target for name, r in peers.items()}
+    theirs = {name: plan_partition(facts, p.rules, NOW_MS).target for name, p in peers.items()}
     mine_now = min(planned, plan_partition(facts, mine.rules, NOW_MS).target)
     assert decision.target == min([mine_now, *theirs.values()])
     # Only peers whose cut is below this policy's are named, and the last one named is

@@ -29,13 +29,31 @@ from kafka_retention.services.tenancy import (
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
+EVERY_TOPIC: Any = {"allow": [".*"]}
+
+
 def binding_spec(**more: Any) -> dict[str, Any]:
-    return {
+    """A binding for team-a. Tenant entries that do not say which topics they grant are
+    given every topic, so that tests about other rules need not repeat it; an entry with
+    `"topics": None` is left without topics (deny by default)."""
+    spec = {
         "clusterId": "abcDEF123_-xyz",
         "connection": {"bootstrapServers": "kafka-a:9092", "clientConfigSecret": "admin"},
         "tenants": [{"namespaces": ["team-a"], "operations": ["purge", "retention"]}],
         **more,
     }
+    tenants = []
+    for tenant in spec["tenants"]:
+        tenant = {"topics": EVERY_TOPIC, **tenant}
+        if tenant["topics"] is None:
+            del tenant["topics"]
+        tenants.append(tenant)
+    return {**spec, "tenants": tenants}
+
+
+def team_a(*operations: str, **topics: Any) -> list[dict[str, Any]]:
+    """spec.tenants with one entry: team-a, `operations` on `topics` (allow, protect)."""
+    return [{"namespaces": ["team-a"], "operations": list(operations), "topics": topics}]
 
 
 class World:
@@ -194,17 +212,11 @@ def test_a_missing_or_broken_binding_is_unavailable_and_retried() -> None:
 )
 def test_a_purge_naming_a_topic_the_binding_does_not_allow_is_refused(topic: str, why: str) -> None:
     spec = binding_spec(
-        topics={
-            "allow": [
-                "orders.*",
-                "_schemas",
-                ".*-changelog",
-                ".*connect.*",
-                ".*-repartition",
-                "__.*",
-            ],
-            "protect": ["orders-secret"],
-        }
+        tenants=team_a(
+            "purge",
+            allow=["orders.*", "_schemas", ".*-changelog", ".*connect.*", ".*-repartition", "__.*"],
+            protect=["orders-secret"],
+        )
     )
     world = World({"orders": spec})
     purge = bound_purge(
@@ -223,13 +235,16 @@ def test_a_purge_naming_a_topic_the_binding_does_not_allow_is_refused(topic: str
 
 def test_well_known_internal_topics_can_be_lifted_by_the_binding() -> None:
     spec = binding_spec(topics={"protectWellKnownInternal": False})
-    binding = parse_binding("orders", spec)
-    assert binding.topic_refusal("app-agg-repartition") is None
-    assert binding.topic_refusal("__consumer_offsets") is not None
+    grant = parse_binding("orders", spec).grant("team-a", None)
+    assert grant is not None
+    assert grant.topic_refusal("app-agg-repartition") is None
+    assert grant.topic_refusal("__consumer_offsets") is not None
 
 
 def test_a_policy_pattern_never_selects_topics_the_binding_does_not_allow() -> None:
-    spec = binding_spec(topics={"allow": ["team-a\\..*"], "protect": ["team-a\\.keep"]})
+    spec = binding_spec(
+        tenants=team_a("retention", allow=["team-a\\..*"], protect=["team-a\\.keep"])
+    )
     world = World({"orders": spec})
     policy = parse_policy_spec(
         {"cluster": {"clusterRef": "orders"}, "topics": {"pattern": ".*"}, "maxRetention": "1d"}
@@ -243,7 +258,7 @@ def test_a_policy_pattern_never_selects_topics_the_binding_does_not_allow() -> N
 
 
 def test_a_policy_naming_a_topic_the_binding_does_not_allow_is_refused() -> None:
-    spec = binding_spec(topics={"allow": ["team-a\\..*"]})
+    spec = binding_spec(tenants=team_a("retention", allow=["team-a\\..*"]))
     world = World({"orders": spec})
     policy = parse_policy_spec(
         {

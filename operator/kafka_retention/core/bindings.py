@@ -48,8 +48,14 @@ class BindingUnavailable(LookupError):
     reason = Reason.BINDING_UNAVAILABLE
 
 
-Operation = Literal["purge", "retention", "orphanCleanup"]
-OPERATIONS: tuple[Operation, ...] = ("purge", "retention", "orphanCleanup")
+# purge: RecordPurges; retention: RetentionPolicies that delete (and watch losses and
+# tombstones); orphanCleanup: spec.orphanPartitions; protect: a reader's right to hold
+# back other namespaces' cuts by its groups' positions, without deleting anything.
+Operation = Literal["purge", "retention", "orphanCleanup", "protect"]
+OPERATIONS: tuple[Operation, ...] = ("purge", "retention", "orphanCleanup", "protect")
+# Operations whose policies hold back other namespaces' cuts on the entry's topics: an
+# owner holds its own topics, a reader those it was granted protect on.
+HOLDING: frozenset[Operation] = frozenset({"retention", "protect"})
 
 # Defaults and bounds as the CRD states them (hack/crd-src/kafkaclusterbinding.yaml).
 DEFAULT_MIN_REMOVAL_DELAY_MS = 3_600_000
@@ -60,25 +66,43 @@ DEFAULT_POLICIES_PER_NAMESPACE = 1_000
 # Internal topics of the usual companions of Kafka, protected unless the binding says
 # protectWellKnownInternal: false. Schema Registry keeps every schema in `_schemas`
 # (kafkastore.topic); Kafka Connect's distributed workers keep their configs, source
-# offsets and task status in connect-configs/-offsets/-status by default, and clusters
-# named otherwise commonly follow `<name>-configs` etc.; Kafka Streams names its state
+# offsets and task status in connect-configs/-offsets/-status by default (clusters named
+# otherwise as `<name>-connect-configs` or `connect-<name>-configs`); Kafka Streams names its state
 # store changelogs `<app>-<store>-changelog` and its repartition topics
 # `<app>-<op>-repartition`. Deleting from any of them loses state the application cannot
 # rebuild (a schema id, a connector's position, a store's contents).
+# Strimzi's KafkaConnect defaults are connect-cluster-configs/-offsets/-status (any
+# `connect-<x>-configs`); MirrorMaker 2 keeps its offset syncs, checkpoints and its own
+# Connect topics in `mm2-offset-syncs.<cluster>.internal`, `<source>.checkpoints.internal`
+# and `mm2-configs.<cluster>.internal` etc., and its heartbeats in `heartbeats` (and
+# `<source>.heartbeats` once replicated); Confluent's self-balancing keeps
+# `_confluent_balancer_*`; Strimzi's Cruise Control its samples in
+# `strimzi.cruisecontrol.*`. README.md's "Internal topics" list is this tuple, rendered
+# (a test compares them).
 WELL_KNOWN_INTERNAL = (
     r"_schemas",
-    r"_confluent-.*",
-    r"(.+-)?connect-(configs|offsets|status)",
+    r"_confluent[-_].*",
+    r"(.+-)?connect(-.+)?-(configs|offsets|status)",
     r"(.+-)?(configs|offsets|status)-connect",
+    r".+\.internal",
+    r"(.+\.)?heartbeats",
+    r"strimzi\.cruisecontrol\..+",
     r".+-changelog",
     r".+-repartition",
 )
 
+
 BINDING_FIELDS: Shape = {
     "clusterId": None,
     "connection": {"bootstrapServers": None, "clientConfigSecret": None, "strimzi": STRIMZI_FIELDS},
-    "tenants": {"namespaces": None, "namespaceSelector": {"matchLabels": None}, "operations": None},
-    "topics": {"allow": None, "protect": None, "protectWellKnownInternal": None},
+    "tenants": {
+        "namespaces": None,
+        "namespaceSelector": {"matchLabels": None},
+        "operations": None,
+        "topics": {"allow": None, "protect": None},
+        "uncommittedGroupsHold": None,
+    },
+    "topics": {"protect": None, "protectWellKnownInternal": None},
     "brokers": {
         "access": None,
         "namespace": None,
@@ -92,9 +116,17 @@ BINDING_FIELDS: Shape = {
 
 @dataclass(frozen=True)
 class Tenant:
+    """One entry of spec.tenants: who, what, and on which topics."""
+
     namespaces: frozenset[str]
     selector: tuple[tuple[str, str], ...]  # every label must match; () matches nothing
     operations: frozenset[Operation]
+    # Patterns of the topics the entry's operations apply to: () grants no topic.
+    allow: tuple[str, ...] = ()
+    protect: tuple[str, ...] = ()
+    # Whether a group of this entry's namespaces that never committed on a partition
+    # holds back another namespace's cut there (it would hold it at the log start).
+    uncommitted_groups_hold: bool = False
 
     def admits(self, namespace: str, namespace_labels: Mapping[str, str] | None) -> bool:
         if namespace in self.namespaces:
@@ -105,50 +137,110 @@ class Tenant:
 
 
 @dataclass(frozen=True)
+class Grant:
+    """What a binding lets one namespace do: the first tenant entry admitting it, with the
+    binding's own protected topics. A namespace acts only on the topics its entry allows,
+    for the operations its entry lists."""
+
+    binding: str
+    entry: int  # index in spec.tenants
+    operations: frozenset[Operation]
+    allow: tuple[str, ...]
+    protect: tuple[str, ...]  # the entry's own
+    binding_protect: tuple[str, ...]  # spec.topics.protect and the well-known internals
+    uncommitted_groups_hold: bool = False
+
+    @property
+    def field(self) -> str:
+        return f"spec.tenants[{self.entry}].topics"
+
+    @property
+    def holds(self) -> bool:
+        """Whether this namespace's policies hold back other namespaces' cuts."""
+        return bool(self.operations & HOLDING)
+
+    @property
+    def all_protect(self) -> tuple[str, ...]:
+        return (*self.binding_protect, *self.protect)
+
+    def topic_refusal(self, topic: str) -> str | None:
+        """Why this namespace may not touch `topic`, or None when it may."""
+        if topic.startswith("__"):
+            return f"topic {topic} is internal; no binding lets a tenant touch it"
+        pattern = first_match(self.binding_protect, topic)
+        if pattern is not None:
+            return f"topic {topic} is protected by KafkaClusterBinding {self.binding} ({pattern})"
+        pattern = first_match(self.protect, topic)
+        if pattern is not None:
+            return (
+                f"topic {topic} is protected by KafkaClusterBinding {self.binding} "
+                f"{self.field}.protect ({pattern})"
+            )
+        if not self.allow:
+            return (
+                f"KafkaClusterBinding {self.binding} grants this namespace no topics "
+                f"({self.field}.allow is empty)"
+            )
+        if first_match(self.allow, topic) is None:
+            return (
+                f"topic {topic} is not among the topics KafkaClusterBinding {self.binding} "
+                f"grants this namespace ({self.field}.allow)"
+            )
+        return None
+
+
+@dataclass(frozen=True)
 class Binding:
     name: str
     cluster_id: str
     connection: ClusterRef  # secret and Strimzi objects live where the binding says
     tenants: tuple[Tenant, ...]
-    allow: tuple[str, ...] = ()  # patterns; () allows every unprotected topic
-    protect: tuple[str, ...] = ()
+    protect: tuple[str, ...] = ()  # for every tenant, with the well-known internals
     brokers: specs.BrokerAccess | None = None  # spec.brokers
     min_removal_delay_ms: int = DEFAULT_MIN_REMOVAL_DELAY_MS
     min_orphan_age_ms: int = DEFAULT_MIN_ORPHAN_AGE_MS
     partitions_per_purge: int = DEFAULT_PARTITIONS_PER_PURGE
     policies_per_namespace: int = DEFAULT_POLICIES_PER_NAMESPACE
 
+    def grant(self, namespace: str, namespace_labels: Mapping[str, str] | None) -> Grant | None:
+        """What the first tenant entry admitting the namespace grants; None: not admitted."""
+        for i, tenant in enumerate(self.tenants):
+            if tenant.admits(namespace, namespace_labels):
+                return Grant(
+                    self.name,
+                    i,
+                    tenant.operations,
+                    tenant.allow,
+                    tenant.protect,
+                    self.protect,
+                    tenant.uncommitted_groups_hold,
+                )
+        return None
+
     def operations(
         self, namespace: str, namespace_labels: Mapping[str, str] | None
     ) -> frozenset[Operation] | None:
         """What the first tenant entry admitting the namespace allows; None: not admitted."""
-        for tenant in self.tenants:
-            if tenant.admits(namespace, namespace_labels):
-                return tenant.operations
-        return None
+        found = self.grant(namespace, namespace_labels)
+        return None if found is None else found.operations
 
     def needs_labels(self) -> bool:
         """Whether any tenant admits by selector (then the namespace's labels are read)."""
         return any(t.selector for t in self.tenants)
 
-    def topic_refusal(self, topic: str) -> str | None:
-        """Why a tenant may not touch `topic`, or None when it may."""
-        if topic.startswith("__"):
-            return f"topic {topic} is internal; no binding lets a tenant touch it"
-        pattern = first_match(self.protect, topic)
-        if pattern is not None:
-            return f"topic {topic} is protected by binding {self.name} ({pattern})"
-        if self.allow and first_match(self.allow, topic) is None:
-            return f"topic {topic} is not among the topics binding {self.name} allows"
-        return None
-
 
 def parse_binding(name: str, spec: Any) -> Binding:
     """A binding's spec; SpecError names the field (as spec.<field>) of a broken one."""
     spec = obj(spec, "spec")
+    if isinstance(spec.get("topics"), Mapping) and "allow" in spec["topics"]:
+        # Before tenant entries owned their topics, the binding had one allow for all.
+        raise SpecError(
+            "spec.topics.allow",
+            "moved to spec.tenants[].topics.allow: each tenant entry grants its own topics",
+        )
     known_fields(spec, BINDING_FIELDS, "spec")
     cluster_id = text(spec.get("clusterId"), "spec.clusterId")
-    allow, protect = _topics(obj(spec.get("topics"), "spec.topics"))
+    protect = _topics(obj(spec.get("topics"), "spec.topics"))
     floors = obj(spec.get("orphanCleanup"), "spec.orphanCleanup")
     limits = obj(spec.get("limits"), "spec.limits")
     return Binding(
@@ -156,7 +248,6 @@ def parse_binding(name: str, spec: Any) -> Binding:
         cluster_id=cluster_id,
         connection=_connection(obj(spec.get("connection"), "spec.connection")),
         tenants=_tenants(spec.get("tenants")),
-        allow=allow,
         protect=protect,
         brokers=_brokers(spec.get("brokers")),
         min_removal_delay_ms=_duration(
@@ -220,7 +311,13 @@ def _tenants(value: Any) -> tuple[Tenant, ...]:
             if op not in OPERATIONS:
                 raise SpecError(f"{at}.operations[{j}]", f"{op!r} is not one of {OPERATIONS}")
         chosen = frozenset(op for op in OPERATIONS if op in ops)
-        tenants.append(Tenant(frozenset(spaces), pairs, chosen))
+        topics = obj(raw.get("topics"), f"{at}.topics")
+        allow = _patterns(topics.get("allow"), f"{at}.topics.allow")
+        protect = _patterns(topics.get("protect"), f"{at}.topics.protect")
+        hold = raw.get("uncommittedGroupsHold", False)
+        if not isinstance(hold, bool):
+            raise SpecError(f"{at}.uncommittedGroupsHold", "must be true or false")
+        tenants.append(Tenant(frozenset(spaces), pairs, chosen, allow, protect, hold))
     if not tenants:
         raise SpecError("spec.tenants", "needs at least one tenant")
     return tuple(tenants)
@@ -236,14 +333,14 @@ def _patterns(value: Any, field_path: str) -> tuple[str, ...]:
     return found
 
 
-def _topics(raw: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _topics(raw: Mapping[str, Any]) -> tuple[str, ...]:
     protect = _patterns(raw.get("protect"), "spec.topics.protect")
     well_known = raw.get("protectWellKnownInternal", True)
     if not isinstance(well_known, bool):
         raise SpecError("spec.topics.protectWellKnownInternal", "must be true or false")
     if well_known:
         protect = (*WELL_KNOWN_INTERNAL, *protect)
-    return _patterns(raw.get("allow"), "spec.topics.allow"), protect
+    return protect
 
 
 def _brokers(value: Any) -> specs.BrokerAccess | None:

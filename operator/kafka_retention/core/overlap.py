@@ -6,9 +6,12 @@ the rule holds after a restart, with two replicas, and for a policy that has not
 
 Namespaces are tenants, and one tenant's policy must not stall another's: across
 namespaces a policy is a peer only when both clusters are known, by Kafka's own id, to be
-the same one. Within a namespace an unknown cluster still counts as possibly the same
-(see PeerIndex). Status names a peer of the asker's own namespace; one of another
-namespace only as existing (`overlap_note`).
+the same one (see PeerIndex), and, under a KafkaClusterBinding, only on topics its
+tenant entry lets it hold (services.tenancy puts them in its topic filter), and only by
+its groups' committed positions (`Peer.groups_only`): a reader may keep what its groups
+have not read, not freeze a topic with a rule of its own. A group that never committed
+on a partition holds another namespace back there only if its entry says
+uncommittedGroupsHold. The held-back status names who held it (`Holder`).
 """
 
 from __future__ import annotations
@@ -20,37 +23,91 @@ from kafka_retention.core.facts import PartitionFacts
 from kafka_retention.core.policy import RetentionRules, plan_partition
 from kafka_retention.core.policy_spec import PolicySpec
 
-# How status refers to a policy of another namespace: never by its name.
+# How status refers to a policy of another namespace in the overlap note: never by its
+# name (heldBackBy names the namespace and group of one that did hold a cut back).
 OTHER_NAMESPACE_POLICY = "a policy in another namespace"
 OTHER_NAMESPACE_POLICIES = "policies in other namespaces"
 
 
 @dataclass(frozen=True)
+class Peer:
+    """Another policy that cuts the same topic, as it may hold this policy's cut back."""
+
+    rules: RetentionRules
+    # A bound policy of another namespace: it holds back only by its deleteConsumed
+    # groups' committed offsets, not by its own time rules or minRetention.
+    groups_only: bool = False
+    # Whether its group without a committed offset on a partition holds the partition.
+    uncommitted_hold: bool = True
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who held a cut back: a peer (by key) and, when a group decided it, the group."""
+
+    key: str
+    group: str | None = None
+
+
+@dataclass(frozen=True)
 class CutDecision:
     target: int
-    # Peers (keys) whose own cut was lower than this policy's and so held it back. Keys
-    # name other namespaces: for logs and tests, not for status (see overlap_note).
+    # Peers (keys) whose own cut was lower than this policy's and so held it back.
     held_back_by: tuple[str, ...] = ()
+    # The same, with the group that decided each one's cut where a group did.
+    holders: tuple[Holder, ...] = ()
+
+
+def peer_cut(facts: PartitionFacts, peer: Peer, now_ms: int) -> tuple[int, str | None] | None:
+    """How far `peer` lets a cut go on this partition, and the group that decides it;
+    None when it holds nothing back here."""
+    if not peer.groups_only:
+        cut = plan_partition(facts, peer.rules, now_ms)
+        lowest = _lowest_group(facts, peer.rules.consumed_groups, True)
+        group = lowest[1] if lowest is not None and lowest[0] <= cut.target else None
+        return cut.target, group
+    lowest = _lowest_group(facts, peer.rules.consumed_groups, peer.uncommitted_hold)
+    if lowest is None:
+        return None
+    offset, group = lowest
+    return min(max(offset, facts.log_start), facts.high_watermark), group
+
+
+def _lowest_group(
+    facts: PartitionFacts, groups: Iterable[str], uncommitted_hold: bool
+) -> tuple[int, str] | None:
+    """The lowest position among `groups` (a group without a commit at the log start, or
+    left out unless `uncommitted_hold`), with its group; None when no group counts."""
+    found: tuple[int, str] | None = None
+    for group in sorted(groups):
+        committed = facts.committed.get(group)
+        if committed is None:
+            if not uncommitted_hold:
+                continue
+            committed = facts.log_start
+        if found is None or committed < found[0]:
+            found = (committed, group)
+    return found
 
 
 def conservative_cut(
     planned: int,
     facts: PartitionFacts,
     rules: RetentionRules,
-    peers: Mapping[str, RetentionRules],
+    peers: Mapping[str, Peer],
     now_ms: int,
 ) -> CutDecision:
     """The lowest of the planned cut, this policy's cut from fresh facts and every peer's
     cut from the same facts. `facts` must carry the committed offsets and the offsets for
     the times that every one of these rules asks for."""
     target = min(planned, plan_partition(facts, rules, now_ms).target)
-    held: list[str] = []
+    held: list[Holder] = []
     for name, peer in sorted(peers.items()):
-        theirs = plan_partition(facts, peer, now_ms).target
-        if theirs < target:
-            target = theirs
-            held.append(name)
-    return CutDecision(target, tuple(held))
+        found = peer_cut(facts, peer, now_ms)
+        if found is not None and found[0] < target:
+            target = found[0]
+            held.append(Holder(name, found[1]))
+    return CutDecision(target, tuple(h.key for h in held), tuple(held))
 
 
 def namespace_of(key: str) -> str | None:
@@ -128,7 +185,7 @@ class PeerIndex:
 
     def on_topic(
         self, topic: str, cluster: str | None, exclude: str = "", namespace: str | None = None
-    ) -> dict[str, RetentionRules]:
+    ) -> dict[str, Peer]:
         """Peers (by key) that cut `topic`. `cluster`: the asking policy's, as `cluster`
         gives it (None: unknown); `exclude`: its key, which is never its own peer.
         `namespace`: the asker's, by default its key's; an asker of no namespace has only
@@ -138,7 +195,7 @@ class PeerIndex:
         mine = namespace if namespace is not None else namespace_of(exclude)
         names = set(self._by_name.get(topic, ()))
         names.update(name for name, spec in self._patterns if topic in spec.topics.select([topic]))
-        found: dict[str, RetentionRules] = {}
+        found: dict[str, Peer] = {}
         for name in sorted(names):
             spec = self._specs[name]
             if name == exclude or topic in spec.topics.exclude:
@@ -146,8 +203,11 @@ class PeerIndex:
             if mine is not None and namespace_of(name) == mine:
                 # Own namespace: an unknown on either side may be the same cluster.
                 if cluster is None or self.cluster(name, spec) in (None, cluster):
-                    found[name] = spec.rules
+                    found[name] = Peer(spec.rules)
             elif cluster is not None and self.cluster(name, spec) == cluster:
                 # Another namespace: never resolved for an asker whose cluster is unknown.
-                found[name] = spec.rules
+                # Under a binding it holds back by its groups alone (services.tenancy
+                # admitted it only on topics its entry may hold).
+                bound = spec.binding is not None
+                found[name] = Peer(spec.rules, bound, spec.hold_uncommitted or not bound)
         return found

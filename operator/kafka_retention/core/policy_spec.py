@@ -116,6 +116,13 @@ class PolicySpec:
     # Set from the binding when a run is admitted (services.tenancy): the id every
     # connection for this policy must answer with.
     cluster_id: str | None = None
+    # Set from the binding too. False for a reader's policy (its tenant entry grants
+    # protect, not retention): it plans and holds other namespaces' cuts back by its
+    # groups, and deletes nothing itself.
+    cuts: bool = True
+    # Whether its groups without a committed offset on a partition hold another
+    # namespace's cut back there (the entry's uncommittedGroupsHold; open tenancy: yes).
+    hold_uncommitted: bool = True
 
     @property
     def cluster(self) -> ClusterRef:

@@ -51,9 +51,11 @@ def topic_summary(
     moved: Mapping[TopicPartition, tuple[int, int]],
     deleted_by_topic: Mapping[str, int],
     notes: Mapping[str, str],
+    held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """One entry per topic: partitions, how far the log start lags the slowest group,
-    records deleted last run and in total, and a note where something needs saying."""
+    records deleted last run and in total, a note where something needs saying, and who
+    held its cut back."""
     before = {t["name"]: t for t in previous}
     per: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -80,6 +82,8 @@ def topic_summary(
         )
         if name in notes:
             topic["note"] = notes[name]
+        if held and held.get(name):
+            topic["heldBackBy"] = [dict(h) for h in held[name]]
         out.append(topic)
     for name, why in skipped.items():
         out.append(
@@ -173,8 +177,10 @@ def run_status(
     finished: datetime,
     next_run: datetime,
     degraded: str,
+    held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """The status a completed run writes (besides its watches' fields and conditions)."""
+    """The status a completed run writes (besides its watches' fields and conditions).
+    `held`: who held the cuts back, per topic (status.topics[].heldBackBy)."""
     return {
         "observedGeneration": generation,
         "consecutiveFailures": 0,
@@ -193,7 +199,14 @@ def run_status(
             "error": degraded or None,
         },
         "topics": topic_summary(
-            status.get("topics") or [], spec, rows, plan.skipped, moved, done.by_topic, notes
+            status.get("topics") or [],
+            spec,
+            rows,
+            plan.skipped,
+            moved,
+            done.by_topic,
+            notes,
+            held or {},
         ),
         "groups": list(groups),
         "groupsRead": groups_line(groups) or None,

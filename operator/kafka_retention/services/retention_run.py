@@ -20,8 +20,15 @@ from kafka_retention.core import loss
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
-from kafka_retention.core.overlap import PeerIndex, conservative_cut, overlap_note
-from kafka_retention.core.policy import PolicyPlan, RetentionRules
+from kafka_retention.core.overlap import (
+    Holder,
+    Peer,
+    PeerIndex,
+    conservative_cut,
+    namespace_of,
+    overlap_note,
+)
+from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
@@ -146,19 +153,25 @@ def apply_plan(
     # Only topics this policy selects (under its binding's allow/protect): a plan comes
     # back from Spark pods through ConfigMaps in the policy's namespace, which whoever
     # may write ConfigMaps there could have forged.
-    mine = set(spec.topics.select({r["topic"] for r in plan.rows}))
-    rows = [r for r in plan.rows if not r.get("error") and r["topic"] in mine]
+    plan = selected_plan(spec, plan)
+    rows = [r for r in plan.rows if not r.get("error")]
     failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
     try:
-        cuts, notes = _safe_cuts(run, spec, kafka, rows, peers, started)
+        cuts, notes, held = _safe_cuts(run, spec, kafka, rows, peers, started)
     except KafkaUnavailable as err:
         return failed(run, spec, Reason.KAFKA_UNAVAILABLE, err, started, retry_delay)
-    moved, delete_failures = _delete(kafka, cuts, spec.dry_run)
+    # A reader's policy (its entry grants protect, not retention) plans as a dry run does.
+    moved, delete_failures = _delete(kafka, cuts, spec.dry_run or not spec.cuts)
     failures += delete_failures
     finished = run.now()
     deleted = report.deleted(rows, moved)
     lost = report.losses(rows, cuts, moved, spec)
-    if spec.dry_run:
+    if not spec.cuts and not spec.dry_run:
+        message = (
+            f"holds back other namespaces' cuts on {len({r['topic'] for r in rows})} topics "
+            "by its groups (its binding grants protect, not retention); deletes nothing"
+        )
+    elif spec.dry_run or not spec.cuts:
         would = sum(target - before for before, target in cuts.values())
         message = f"dry run: would delete {would} records from {len(cuts)} partitions"
     else:
@@ -184,6 +197,7 @@ def apply_plan(
                 lost,
                 notes,
                 groups,
+                held=held,
                 started=started,
                 finished=finished,
                 next_run=finished + timedelta(seconds=interval),
@@ -259,6 +273,24 @@ def set_schedule(
     )
 
 
+def selected_plan(spec: PolicySpec, plan: PolicyPlan) -> PolicyPlan:
+    """The plan's rows, skipped topics and scan rows for topics this policy selects (under
+    its binding's entry); everything else dropped. A plan comes back from Spark pods
+    through ConfigMaps, which whoever may write them could have forged: what is left is
+    still a proposal, re-checked against fresh reads before any delete."""
+    mine = set(spec.topics.select({r["topic"] for r in plan.rows} | set(plan.skipped)))
+    return replace(
+        plan,
+        rows=[r for r in plan.rows if r.get("topic") in mine],
+        skipped={t: why for t, why in plan.skipped.items() if t in mine},
+        tombstones=[r for r in plan.tombstones if r.get("topic") in mine],
+    )
+
+
+# At most this many holders are named per topic in status.topics[].heldBackBy.
+MAX_HOLDERS_LISTED = 5
+
+
 def _safe_cuts(
     run: PolicyRun,
     spec: PolicySpec,
@@ -266,29 +298,30 @@ def _safe_cuts(
     rows: Sequence[Mapping[str, Any]],
     index: PeerIndex,
     now: datetime,
-) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str]]:
+) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str], dict[str, list[dict[str, Any]]]]:
     """(log start, cut) per partition worth cutting, after the fresh re-check and the
-    overlap rule; plus a note per topic that other policies also cut."""
-    peers_by_topic: dict[str, dict[str, RetentionRules]] = {}
+    overlap rule; a note per topic that other policies also cut; and who held the cuts
+    back, per topic, for status.topics[].heldBackBy."""
+    peers_by_topic: dict[str, dict[str, Peer]] = {}
     notes: dict[str, str] = {}
     here = index.cluster(run.key, spec)
     for topic in sorted({r["topic"] for r in rows}):
         peers = index.on_topic(topic, here, exclude=run.key)
         peers_by_topic[topic] = peers
         if peers:
-            # Status never names another namespace's policies, only that they exist.
+            # The note never names another namespace's policies, only that they exist.
             notes[topic] = overlap_note(run.key, peers)
     wanted = {
         TopicPartition(r["topic"], r["partition"]): r
         for r in rows
-        if r["targetOffset"] is not None and r["targetOffset"] > r["logStartOffset"]
+        if r.get("targetOffset") is not None and r["targetOffset"] > r["logStartOffset"]
     }
     if not wanted:
-        return {}, notes
+        return {}, notes, {}
 
     def groups_of(tp: TopicPartition) -> set[str]:
         return set(spec.rules.groups()).union(
-            *(rules.groups() for rules in peers_by_topic[tp.topic].values())
+            *(peer.rules.groups() for peer in peers_by_topic[tp.topic].values())
         )
 
     read = read_facts(kafka, list(wanted), groups_of)
@@ -296,36 +329,61 @@ def _safe_cuts(
         tp, problem = next(iter(read.errors.items()))
         raise KafkaUnavailable(f"fresh offsets of {tp}: {problem}")
     now_ms = int(now.timestamp() * 1000)
-    peer_times = _peer_times(kafka, wanted, peers_by_topic, now_ms)
+    # Every time a cut depends on is looked up now, this policy's too: the plan's own
+    # lookups came back with its rows, which a tenant may have written.
+    times = _fresh_times(kafka, spec, wanted, peers_by_topic, now_ms)
     cuts: dict[TopicPartition, tuple[int, int]] = {}
+    holders: dict[str, dict[Holder, int]] = {}
     for tp, row in wanted.items():
-        facts: PartitionFacts = read.facts[tp]
-        # This policy's times as planned; the peers' read just now.
-        times = {int(k): v for k, v in (row.get("timeOffsets") or {}).items()}
-        facts = replace(facts, offsets_for_times={**peer_times.get(tp, {}), **times})
+        facts: PartitionFacts = replace(read.facts[tp], offsets_for_times=times.get(tp, {}))
         decision = conservative_cut(
             int(row["targetOffset"]), facts, spec.rules, peers_by_topic[tp.topic], now_ms
         )
+        if decision.holders:
+            # The last holder is the one whose cut was taken.
+            last = decision.holders[-1]
+            count = holders.setdefault(tp.topic, {})
+            count[last] = count.get(last, 0) + 1
         if decision.target > facts.log_start:
             cuts[tp] = (facts.log_start, decision.target)
-    return cuts, notes
+    return cuts, notes, {t: _held(run.key, found) for t, found in holders.items()}
 
 
-def _peer_times(
+def _held(asker: str, found: Mapping[Holder, int]) -> list[dict[str, Any]]:
+    """heldBackBy entries, the most partitions first: the namespace and group of each
+    holder, and the policy's name only for one of the asker's own namespace."""
+    out = []
+    for holder, partitions in sorted(found.items(), key=lambda hp: (-hp[1], hp[0].key)):
+        namespace = namespace_of(holder.key) or ""
+        entry: dict[str, Any] = {"namespace": namespace, "partitions": partitions}
+        if namespace == namespace_of(asker):
+            entry["policy"] = holder.key.split("/", 1)[-1]
+        if holder.group is not None:
+            entry["group"] = holder.group
+        out.append(entry)
+    return out[:MAX_HOLDERS_LISTED]
+
+
+def _fresh_times(
     kafka: PolicyKafka,
+    spec: PolicySpec,
     wanted: Mapping[TopicPartition, Any],
-    peers_by_topic: Mapping[str, Mapping[str, RetentionRules]],
+    peers_by_topic: Mapping[str, Mapping[str, Peer]],
     now_ms: int,
 ) -> dict[TopicPartition, dict[int, int | None]]:
-    """Offsets for the times the overlapping policies' rules ask for, read now."""
+    """Offsets for the times this policy's rules and the overlapping policies' ask for,
+    read now (a peer that holds back by its groups alone asks for none)."""
     by_time: dict[int, list[TopicPartition]] = {}
+    own = spec.rules.lookup_times(now_ms)
     for tp in wanted:
-        for rules in peers_by_topic[tp.topic].values():
-            for t in rules.lookup_times(now_ms):
+        for t in own:
+            by_time.setdefault(t, []).append(tp)
+        for peer in peers_by_topic[tp.topic].values():
+            if peer.groups_only:
+                continue
+            for t in peer.rules.lookup_times(now_ms):
                 by_time.setdefault(t, []).append(tp)
     out: dict[TopicPartition, dict[int, int | None]] = {}
-    if not by_time:
-        return out
     for t, tps in by_time.items():
         for tp, found in kafka.offsets_for_timestamp(sorted(set(tps)), t).items():
             if isinstance(found, KafkaFailure):

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from kafka_retention.core.bindings import (
     Binding,
     BindingUnavailable,
+    Grant,
     Operation,
     parse_binding,
     strict_refusal,
@@ -140,10 +141,26 @@ class Tenancy:
 
     def admit(
         self, namespace: str, ref: ClusterRef, needs: Mapping[Operation, str]
-    ) -> Binding | None:
-        """The binding the resource acts under, after checking it admits the namespace for
-        every operation in `needs` (operation -> the spec field that asks for it); None for
-        a cluster named inline under open tenancy."""
+    ) -> Grant | None:
+        """What the resource's binding grants its namespace, after checking it admits the
+        namespace for every operation in `needs` (operation -> the spec field that asks
+        for it); None for a cluster named inline under open tenancy."""
+        grant = self.grant(namespace, ref)
+        if grant is None:
+            return None
+        for operation, field in needs.items():
+            if operation not in grant.operations:
+                raise Refused(
+                    field,
+                    Reason.NOT_PERMITTED,
+                    f"KafkaClusterBinding {grant.binding} does not allow {operation} in "
+                    f"namespace {namespace}",
+                )
+        return grant
+
+    def grant(self, namespace: str, ref: ClusterRef) -> Grant | None:
+        """The tenant entry the namespace acts under; None for a cluster named inline
+        under open tenancy. Refused when the binding does not admit the namespace."""
         if ref.binding is None:
             if self.mode == "strict":
                 raise Refused(
@@ -152,44 +169,60 @@ class Tenancy:
             return None
         binding = self.binding(ref.binding)
         labels = self.namespace_labels(namespace) if binding.needs_labels() else None
-        allowed = binding.operations(namespace, labels)
-        if allowed is None:
+        grant = binding.grant(namespace, labels)
+        if grant is None:
             raise Refused(
                 "spec.cluster.clusterRef",
                 Reason.NOT_PERMITTED,
                 f"KafkaClusterBinding {binding.name} does not admit namespace {namespace}",
             )
-        for operation, field in needs.items():
-            if operation not in allowed:
-                raise Refused(
-                    field,
-                    Reason.NOT_PERMITTED,
-                    f"KafkaClusterBinding {binding.name} does not allow {operation} in "
-                    f"namespace {namespace}",
-                )
-        return binding
+        return grant
 
     def admit_purge(self, namespace: str, request: PurgeRequest) -> Binding | None:
-        binding = self.admit(namespace, request.cluster, {"purge": "spec.cluster.clusterRef"})
-        if binding is not None:
-            for field, topic in request.named_topics():
-                why = binding.topic_refusal(topic)
-                if why is not None:
-                    raise Refused(field, Reason.NOT_PERMITTED, why)
-        return binding
+        grant = self.admit(namespace, request.cluster, {"purge": "spec.cluster.clusterRef"})
+        if grant is None:
+            return None
+        for field, topic in request.named_topics():
+            why = grant.topic_refusal(topic)
+            if why is not None:
+                raise Refused(field, Reason.NOT_PERMITTED, why)
+        return self.binding(grant.binding)
 
     def admit_policy(self, namespace: str, spec: PolicySpec, peers_before: int = 0) -> PolicySpec:
-        """The policy as it runs under its binding: the binding's topic filter, brokers
-        and cluster id filled in. `peers_before`: policies of the same namespace on the
-        same binding that come before this one (by name), for the quota."""
+        """The policy as it runs under its binding: its tenant entry's topic filter, the
+        binding's brokers and cluster id filled in. `peers_before`: policies of the same
+        namespace on the same binding that come before this one (by name), for the quota.
+
+        An entry granting retention lets the policy cut its topics; one granting only
+        protect admits a reader's policy that deletes nothing and holds other namespaces'
+        cuts back by its deleteConsumed groups (so its time rules and tombstone raises,
+        which only delete or change configs, are refused)."""
         needs: dict[Operation, str] = {}
-        if _acts_on_topics(spec):
-            needs["retention"] = "spec.cluster.clusterRef"
         if spec.orphans is not None:
             needs["orphanCleanup"] = "spec.orphanPartitions"
-        binding = self.admit(namespace, spec.cluster, needs)
-        if binding is None:
+        grant = self.admit(namespace, spec.cluster, needs)
+        if grant is None:
             return spec
+        binding = self.binding(grant.binding)
+        cuts = True
+        if _acts_on_topics(spec):
+            cuts = "retention" in grant.operations
+            if not cuts and "protect" not in grant.operations:
+                raise Refused(
+                    "spec.cluster.clusterRef",
+                    Reason.NOT_PERMITTED,
+                    f"KafkaClusterBinding {binding.name} does not allow retention in "
+                    f"namespace {namespace}",
+                )
+            if not cuts:
+                _reader_only(spec, binding.name, namespace)
+            if not grant.allow:
+                raise Refused(
+                    "spec.topics",
+                    Reason.NOT_PERMITTED,
+                    f"KafkaClusterBinding {binding.name} grants namespace {namespace} no "
+                    f"topics ({grant.field}.allow is empty)",
+                )
         if peers_before >= binding.policies_per_namespace:
             raise Refused(
                 "spec.cluster.clusterRef",
@@ -198,12 +231,19 @@ class Tenancy:
                 f"RetentionPolicies in namespace {namespace}; this one is past them (by name)",
             )
         for i, topic in enumerate(spec.topics.names):
-            why = binding.topic_refusal(topic)
+            why = grant.topic_refusal(topic)
             if why is not None:
                 raise Refused(f"spec.topics.names[{i}]", Reason.NOT_PERMITTED, why)
-        topics = replace(spec.topics, allow=binding.allow, protect=binding.protect)
-        orphans = _bound_orphans(binding, spec.orphans)
-        return replace(spec, topics=topics, orphans=orphans, cluster_id=binding.cluster_id)
+        topics = replace(spec.topics, allow=grant.allow, protect=grant.all_protect)
+        orphans = _bound_orphans(binding, grant, spec.orphans)
+        return replace(
+            spec,
+            topics=topics,
+            orphans=orphans,
+            cluster_id=binding.cluster_id,
+            cuts=cuts,
+            hold_uncommitted=grant.uncommitted_groups_hold,
+        )
 
     def connection(self, namespace: str, ref: ClusterRef) -> tuple[str, dict[str, str]]:
         """Bootstrap servers and client properties: the binding's for a resource that
@@ -226,7 +266,7 @@ class Tenancy:
         except BindingUnavailable:
             return None
         labels = self.namespace_labels(namespace) if binding.needs_labels() else None
-        return binding.cluster_id if binding.operations(namespace, labels) else None
+        return binding.cluster_id if binding.grant(namespace, labels) else None
 
 
 def _acts_on_topics(spec: PolicySpec) -> bool:
@@ -240,10 +280,36 @@ def _acts_on_topics(spec: PolicySpec) -> bool:
     )
 
 
-def _bound_orphans(binding: Binding, orphans: OrphanSpec | None) -> OrphanSpec | None:
-    """The policy's orphan rules with the binding's brokers, refused below its floors."""
+def _reader_only(spec: PolicySpec, binding: str, namespace: str) -> None:
+    """Refuse what a reader's policy (protect without retention) asks beyond holding."""
+    asks = (
+        ("spec.deleteBefore", spec.rules.delete_before_ms is not None),
+        ("spec.maxRetention", spec.rules.max_retention_ms is not None),
+        ("spec.tombstones", spec.tombstones is not None),
+    )
+    for field, asked in asks:
+        if asked:
+            raise Refused(
+                field,
+                Reason.NOT_PERMITTED,
+                f"KafkaClusterBinding {binding} grants namespace {namespace} protect, not "
+                "retention: its policies hold other namespaces' cuts back by "
+                "spec.deleteConsumed.groups and delete or change nothing",
+            )
+
+
+def _bound_orphans(binding: Binding, grant: Grant, orphans: OrphanSpec | None) -> OrphanSpec | None:
+    """The policy's orphan rules with the binding's brokers, refused below its floors, for
+    the topics the namespace's entry allows."""
     if orphans is None:
         return None
+    if not grant.allow:
+        raise Refused(
+            "spec.orphanPartitions",
+            Reason.NOT_PERMITTED,
+            f"KafkaClusterBinding {binding.name} grants this namespace no topics "
+            f"({grant.field}.allow is empty)",
+        )
     brokers = binding.brokers
     if brokers is None:
         raise Refused(
@@ -281,5 +347,5 @@ def _bound_orphans(binding: Binding, orphans: OrphanSpec | None) -> OrphanSpec |
         orphans,
         brokers=access,
         min_age_floor_ms=binding.min_orphan_age_ms,
-        topics=TopicSelector(allow=binding.allow, protect=binding.protect),
+        topics=TopicSelector(allow=grant.allow, protect=grant.all_protect),
     )

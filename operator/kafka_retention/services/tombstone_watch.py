@@ -54,7 +54,12 @@ def watch(
     want = spec.tombstones
     now_ms = int(finished.timestamp() * 1000)
     problems: list[str] = []
-    configs = kafka.topic_configs(sorted(set(topics)))
+    # Topics come from a plan, which Spark pods may have written back through ConfigMaps
+    # a tenant can forge: only topics this policy selects (under its binding) are read,
+    # and only theirs may have delete.retention.ms raised.
+    mine = set(spec.topics.select(topics))
+    scanned = [row for row in scanned if row.get("topic") in mine]
+    configs = kafka.topic_configs(sorted(mine))
     retention: dict[str, int] = {}
     for topic, config in configs.items():
         if isinstance(config, KafkaFailure):
