@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers import tenancy
 from tests.helpers.cleanup import undone_afterwards
+from tests.helpers.commits import commit
 from tests.helpers.conditions import ready, with_reason
 from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
 from tests.helpers.kafka import Kafka
@@ -100,6 +102,12 @@ def bind(
     return name
 
 
+def own_topics(namespace: str, operations: list[str], *topics: str) -> list[dict[str, Any]]:
+    """spec.tenants with one entry: `namespace` may run `operations` on these topics."""
+    allow = [re.escape(t) for t in topics]
+    return [{"namespaces": [namespace], "operations": operations, "topics": {"allow": allow}}]
+
+
 def cut_all(stack: Stack, ns: str, name: str, cluster: dict[str, Any], topic: str) -> None:
     """A RetentionPolicy that deletes every record of `topic` now and every 10s."""
     apply_policy_on(stack, ns, name, topic, cluster=cluster, deleteBefore=EVERYTHING)
@@ -168,8 +176,8 @@ def test_a_bound_namespace_purges_and_cuts_its_allowed_topics_only(
 ) -> None:
     team_a, _ = teams
     mine, theirs = kafka.topic({0: 40, 1: 40}), kafka.topic({0: 40})
-    allow = {"allow": [mine.replace(".", "\\.")]}
-    ref = {"clusterRef": bind(stack, bindings, team_a, cluster_id(kafka.admin), topics=allow)}
+    entry = own_topics(team_a, ["purge", "retention"], mine)
+    ref = {"clusterRef": bind(stack, bindings, team_a, cluster_id(kafka.admin), tenants=entry)}
     apply_purge(stack, team_a, "trim", cluster=ref, partitions=cuts(mine, {0: 25}))
     apply_purge(stack, team_a, "reach", cluster=ref, partitions=cuts(theirs, {0: 25}))
     # A pattern matching every topic cuts only what the binding allows.
@@ -262,7 +270,13 @@ def test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names(
         team_a,
         cluster_id(kafka.admin),
         kafka.bootstrap,
-        tenants=[{"namespaces": [team_a], "operations": ["orphanCleanup"]}],
+        tenants=[
+            {
+                "namespaces": [team_a],
+                "operations": ["orphanCleanup"],
+                "topics": {"allow": ["tenancy-orphan-.*"]},
+            }
+        ],
         brokers={"access": "local"},
         orphanCleanup={"minRemovalDelay": "5s", "minAge": "1s"},
     )
@@ -335,3 +349,99 @@ def test_client_properties_that_reach_beyond_kafka_are_refused_by_name(
     purge = wait_for(stack, "recordpurge", e2e_ns, "reach-out", refused, timeout=60)
     assert "sasl.oauthbearer.token.endpoint.url" in ready(purge)["message"]
     assert log_starts(kafka.admin, topic, 1) == [0]
+
+
+def test_tenant_entries_own_their_topics_and_a_reader_holds_by_its_groups_named(
+    stack: Stack,
+    teams: tuple[str, str],
+    bindings: list[str],
+    strict_operator: OperatorProcess,
+    kafka: Kafka,
+) -> None:
+    """One binding, three namespaces: team A owns topic A, team B topic B, and a reader
+    namespace may protect topic A. Team B's pattern over every topic cuts only topic B.
+    The reader cannot delete from topic A (maxRetention refused), its group that never
+    committed does not freeze team A, and its group that read 10 records holds team A's
+    cut at 10, which team A's status says by namespace and group."""
+    team_a, team_b = teams
+    reader = f"{PREFIX}-r-{uuid.uuid4().hex[:6]}"
+    create_watched_namespace(stack, strict_operator, reader)
+    try:
+        topic_a, topic_b = kafka.topic({0: 30}), kafka.topic({0: 30})
+        group = f"reader-{uuid.uuid4().hex[:6]}"
+        commit(kafka.bootstrap, group, topic_a, {0: 10})
+        tenants = [
+            *own_topics(team_a, ["retention"], topic_a),
+            *own_topics(team_b, ["retention"], topic_b),
+            *own_topics(reader, ["protect"], topic_a),
+        ]
+        ref = {
+            "clusterRef": bind(stack, bindings, team_a, cluster_id(kafka.admin), tenants=tenants)
+        }
+        apply_policy(
+            stack, reader, "wipe", cluster=ref, topics={"names": [topic_a]}, maxRetention="1ms"
+        )
+        apply_policy(
+            stack,
+            reader,
+            "freeze",
+            cluster=ref,
+            topics={"names": [topic_a]},
+            deleteConsumed={"groups": ["never-commits"]},
+        )
+        condition = policy_refused(stack, reader, "wipe", "NotPermitted")
+        assert "spec.maxRetention" in condition["message"]
+        apply_policy(
+            stack, team_b, "all", cluster=ref, topics={"pattern": ".*"}, deleteBefore=EVERYTHING
+        )
+        wait_for(stack, "retentionpolicy", team_b, "all", completed, timeout=120)
+        assert log_starts(kafka.admin, topic_b, 1) == [30]
+        assert log_starts(kafka.admin, topic_a, 1) == [0]
+
+        # The reader's group that never committed holds nothing: team A cuts everything.
+        # (Its policy ran first, so the operator knows it when team A's runs.)
+        wait_for(stack, "retentionpolicy", reader, "freeze", completed, timeout=120)
+        cut_all(stack, team_a, "trim", ref, topic_a)
+        wait_for(stack, "retentionpolicy", team_a, "trim", completed, timeout=120)
+        assert log_starts(kafka.admin, topic_a, 1) == [30]
+
+        # A fresh topic A' the reader's group has read 10 records of: held at 10, named.
+        topic_c = kafka.topic({0: 30})
+        commit(kafka.bootstrap, group, topic_c, {0: 10})
+        tenants[0]["topics"]["allow"].append(re.escape(topic_c))
+        tenants[2]["topics"]["allow"].append(re.escape(topic_c))
+        apply(
+            stack,
+            tenancy.binding(
+                ref["clusterRef"],
+                cluster_id(kafka.admin),
+                stack.kafka.bootstrap_servers,
+                team_a,
+                tenants=tenants,
+            ),
+        )
+        apply_policy(
+            stack,
+            reader,
+            "reads",
+            cluster=ref,
+            topics={"names": [topic_c]},
+            deleteConsumed={"groups": [group]},
+        )
+        # The reader's own policy deleted nothing and says why.
+        reads = wait_for(stack, "retentionpolicy", reader, "reads", completed, timeout=120)
+        assert "deletes nothing" in ready(reads)["message"]
+        cut_all(stack, team_a, "trim-c", ref, topic_c)
+
+        def held(o: dict[str, Any]) -> bool:
+            return any(t.get("heldBackBy") for t in o.get("status", {}).get("topics") or [])
+
+        trimmed = wait_for(stack, "retentionpolicy", team_a, "trim-c", held, timeout=120)
+        assert log_starts(kafka.admin, topic_c, 1) == [10]
+        topics = {t["name"]: t for t in trimmed["status"]["topics"]}
+        assert topics[topic_c]["heldBackBy"] == [
+            {"namespace": reader, "group": group, "partitions": 1}
+        ]
+    finally:
+        stack.kubectl("delete", "retentionpolicies", "--all", "-n", reader, check=False)
+        stack.kubectl("delete", "namespace", reader, "--wait=false", check=False)

@@ -1161,4 +1161,24 @@ TENANCY: Final[list[Hostile]] = [
         _policy(cluster=_REF, topics={"names": ["orders", "billing"]}),
         "spec.topics.names[1]",
     ),
+    # Internal topics of MirrorMaker 2, Strimzi's Connect and Confluent that the entry's
+    # own allow (orders.*) matches: the binding's well-known list protects them anyway.
+    Hostile(
+        PURGE,
+        "tenant-purge-mm2-checkpoints",
+        {"cluster": _REF, "partitions": [_cut(topic="orders.checkpoints.internal")]},
+        "spec.partitions[0].topic",
+    ),
+    Hostile(
+        PURGE,
+        "tenant-purge-mm2-heartbeats",
+        {"cluster": _REF, "partitions": [_cut(), _cut(topic="orders.heartbeats")]},
+        "spec.partitions[1].topic",
+    ),
+    Hostile(
+        POLICY,
+        "tenant-policy-strimzi-connect",
+        _policy(cluster=_REF, topics={"names": ["orders-connect-cluster-offsets"]}),
+        "spec.topics.names[0]",
+    ),
 ]
