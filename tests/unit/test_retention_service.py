@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from kafka_retention.core.batch_errors import NAMES_OTHER_POLICY, NAMES_UNKNOWN
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex
@@ -506,9 +507,14 @@ class FakeSpark:
     """Plans as the job does (through the same core); `tombstones` are its scan rows."""
 
     def __init__(
-        self, kafka: FakeKafka, fail: bool = False, tombstones: Sequence[dict[str, Any]] = ()
+        self,
+        kafka: FakeKafka,
+        fail: bool = False,
+        tombstones: Sequence[dict[str, Any]] = (),
+        cause: str = "KafkaUnavailable: executor lost",
     ) -> None:
         self.kafka, self.fail, self.tombstones = kafka, fail, list(tombstones)
+        self.cause = cause
         self.planned: list[list[str]] = []
 
     def __call__(self, batch: Batch) -> dict[str, Any]:
@@ -516,8 +522,7 @@ class FakeSpark:
         self.planned.append([m.key for m in members])
         if self.fail:
             raise RuntimeError(
-                "An error occurred while calling o91.collect.\n"
-                "KafkaUnavailable: executor lost\n\tat org.apache.spark"
+                f"An error occurred while calling o91.collect.\n{self.cause}\n\tat org.apache.spark"
             )
         plans = plan_in_process(self.kafka, members, select(self.kafka, members), now_ms)
         for plan in plans.values():
@@ -560,6 +565,58 @@ def test_a_failed_spark_plan_fails_only_the_policies_planned_with_it() -> None:
     assert ready(stores["ns/large"])["reason"] == "PlanFailed"
     assert ready(stores["ns/large"])["message"] == "KafkaUnavailable: executor lost"
     assert all(kafka.logs[TopicPartition("big", p)][0] == 0 for p in range(10))
+
+
+def _two_tenants_in_one_failed_batch(cause: str) -> dict[str, Store]:
+    """Namespaces a and b, each a large policy planned in one Spark job that fails with
+    `cause`."""
+    kafka = FakeKafka()
+    for topic in ("orders", "payments"):
+        for p in range(10):
+            kafka.logs[TopicPartition(topic, p)] = [0, 100]
+    stores = {"a/orders": Store(), "b/payments": Store()}
+    items = [
+        due(
+            stores["a/orders"],
+            "a/orders",
+            topics={"names": ["orders"]},
+            deleteConsumed={"groups": ["orders-billing"]},
+        ),
+        due(stores["b/payments"], "b/payments", topics={"names": ["payments"]}, maxRetention="1d"),
+    ]
+    spark = FakeSpark(kafka, fail=True, cause=cause)
+    outcomes = run_batch(items, {}, env(kafka, spark, line=5), lambda: NOW)
+    assert spark.planned == [["a/orders", "b/payments"]]
+    assert not any(o.ok for o in outcomes.values())
+    assert not kafka.deletes
+    return stores
+
+
+def test_a_shared_batchs_error_naming_one_member_stays_in_that_members_status() -> None:
+    cause = "KafkaUnavailable: orders-3 lost its leader while orders-billing was read"
+    stores = _two_tenants_in_one_failed_batch(cause)
+    assert ready(stores["a/orders"])["message"] == cause
+    other = ready(stores["b/payments"])
+    assert other["reason"] == "PlanFailed"
+    assert other["message"] == NAMES_OTHER_POLICY
+    assert stores["b/payments"].status["lastRun"]["error"] == NAMES_OTHER_POLICY
+    assert "orders" not in json.dumps(stores["b/payments"].status)
+
+
+def test_a_shared_batchs_error_naming_no_member_is_told_to_none_in_full() -> None:
+    """It may name what none of them lists (another tenant's topic): nobody gets it."""
+    cause = "KafkaUnavailable: invoices-0 lost its leader"
+    stores = _two_tenants_in_one_failed_batch(cause)
+    for store in stores.values():
+        assert ready(store)["reason"] == "PlanFailed"
+        assert ready(store)["message"] == NAMES_UNKNOWN
+        assert "invoices" not in json.dumps(store.status)
+
+
+def test_a_shared_batchs_error_naming_both_namespaces_is_told_to_none_in_full() -> None:
+    stores = _two_tenants_in_one_failed_batch("KafkaUnavailable: orders-1 and payments-2 lost")
+    for store in stores.values():
+        assert ready(store)["message"] == NAMES_UNKNOWN
 
 
 def test_a_run_that_started_past_its_slack_says_it_was_late() -> None:
