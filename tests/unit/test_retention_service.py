@@ -770,6 +770,31 @@ def test_a_record_purge_of_another_namespace_is_blamed_without_naming_it() -> No
     assert "ops" not in json.dumps(store.status)
 
 
+def test_a_runs_losses_resolve_the_purges_clusters_once_not_once_per_loss() -> None:
+    """Ten partitions lost, twenty purges of one namespace on one cluster: resolving a
+    purge's cluster may read its KafkaClusterBinding, once in the run."""
+    kafka = FakeKafka()
+    tps = [TopicPartition("t", p) for p in range(10)]
+    for tp in tps:
+        kafka.logs[tp] = [40, 100]
+    kafka.commits = {"slow": dict.fromkeys(tps, 10)}
+    ledger = PurgeLedger()
+    for i in range(20):
+        marks = {"partition": i % 10, "lowWatermark": 40}
+        ledger.put(f"ns/trim-{i:02d}", purge_done(purge_body(f"trim-{i:02d}", "k:9092", marks)))
+    reads: list[str] = []
+
+    def cluster_of(namespace: str, ref: Any) -> str | None:
+        reads.append(namespace)
+        return str(ref.identity(namespace))
+
+    ledger.resolve_with(cluster_of)
+    outcome = run_one(kafka, Store(), notify={"groups": ["slow"]}, purges=ledger)
+    assert len(outcome.notify_losses) == 10
+    assert all(x.cause == "recordPurge" for x in outcome.notify_losses)
+    assert reads == ["ns"]
+
+
 def test_a_folded_purge_is_named_only_when_it_completed_since_the_previous_check() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [40, 100]
