@@ -20,6 +20,7 @@ from kafka_retention.services import retention_run
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.policy_planning import plan_in_process, select
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome
+from retention_jobs.plan_job import ScanTimeoutError
 from tests.helpers.fakes import FakeLogs
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -565,6 +566,29 @@ def test_a_failed_spark_plan_fails_only_the_policies_planned_with_it() -> None:
     assert ready(stores["ns/large"])["reason"] == "PlanFailed"
     assert ready(stores["ns/large"])["message"] == "KafkaUnavailable: executor lost"
     assert all(kafka.logs[TopicPartition("big", p)][0] == 0 for p in range(10))
+
+
+def test_a_scan_past_its_time_limit_ends_the_batchs_plan_and_deletes_nothing() -> None:
+    """The inventory's scans are cancelled at Scans.time_limit_s (plan_job.scan_deadline):
+    the policy says PlanFailed, why, and that nothing was deleted."""
+    kafka = FakeKafka()
+    for p in range(10):
+        kafka.logs[TopicPartition("big", p)] = [0, 100]
+    timed_out = ScanTimeoutError(
+        "the record scans ran past their time limit of 1800s and were cancelled; "
+        "nothing was deleted"
+    )
+
+    def spark(_: Batch) -> dict[str, Any]:
+        raise timed_out
+
+    store = Store()
+    item = due(store, "ns/inventory", topics={"pattern": "big"}, maxRetention="1d")
+    outcomes = run_batch([item], {}, env(kafka, spark, line=5), lambda: NOW)
+    assert not outcomes["ns/inventory"].ok
+    assert ready(store)["reason"] == "PlanFailed"
+    assert ready(store)["message"] == str(timed_out)
+    assert not kafka.deletes
 
 
 def _two_tenants_in_one_failed_batch(cause: str) -> dict[str, Store]:
