@@ -310,6 +310,26 @@ def test_a_purge_that_stops_waiting_leaves_no_slot_taken() -> None:
     assert asyncio.run(main()) == ["c"]
 
 
+def test_a_purge_that_fails_frees_its_slot_for_the_next() -> None:
+    async def main() -> list[str]:
+        slots = FairSlots(1)
+        ran: list[str] = []
+
+        async def failing() -> None:
+            async with slots.slot("a"):
+                raise RuntimeError("Kafka down: retried later")
+
+        async def next_one() -> None:
+            async with slots.slot("b"):
+                ran.append("b")
+
+        results = await asyncio.gather(failing(), next_one(), return_exceptions=True)
+        assert isinstance(results[0], RuntimeError)
+        return ran
+
+    assert asyncio.run(main()) == ["b"]
+
+
 def test_the_purge_handler_runs_another_namespaces_purge_before_a_backlog(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
