@@ -10,7 +10,10 @@ import argparse
 import json
 import math
 import sys
+import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -138,22 +141,25 @@ def run_batch(
             for r in plan.where("recordsToDelete > 0").collect()
         }
     )
-    progress(f"sampling record sizes at the log start of {len(to_size)} partitions")
-    # A few records at each log start: bounded reads, batched per task (kafka_source.long).
-    sizes = _scan(
-        spark,
-        to_size,
-        partial(scans.average_sizes, conn=conn, sample=request.scans.size_sample),
-        schemas.SIZES,
-    )
-    plan = transforms.with_bytes_estimate(plan, sizes)
-    if groups and (request.scans.time_lag or request.scans.unconsumed):
-        plan = _group_scans(spark, request, plan, progress)
+    with scan_deadline(spark, request.scans.time_limit_s) as deadline:
+        progress(f"sampling record sizes at the log start of {len(to_size)} partitions")
+        # A few records at each log start: bounded reads, batched per task
+        # (kafka_source.long).
+        sizes = _scan(
+            spark,
+            to_size,
+            partial(scans.average_sizes, conn=conn, sample=request.scans.size_sample),
+            schemas.SIZES,
+        )
+        plan = transforms.with_bytes_estimate(plan, sizes)
+        if groups and (request.scans.time_lag or request.scans.unconsumed):
+            plan = _group_scans(spark, request, plan, progress)
 
-    rows = [r.asDict(recursive=True) for r in plan.orderBy("topic", "partition").collect()]
-    tombstones: list[dict[str, Any]] = []
-    if request.scans.tombstones and topics.compacted:
-        tombstones = _tombstones(spark, request, admin, topics, progress)
+        rows = [r.asDict(recursive=True) for r in plan.orderBy("topic", "partition").collect()]
+        tombstones: list[dict[str, Any]] = []
+        if request.scans.tombstones and topics.compacted:
+            deadline.check()
+            tombstones = _tombstones(spark, request, admin, topics, progress)
     progress(f"planned {len(rows)} rows")
     out: dict[str, PolicyPlan] = {}
     for policy in request.policies:
@@ -169,6 +175,71 @@ def run_batch(
             {g: types[g] for g in policy.rules.groups() if g in types},
         )
     return out
+
+
+class ScanTimeoutError(RuntimeError):
+    """A batch's record scans ran past Scans.time_limit_s and were cancelled: the plan
+    ends (PlanFailed in the operator) and nothing is deleted."""
+
+
+class ScanDeadline:
+    """Cancels the Spark jobs this thread starts within it once `seconds` have passed.
+
+    Jobs are tagged (job tags are per thread, so a batch of another cluster planned at
+    the same time in the same session is not touched) and cancelled with their tasks
+    interrupted, Python workers included; whatever the cancelled job raises, the block
+    ends in ScanTimeoutError."""
+
+    def __init__(self, spark: SparkSession, seconds: float) -> None:
+        self.seconds = seconds
+        self.sc = spark.sparkContext
+        self.tag = f"kafka-retention-scans-{uuid.uuid4().hex}"
+        self.expired = threading.Event()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        self.sc.setInterruptOnCancel(True)
+        self.sc.addJobTag(self.tag)
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.cancel()
+        self.sc.removeJobTag(self.tag)
+        self.sc.setInterruptOnCancel(False)
+
+    def _expire(self) -> None:
+        self.expired.set()
+        self.sc.cancelJobsWithTag(self.tag)
+
+    def check(self) -> None:
+        """Raise once the time is up: a job started now would only be cancelled."""
+        if self.expired.is_set():
+            raise self.timed_out()
+
+    def timed_out(self) -> ScanTimeoutError:
+        return ScanTimeoutError(
+            f"the record scans ran past their time limit of {self.seconds:g}s and were "
+            "cancelled (a tombstone inventory over many compacted topics?); nothing was "
+            "deleted"
+        )
+
+
+@contextmanager
+def scan_deadline(spark: SparkSession, seconds: float) -> Iterator[ScanDeadline]:
+    """A ScanDeadline over the block; the block ends in ScanTimeoutError once it has
+    passed, whatever a cancelled job raised."""
+    deadline = ScanDeadline(spark, seconds)
+    deadline.start()
+    try:
+        yield deadline
+    except Exception as err:
+        if deadline.expired.is_set():
+            raise deadline.timed_out() from err
+        raise
+    finally:
+        deadline.stop()
+    deadline.check()
 
 
 def _group_scans(

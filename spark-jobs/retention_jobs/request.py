@@ -33,6 +33,10 @@ class Scans:
     key_sample: int = 10  # keys (and offsets) kept per group and partition
     tombstone_sample: int = 10  # oldest tombstones (offset, time) kept per partition
     size_sample: int = 20  # records read at each log start to estimate bytes
+    # How long a batch's record scans (sizes, group scans, the tombstone inventory) may
+    # run before they are cancelled and the plan ends with nothing deleted: the batch
+    # holds its cluster's batch slot meanwhile. A pod run's default timeout, whole.
+    time_limit_s: float = 1800.0
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy_planning import plan_in_process, select
-from retention_jobs.plan_job import run
+from retention_jobs.plan_job import ScanTimeoutError, run
 from retention_jobs.request import PlanRequest, Scans
 from tests.helpers.cli import kafka_retention, policy_file
 from tests.helpers.commits import commit
@@ -212,6 +212,28 @@ def test_tombstone_inventory_on_a_compacted_topic(spark: Any, kafka: Kafka) -> N
     assert inv["oldestTombstoneAgeMs"] == 5 * HOUR
     assert inv["oldestTombstoneRemainingMs"] == HOUR - 5 * HOUR
     assert [t["offset"] for t in inv["oldestTombstones"]] == [20, 21]
+
+
+@pytest.mark.stack
+def test_a_tombstone_inventory_past_its_time_limit_ends_the_plan(spark: Any, kafka: Kafka) -> None:
+    """The scans' time limit holds for the whole job (run_batch), and the session plans
+    the next batch as usual."""
+    topic = kafka.make_topic(partitions=2, config={"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "acks": "all"})
+    for i in range(200):
+        producer.produce(topic, key=f"k{i}".encode(), value=None if i % 3 else b"x")
+    assert producer.flush(30) == 0
+    limited = Scans(tombstones=True, time_limit_s=0.001)
+    with pytest.raises(ScanTimeoutError, match=r"time limit of 0\.001s"):
+        plan(spark, kafka.bootstrap, topics={"names": [topic]}, maxRetention="1d", scans=limited)
+    result = plan(
+        spark,
+        kafka.bootstrap,
+        topics={"names": [topic]},
+        maxRetention="1d",
+        scans=Scans(tombstones=True),
+    )
+    assert sum(t["recordsRead"] for t in result.tombstones if t["topic"] == topic) == 200
 
 
 @pytest.mark.stack

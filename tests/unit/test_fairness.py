@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
 
+import kopf
 import pytest
 
+from kafka_retention.handlers import purge as purge_handler
 from kafka_retention.services import fleet as fleet_module
+from kafka_retention.services.fair_slots import FairSlots
 from kafka_retention.services.fleet import Fleet, cluster_of
 from kafka_retention.services.policy_batches import Due, Environment
 from kafka_retention.services.retention_run import RunOutcome
@@ -256,3 +259,113 @@ def test_the_fleet_starts_no_more_batches_than_workers_and_namespaces_in_turn(
     assert len(started) == 31
     assert running["most"] <= 2
     assert ["zz/only"] in started[:2]
+
+
+def _take_in_turn(slots: FairSlots, arrivals: Sequence[str], hold: int = 3) -> list[str]:
+    """Each arrival (a namespace) waits for a slot, holds it `hold` loop turns; the order
+    in which they got one."""
+    order: list[str] = []
+
+    async def one(namespace: str) -> None:
+        async with slots.slot(namespace):
+            order.append(namespace)
+            for _ in range(hold):
+                await asyncio.sleep(0)
+
+    async def main() -> None:
+        await asyncio.gather(*(one(ns) for ns in arrivals))
+
+    asyncio.run(main())
+    return order
+
+
+def test_one_record_purge_goes_within_a_turn_of_a_hundred_of_another_namespace() -> None:
+    """Namespace a creates 100 purges, then b one: two slots, b's is among the first
+    four to run (a's two running, then a's next turn and b's), not the 101st."""
+    order = _take_in_turn(FairSlots(2), ["a"] * 100 + ["b"])
+    assert order.index("b") == 3
+    assert order.count("a") == 100
+
+
+def test_namespaces_waiting_for_purge_slots_take_them_in_turn() -> None:
+    order = _take_in_turn(FairSlots(1), ["a"] * 5 + ["b"] * 3 + ["c"])
+    assert order == ["a", "a", "b", "c", "a", "b", "a", "b", "a"]
+
+
+def test_a_purge_that_stops_waiting_leaves_no_slot_taken() -> None:
+    async def main() -> list[str]:
+        slots = FairSlots(1)
+        got: list[str] = []
+        async with slots.slot("a"):
+            waiting = asyncio.create_task(slots.slot("b").__aenter__())
+            await asyncio.sleep(0)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            assert slots.waiting == 0
+        async with slots.slot("c"):
+            got.append("c")
+        return got
+
+    assert asyncio.run(main()) == ["c"]
+
+
+def test_a_purge_that_fails_frees_its_slot_for_the_next() -> None:
+    async def main() -> list[str]:
+        slots = FairSlots(1)
+        ran: list[str] = []
+
+        async def failing() -> None:
+            async with slots.slot("a"):
+                raise RuntimeError("Kafka down: retried later")
+
+        async def next_one() -> None:
+            async with slots.slot("b"):
+                ran.append("b")
+
+        results = await asyncio.gather(failing(), next_one(), return_exceptions=True)
+        assert isinstance(results[0], RuntimeError)
+        return ran
+
+    assert asyncio.run(main()) == ["b"]
+
+
+def test_the_purge_handler_runs_another_namespaces_purge_before_a_backlog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through the handler itself: 40 purges of namespace a arrive, then one of b; b's
+    starts a few places after the first PURGE_SLOTS (the threads that start them may
+    race), not the 41st, whatever the worker threads."""
+    started: list[str] = []
+    lock = threading.Lock()
+
+    def fake_purge(*args: Any) -> None:
+        with lock:
+            started.append(args[4])  # the namespace
+        time.sleep(0.005)
+
+    monkeypatch.setattr(purge_handler, "_purge", fake_purge)
+    memo = kopf.Memo()
+
+    # The handler as Kopf calls it (the decorator types it as its callback protocol).
+    handler = cast(Callable[..., Awaitable[None]], purge_handler.purge)
+
+    async def arrive(namespace: str, i: int) -> None:
+        body = kopf.Body({"metadata": {}, "spec": {}, "status": {}})
+        await handler(
+            body=body,
+            spec=body.spec,
+            status=body.status,
+            meta=body.meta,
+            namespace=namespace,
+            name=f"p{i}",
+            retry=0,
+            memo=memo,
+        )
+
+    async def main() -> None:
+        await asyncio.gather(*(arrive("a", i) for i in range(40)), arrive("b", 40))
+
+    asyncio.run(main())
+    assert len(started) == 41
+    assert started.index("b") <= purge_handler.PURGE_SLOTS + 3

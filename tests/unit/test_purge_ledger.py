@@ -3,6 +3,7 @@ what a purge really deleted counts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
@@ -102,3 +103,28 @@ def test_a_folded_purge_of_another_namespace_is_not_named_either() -> None:
     since = 1_795_348_000_000  # before the purge completed
     assert ledger.cause("k:9092", T0, 10, 30, since, "team") == OTHER_NAMESPACE_PURGE
     assert ledger.cause("k:9092", T0, 10, 30, since, "ops") == "ops/trim"
+
+
+def test_each_namespace_and_cluster_reference_is_resolved_once_per_lookup() -> None:
+    """Resolving may read a KafkaClusterBinding: a thousand purges of two namespaces on
+    one binding cost two resolutions, and the losses asked about after them none."""
+    ledger = PurgeLedger()
+    for i in range(1000):
+        done = purge_done(
+            body({"topic": "t", "partition": 0, "state": "Purged", "lowWatermark": i + 1})
+        )
+        assert done is not None
+        ledger.put(f"ns{i % 2}/trim-{i:04d}", replace(done, key=f"ns{i % 2}/trim-{i:04d}"))
+    resolved: list[str] = []
+
+    def cluster_of(namespace: str, ref: Any) -> str:
+        resolved.append(namespace)
+        return "id-1"
+
+    ledger.resolve_with(cluster_of)
+    purges = ledger.on_cluster("id-1")
+    assert sorted(resolved) == ["ns0", "ns1"]
+    assert purges.cause(T0, 10, 11, None) == "ns0/trim-0010"
+    assert purges.cause(T0, 501, 502, None) == "ns1/trim-0501"
+    assert sorted(resolved) == ["ns0", "ns1"]
+    assert ledger.on_cluster(None).cause(T0, 10, 11, None) is None

@@ -136,7 +136,11 @@ class Store:
         return self.blobs.get(suffix)
 
 
-def run(spec: dict[str, Any], kafka: FakeKafka, store: Store) -> service.Outcome:
+def run(
+    spec: dict[str, Any], kafka: FakeKafka, store: Store, limit: int | None = None
+) -> service.Outcome:
+    """One reconcile; `limit`: the binding's partitionsPerPurge (None: no tenancy)."""
+
     def connect(_: PurgeRequest) -> FakeKafka:
         return kafka
 
@@ -149,6 +153,7 @@ def run(spec: dict[str, Any], kafka: FakeKafka, store: Store) -> service.Outcome
             blobs=store,
             connect=connect,
             now=lambda: NOW,
+            admit=None if limit is None else (lambda _spec, _request: limit),
         )
     )
 
@@ -941,3 +946,133 @@ def test_an_offset_already_below_the_log_start_deletes_nothing_and_says_so() -> 
     (entry,) = store.status["results"]
     assert (entry["recordsDeleted"], entry["lowWatermark"]) == (0, 50)
     assert outcome.records_deleted == 0
+
+
+def forged(*entries: PurgeEntry) -> Store:
+    """A purge whose plan in its ConfigMaps (which the tenant may write) reads back as
+    `entries`, as if a run stored it and stopped before the delete."""
+    store = Store()
+    store.status = {"phase": Phase.PURGING, "planRef": {"configMap": "kr-recordpurge-x-plan"}}
+    store.blobs["plan"] = to_lines(entries)
+    return store
+
+
+def cut(tp: TopicPartition, offset: int, high_watermark: int = 100) -> PurgeEntry:
+    return PurgeEntry(
+        tp.topic,
+        tp.partition,
+        State.PLANNED,
+        requested_offset=offset,
+        log_start_before=0,
+        high_watermark=high_watermark,
+        records_to_delete=offset,
+        reason="explicit offset",
+    )
+
+
+def rejected(spec: dict[str, Any], kafka: FakeKafka, store: Store, limit: int | None = None) -> str:
+    """Run the purge on its stored plan: it ends Failed, StoredPlanRejected, with nothing
+    sent to DeleteRecords; Ready's message."""
+    starts = {tp: log[0] for tp, log in kafka.logs.items()}
+    outcome = run(spec, kafka, store, limit)
+    assert outcome.phase == Phase.FAILED
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    assert {tp: log[0] for tp, log in kafka.logs.items()} == starts
+    conditions = {c["type"]: c for c in store.status["conditions"]}
+    assert conditions["Ready"]["reason"] == conditions["Succeeded"]["reason"]
+    assert conditions["Ready"]["reason"] == "StoredPlanRejected"
+    return str(conditions["Ready"]["message"])
+
+
+PAYROLL = TopicPartition("payroll", 0)
+
+
+def test_a_stored_plan_with_a_topic_the_spec_does_not_name_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100], PAYROLL: [0, 100]})
+    store = forged(cut(T0, 40), cut(PAYROLL, 100))
+    message = rejected(explicit((0, 40)), kafka, store)
+    assert "payroll-0 is a topic the spec does not name" in message
+
+
+def test_a_stored_plan_cutting_above_the_specs_offset_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    message = rejected(explicit((0, 40)), kafka, forged(cut(T0, 90)))
+    assert "t-0 would be cut at 90, above 40" in message
+
+
+def test_a_stored_plan_with_partitions_the_spec_does_not_name_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
+    message = rejected(explicit((0, 40)), kafka, forged(cut(T0, 40), cut(T1, 100)))
+    assert "t-1 is a partition the spec does not name" in message
+
+
+def test_a_stored_plan_listing_a_partition_twice_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    message = rejected(explicit((0, 40)), kafka, forged(cut(T0, 10), cut(T0, 40)))
+    assert "t-0 is listed twice" in message
+
+
+def test_a_stored_plan_of_more_partitions_than_the_binding_allows_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
+    store = forged(cut(T0, 40), cut(T1, 40))
+    message = rejected(explicit((0, 40), (1, 40)), kafka, store, limit=1)
+    assert "2 partitions where at most 1 may be cut" in message
+
+
+def test_a_stored_whole_topic_plan_with_a_partition_the_topic_lacks_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100], T1: [0, 100]})
+    spec = {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "topics": [{"name": "t", "before": {"highWatermark": True}}],
+    }
+    store = forged(cut(T0, 100), cut(T1, 100), cut(TopicPartition("t", 7), 100))
+    message = rejected(spec, kafka, store)
+    assert "t-7 is not a partition of t (2 now)" in message
+
+
+class TimedKafka(FakeKafka):
+    """Offsets for times: each partition's first record at or after any time is at 30."""
+
+    def offsets_for_timestamp(
+        self, tps: Iterable[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int]:
+        self.calls.append("offsets_for_timestamp")
+        return dict.fromkeys(tps, 30)
+
+
+BEFORE_A_TIME = {
+    "cluster": {"bootstrapServers": "k:9092"},
+    "topics": [{"name": "t", "before": {"timestamp": "2026-11-20T00:00:00Z"}}],
+}
+
+
+def test_a_stored_timestamp_cut_above_the_offset_at_that_time_read_now_deletes_nothing() -> None:
+    kafka = TimedKafka({T0: [0, 100]})
+    message = rejected(BEFORE_A_TIME, kafka, forged(cut(T0, 100)))
+    assert "t-0 would be cut at 100, above 30" in message
+
+
+def test_a_stored_cut_without_an_offset_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    entry = PurgeEntry("t", 0, State.PLANNED, log_start_before=0, high_watermark=100)
+    message = rejected(explicit((0, 40)), kafka, forged(entry))
+    assert "t-0 is to be cut but has no planned offset" in message
+
+
+def test_a_stored_plan_the_spec_allows_runs_with_cuts_only_lowered() -> None:
+    """The check refuses only what no run of this spec could have stored: a plan at or
+    below what the spec asks runs, and a stored timestamp cut at the offset read now too."""
+    kafka = TimedKafka({T0: [0, 100], T1: [0, 100]})
+    outcome = run(BEFORE_A_TIME, kafka, forged(cut(T0, 30), cut(T1, 20)))
+    assert outcome.phase == Phase.SUCCEEDED
+    assert [kafka.logs[T0][0], kafka.logs[T1][0]] == [30, 20]
+
+
+def test_a_stored_cut_naming_no_partition_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    spec = {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "topics": [{"name": "t", "before": {"highWatermark": True}}],
+    }
+    whole_topic = PurgeEntry("t", -1, State.PLANNED, records_to_delete=100)
+    assert "t is to be cut but names no partition" in rejected(spec, kafka, forged(whole_topic))

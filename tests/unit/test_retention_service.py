@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from kafka_retention.core.batch_errors import NAMES_OTHER_POLICY, NAMES_UNKNOWN
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex
@@ -19,6 +20,7 @@ from kafka_retention.services import retention_run
 from kafka_retention.services.policy_batches import Due, Environment, run_batch
 from kafka_retention.services.policy_planning import plan_in_process, select
 from kafka_retention.services.retention_run import PolicyRun, RunOutcome
+from retention_jobs.plan_job import ScanTimeoutError
 from tests.helpers.fakes import FakeLogs
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -506,9 +508,14 @@ class FakeSpark:
     """Plans as the job does (through the same core); `tombstones` are its scan rows."""
 
     def __init__(
-        self, kafka: FakeKafka, fail: bool = False, tombstones: Sequence[dict[str, Any]] = ()
+        self,
+        kafka: FakeKafka,
+        fail: bool = False,
+        tombstones: Sequence[dict[str, Any]] = (),
+        cause: str = "KafkaUnavailable: executor lost",
     ) -> None:
         self.kafka, self.fail, self.tombstones = kafka, fail, list(tombstones)
+        self.cause = cause
         self.planned: list[list[str]] = []
 
     def __call__(self, batch: Batch) -> dict[str, Any]:
@@ -516,8 +523,7 @@ class FakeSpark:
         self.planned.append([m.key for m in members])
         if self.fail:
             raise RuntimeError(
-                "An error occurred while calling o91.collect.\n"
-                "KafkaUnavailable: executor lost\n\tat org.apache.spark"
+                f"An error occurred while calling o91.collect.\n{self.cause}\n\tat org.apache.spark"
             )
         plans = plan_in_process(self.kafka, members, select(self.kafka, members), now_ms)
         for plan in plans.values():
@@ -560,6 +566,81 @@ def test_a_failed_spark_plan_fails_only_the_policies_planned_with_it() -> None:
     assert ready(stores["ns/large"])["reason"] == "PlanFailed"
     assert ready(stores["ns/large"])["message"] == "KafkaUnavailable: executor lost"
     assert all(kafka.logs[TopicPartition("big", p)][0] == 0 for p in range(10))
+
+
+def test_a_scan_past_its_time_limit_ends_the_batchs_plan_and_deletes_nothing() -> None:
+    """The inventory's scans are cancelled at Scans.time_limit_s (plan_job.scan_deadline):
+    the policy says PlanFailed, why, and that nothing was deleted."""
+    kafka = FakeKafka()
+    for p in range(10):
+        kafka.logs[TopicPartition("big", p)] = [0, 100]
+    timed_out = ScanTimeoutError(
+        "the record scans ran past their time limit of 1800s and were cancelled; "
+        "nothing was deleted"
+    )
+
+    def spark(_: Batch) -> dict[str, Any]:
+        raise timed_out
+
+    store = Store()
+    item = due(store, "ns/inventory", topics={"pattern": "big"}, maxRetention="1d")
+    outcomes = run_batch([item], {}, env(kafka, spark, line=5), lambda: NOW)
+    assert not outcomes["ns/inventory"].ok
+    assert ready(store)["reason"] == "PlanFailed"
+    assert ready(store)["message"] == str(timed_out)
+    assert not kafka.deletes
+
+
+def _two_tenants_in_one_failed_batch(cause: str) -> dict[str, Store]:
+    """Namespaces a and b, each a large policy planned in one Spark job that fails with
+    `cause`."""
+    kafka = FakeKafka()
+    for topic in ("orders", "payments"):
+        for p in range(10):
+            kafka.logs[TopicPartition(topic, p)] = [0, 100]
+    stores = {"a/orders": Store(), "b/payments": Store()}
+    items = [
+        due(
+            stores["a/orders"],
+            "a/orders",
+            topics={"names": ["orders"]},
+            deleteConsumed={"groups": ["orders-billing"]},
+        ),
+        due(stores["b/payments"], "b/payments", topics={"names": ["payments"]}, maxRetention="1d"),
+    ]
+    spark = FakeSpark(kafka, fail=True, cause=cause)
+    outcomes = run_batch(items, {}, env(kafka, spark, line=5), lambda: NOW)
+    assert spark.planned == [["a/orders", "b/payments"]]
+    assert not any(o.ok for o in outcomes.values())
+    assert not kafka.deletes
+    return stores
+
+
+def test_a_shared_batchs_error_naming_one_member_stays_in_that_members_status() -> None:
+    cause = "KafkaUnavailable: orders-3 lost its leader while orders-billing was read"
+    stores = _two_tenants_in_one_failed_batch(cause)
+    assert ready(stores["a/orders"])["message"] == cause
+    other = ready(stores["b/payments"])
+    assert other["reason"] == "PlanFailed"
+    assert other["message"] == NAMES_OTHER_POLICY
+    assert stores["b/payments"].status["lastRun"]["error"] == NAMES_OTHER_POLICY
+    assert "orders" not in json.dumps(stores["b/payments"].status)
+
+
+def test_a_shared_batchs_error_naming_no_member_is_told_to_none_in_full() -> None:
+    """It may name what none of them lists (another tenant's topic): nobody gets it."""
+    cause = "KafkaUnavailable: invoices-0 lost its leader"
+    stores = _two_tenants_in_one_failed_batch(cause)
+    for store in stores.values():
+        assert ready(store)["reason"] == "PlanFailed"
+        assert ready(store)["message"] == NAMES_UNKNOWN
+        assert "invoices" not in json.dumps(store.status)
+
+
+def test_a_shared_batchs_error_naming_both_namespaces_is_told_to_none_in_full() -> None:
+    stores = _two_tenants_in_one_failed_batch("KafkaUnavailable: orders-1 and payments-2 lost")
+    for store in stores.values():
+        assert ready(store)["message"] == NAMES_UNKNOWN
 
 
 def test_a_run_that_started_past_its_slack_says_it_was_late() -> None:
@@ -711,6 +792,31 @@ def test_a_record_purge_of_another_namespace_is_blamed_without_naming_it() -> No
         ("recordPurge", OTHER_NAMESPACE_PURGE)
     ]
     assert "ops" not in json.dumps(store.status)
+
+
+def test_a_runs_losses_resolve_the_purges_clusters_once_not_once_per_loss() -> None:
+    """Ten partitions lost, twenty purges of one namespace on one cluster: resolving a
+    purge's cluster may read its KafkaClusterBinding, once in the run."""
+    kafka = FakeKafka()
+    tps = [TopicPartition("t", p) for p in range(10)]
+    for tp in tps:
+        kafka.logs[tp] = [40, 100]
+    kafka.commits = {"slow": dict.fromkeys(tps, 10)}
+    ledger = PurgeLedger()
+    for i in range(20):
+        marks = {"partition": i % 10, "lowWatermark": 40}
+        ledger.put(f"ns/trim-{i:02d}", purge_done(purge_body(f"trim-{i:02d}", "k:9092", marks)))
+    reads: list[str] = []
+
+    def cluster_of(namespace: str, ref: Any) -> str | None:
+        reads.append(namespace)
+        return str(ref.identity(namespace))
+
+    ledger.resolve_with(cluster_of)
+    outcome = run_one(kafka, Store(), notify={"groups": ["slow"]}, purges=ledger)
+    assert len(outcome.notify_losses) == 10
+    assert all(x.cause == "recordPurge" for x in outcome.notify_losses)
+    assert reads == ["ns"]
 
 
 def test_a_folded_purge_is_named_only_when_it_completed_since_the_previous_check() -> None:

@@ -46,6 +46,10 @@ class Reason(StrEnum):
     STATE_NOT_PERSISTED = "StateNotPersisted"
     # RecordPurge Ready once its stored plan was applied
     PLAN_APPLIED = "PlanApplied"
+    # RecordPurge Ready and Succeeded when its stored plan, read back, is not one its spec
+    # and binding allow (a topic or partition it does not name, a cut above what it asks,
+    # more partitions than partitionsPerPurge): nothing is deleted.
+    PLAN_REJECTED = "StoredPlanRejected"
     # RetentionPolicy DataLoss (spec.notify)
     UNCONSUMED_RECORDS_DELETED = "UnconsumedRecordsDeleted"
     NO_LOSS = "NoLoss"

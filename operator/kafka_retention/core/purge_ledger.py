@@ -108,9 +108,47 @@ class PurgeLedger:
     def remove(self, key: str) -> None:
         self.put(key, None)
 
+    def on_cluster(self, cluster: str | None) -> PurgesOnCluster:
+        """The finished purges on `cluster` (keyed as `cluster_of` keys them), to ask about
+        every loss of a run. Each distinct (namespace, cluster reference) is resolved once
+        here, however many purges name it and however many losses are asked about:
+        `cluster_of` may read a KafkaClusterBinding from the API server. None (unknown)
+        holds no purge, since one on another cluster would be a false cause."""
+        if cluster is None:
+            return PurgesOnCluster(())
+        with self._lock:
+            candidates = list(self._done.values())
+        resolved: dict[tuple[str, ClusterRef], str | None] = {}
+        done = []
+        for d in candidates:
+            where = (d.key.split("/", 1)[0], d.cluster)
+            if where not in resolved:
+                resolved[where] = self._cluster_of(*where)
+            if resolved[where] == cluster:
+                done.append(d)
+        return PurgesOnCluster(tuple(sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key))))
+
     def cause(
         self,
         cluster: str | None,
+        tp: TopicPartition,
+        start: int,
+        end: int,
+        since_ms: int | None,
+        namespace: str | None = None,
+    ) -> str | None:
+        """PurgesOnCluster.cause, for one loss; a run with several asks on_cluster once."""
+        return self.on_cluster(cluster).cause(tp, start, end, since_ms, namespace)
+
+
+@dataclass(frozen=True)
+class PurgesOnCluster:
+    """The finished purges on one cluster, the most recently completed first."""
+
+    done: tuple[PurgeDone, ...]
+
+    def cause(
+        self,
         tp: TopicPartition,
         start: int,
         end: int,
@@ -123,23 +161,14 @@ class PurgeLedger:
         A purge listing the partition is named when the log start it left lies in that
         range. A purge that folded the topic is named only when it completed after the
         policy's previous check (since_ms): without offsets, timing is the only evidence.
-        `cluster`: the policy's, keyed as `cluster_of` keys them; None (unknown) names
-        no purge, since one on another cluster would be a false cause.
         """
-        if cluster is None:
-            return None
-        with self._lock:
-            candidates = list(self._done.values())
-        done = [
-            d for d in candidates if self._cluster_of(d.key.split("/", 1)[0], d.cluster) == cluster
-        ]
-        for d in sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key)):
+        for d in self.done:
             mark = d.low_watermarks.get(tp)
             if mark is not None and start < mark <= end:
                 return seen_from(namespace, d.key)
         if since_ms is None:
             return None
-        for d in sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key)):
+        for d in self.done:
             if tp.topic in d.folded_topics and (d.completed_ms or 0) >= since_ms:
                 return seen_from(namespace, d.key)
         return None

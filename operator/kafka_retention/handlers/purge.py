@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from kafka_retention.handlers.common import config, namespaced, purge_ledger, te
 from kafka_retention.kube_objects.chunks import set_base
 from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import purge as service
+from kafka_retention.services.fair_slots import FairSlots
 from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
 
 KIND = "RecordPurge"
@@ -58,8 +60,17 @@ def _connector(rules: Tenancy, namespace: str) -> Any:
     return connect
 
 
+# Purges that run at once (each in a worker thread); more wait, namespaces in turn.
+PURGE_SLOTS = 4
+
+
+def purge_slots(memo: kopf.Memo) -> FairSlots:
+    slots: FairSlots = memo.setdefault("purge_slots", FairSlots(PURGE_SLOTS))
+    return slots
+
+
 @kopf.on.create(GROUP, VERSION, RECORD_PURGES, id="purge")
-def purge(
+async def purge(
     body: kopf.Body,
     spec: kopf.Spec,
     status: kopf.Status,
@@ -71,10 +82,26 @@ def purge(
     **_: Any,
 ) -> None:
     namespace = namespaced(namespace)
-    # One read of the binding for admission, connection and the cluster id check.
-    rules = tenancy(config(memo)).once()
     if status.get("phase") in FINAL_PHASES:
         return
+    # Waiting for a slot holds no thread, and namespaces take the slots in turn: one
+    # namespace's thousand purges do not make another's wait for all of them.
+    async with purge_slots(memo).slot(namespace):
+        await asyncio.to_thread(_purge, body, spec, status, meta, namespace, name, retry, memo)
+
+
+def _purge(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    namespace: str,
+    name: str,
+    retry: int,
+    memo: kopf.Memo,
+) -> None:
+    # One read of the binding for admission, connection and the cluster id check.
+    rules = tenancy(config(memo)).once()
     if not status.get("startedAt"):
         kopf.info(
             body,

@@ -213,12 +213,15 @@ def _name_causes(
     range; else the broker's retention or external, from the topics' retention settings
     and first records, read only for the partitions that need them."""
     named: list[loss.Loss] = []
+    # The purges on this cluster are looked up once for every loss of the run: finding
+    # them may read each purge's KafkaClusterBinding.
+    on_cluster = None
+    if purges is not None and any(lost.cause == _PENDING for lost in found):
+        on_cluster = purges.on_cluster(cluster)
     for lost in found:
         purge = None
-        if lost.cause == _PENDING and purges is not None:
-            purge = purges.cause(
-                cluster, lost.tp, lost.from_offset, lost.to_offset, since_ms, namespace
-            )
+        if lost.cause == _PENDING and on_cluster is not None:
+            purge = on_cluster.cause(lost.tp, lost.from_offset, lost.to_offset, since_ms, namespace)
         named.append(replace(lost, cause=RECORD_PURGE, by=purge) if purge else lost)
     pending = sorted({lost.tp for lost in named if lost.cause == _PENDING})
     if not pending:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kafka_retention.core.batch_errors import as_told, told_in_full
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.failures import Abandoned, KafkaUnavailable, SecretUnavailable
 from kafka_retention.core.overlap import PeerIndex
@@ -176,11 +177,28 @@ def run_batch(
     if not members:
         return outcomes
 
+    # The topics each member selected, once known: what a batch error may name of it.
+    selected: dict[str, Sequence[str]] = {}
+
     def fail_all(keys: Sequence[str], reason: Reason, err: BaseException) -> None:
+        # Members may be of several namespaces: the error in full goes only to the
+        # member(s) it names (core.batch_errors), the rest hear that the batch failed.
+        names = {
+            key: [
+                *specs[key][1].topics.names,
+                *selected.get(key, ()),
+                *specs[key][1].rules.groups(),
+                *(t.groups if (t := specs[key][1].tombstones) is not None else ()),
+            ]
+            for key in keys
+        }
+        full = told_in_full(str(err), names)
+        if len(full) < len(keys):
+            log.warning("batch of %s failed: %s: %s", ", ".join(keys), reason, err)
         for key in keys:
             item, spec = specs[key]
             outcomes[key] = retention_run.failed(
-                item.run, spec, reason, err, started, env.retry_delay
+                item.run, spec, reason, as_told(err, key, full), started, env.retry_delay
             )
 
     keys = [m.key for m in members]
@@ -198,6 +216,7 @@ def run_batch(
             if env.cluster_ids is not None:
                 env.cluster_ids.remember(first.namespace, first.spec.cluster, cluster_id)
         selection = select(kafka, members)
+        selected.update(selection.selected)
     except (SecretUnavailable, BindingUnavailable, ClusterIdMismatch) as err:
         fail_all(keys, err.reason, err)
         return outcomes

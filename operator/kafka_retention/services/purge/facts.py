@@ -17,6 +17,7 @@ from kafka_retention.core.purge import (
     plan_purge,
 )
 from kafka_retention.core.purge_entry import PurgeEntry, planned
+from kafka_retention.core.stored_plan import timestamp_partitions, topic_cut_topics
 from kafka_retention.core.topics import delete_refusal
 from kafka_retention.services.fresh import answered, read_facts
 from kafka_retention.services.ports import KafkaPlanner
@@ -110,3 +111,29 @@ def _offsets_for_times(
         for tp, off in found.items():
             for_times.setdefault(tp, {})[ts] = off if off >= 0 else None
     return for_times
+
+
+@dataclass(frozen=True)
+class StoredPlanFacts:
+    """What a stored plan is checked against (core.stored_plan.problems), read now."""
+
+    partitions: dict[str, list[int]]
+    offsets_at: dict[TopicPartition, int | None]
+
+
+def stored_plan_facts(
+    kafka: KafkaPlanner, request: PurgeRequest, entries: list[PurgeEntry]
+) -> StoredPlanFacts:
+    """The partitions of the whole-topic cuts the plan still has entries on, and the
+    offsets at each timestamp cut's time. A topic or partition that cannot be read for
+    good is left out (the broker cuts nothing there); trouble that passes raises
+    KafkaUnavailable, so the plan is checked on a whole picture or not run."""
+    errors: dict[str, str] = {}
+    topics = topic_cut_topics(request, entries)
+    partitions = answered(kafka.topic_partitions(topics), errors) if topics else {}
+    offsets_at: dict[TopicPartition, int | None] = {}
+    tp_errors: dict[TopicPartition, str] = {}
+    for ts, tps in timestamp_partitions(request, entries).items():
+        for tp, off in answered(kafka.offsets_for_timestamp(tps, ts), tp_errors).items():
+            offsets_at[tp] = off if off >= 0 else None
+    return StoredPlanFacts(dict(partitions), offsets_at)

@@ -34,9 +34,10 @@ from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError
+from kafka_retention.core.stored_plan import problems, refusal
 from kafka_retention.services.ports import KafkaCutter
 from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
-from kafka_retention.services.purge.facts import plan
+from kafka_retention.services.purge.facts import plan, stored_plan_facts
 from kafka_retention.services.purge.outcome import (
     Outcome,
     Retry,
@@ -87,10 +88,14 @@ def reconcile(purge: Purge) -> Outcome:
         entries = stored_plan(purge)
         resumed = entries is not None
         positions: Positions | None = None  # a resumed plan's are read when it runs
-        if entries is not None and not {e.topic for e in entries} <= request.topic_names():
+        if entries is not None:
             # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
-            # ConfigMaps: a stored plan may only cut topics the (admitted) spec names.
-            raise PlanLost("the stored plan names topics the spec does not")
+            # ConfigMaps: a stored plan runs only if it is one the (admitted) spec allows.
+            given = stored_plan_facts(kafka, request, entries)
+            found = problems(request, entries, limit, given.partitions, given.offsets_at)
+            if found:
+                message = f"{refusal(found)}; no further records deleted"
+                return refuse(purge, Reason.PLAN_REJECTED, message, 0)
         if entries is None:
             phase = Phase.PLANNING
             write_status(purge, "status", {**base, "phase": phase})
