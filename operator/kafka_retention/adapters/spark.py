@@ -85,10 +85,20 @@ def stop() -> None:
 # --- runs as pods: spark-submit to Kubernetes, or a spark-operator SparkApplication -----
 
 
+# A run's state message ends up in its policies' status: what a pod's or a
+# SparkApplication's status says is cut to this many characters (in open tenancy the
+# tenant may write those objects).
+MAX_STATE_MESSAGE = 1000
+
+
 @dataclass(frozen=True)
 class RunState:
     phase: str  # Pending, Running, Succeeded, Failed, Unknown
     message: str
+
+    def __post_init__(self) -> None:
+        if len(self.message) > MAX_STATE_MESSAGE:
+            object.__setattr__(self, "message", self.message[: MAX_STATE_MESSAGE - 3] + "...")
 
     @property
     def finished(self) -> bool:
@@ -118,12 +128,9 @@ def _pod_state(pod: dict[str, Any] | None) -> RunState:
 
 
 def read_plan(namespace: str, run: str) -> str | None:
-    """The plan the run wrote to its ConfigMaps; None until its manifest exists."""
-    manifest = kube.read_configmap(namespace, f"{run}-plan")
-    if manifest is None:
-        return None
-    parts = kube.list_configmaps(namespace, chunks.parts_selector(run))
-    return chunks.assemble(manifest, parts)
+    """The plan the run wrote to its ConfigMaps, bounded in size (chunks.SinkError beyond);
+    None until its manifest exists."""
+    return kube.read_configmap_set(namespace, run, "plan")
 
 
 class KubernetesRuns:
