@@ -136,6 +136,17 @@ def read_custom_object(
     )
 
 
+def delete_custom_object(api_version: str, plural: str, namespace: str, name: str) -> None:
+    """Delete a namespaced custom object; one already gone is fine."""
+    group, version = api_version.split("/")
+    custom = kubernetes.client.CustomObjectsApi(api_client())
+    try:
+        custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
 def read_configmap(namespace: str, name: str) -> dict[str, Any] | None:
     core = kubernetes.client.CoreV1Api(api_client())
     return _found(lambda: core.read_namespaced_config_map(name, namespace))
