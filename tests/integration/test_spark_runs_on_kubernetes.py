@@ -5,6 +5,7 @@ through checksummed ConfigMaps. tests/e2e/test_in_cluster.py runs a whole plan i
 from __future__ import annotations
 
 import json
+import secrets
 import time
 
 import pytest
@@ -215,10 +216,11 @@ def test_plan_comes_back_through_configmaps_and_a_missing_part_is_refused(
     stack: Stack, namespace: str, kubeconfig: None
 ) -> None:
     owner = owner_policy(stack, namespace)
+    # Random padding: the driver gzips its plan, so repeated bytes would fit in one part.
     rows = [
-        {"topic": "t", "partition": p, "targetOffset": p * 10, "pad": "x" * 2000}
+        {"topic": "t", "partition": p, "targetOffset": p * 10, "pad": secrets.token_urlsafe(2250)}
         for p in range(1000)
-    ]  # about 2 MB: three parts
+    ]  # about 3 MB, 2.3 MB gzipped: three parts
     payload = sinks.to_json_lines(rows, {"c": "compact"}, [])
     run = "kr-test-sink-g1"
     written = sinks.write_configmaps(run, namespace, payload, [owner.reference()])
