@@ -4,6 +4,7 @@ the hostile payloads a tenant could leave in them."""
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import zlib
@@ -50,6 +51,7 @@ class FakeConfigMaps:
             del self.objects[key]
 
 
+@functools.cache  # a gibibyte takes seconds to pack: once a session
 def gzip_bomb(decoded: int = 1 << 30) -> bytes:
     """`decoded` zero bytes gzipped: about a thousandth of that on the wire."""
     pack = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)

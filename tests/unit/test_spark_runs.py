@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from kafka_retention.adapters import spark
+from kafka_retention.config import SparkConfig
 from kafka_retention.core.failures import Abandoned
+from kafka_retention.core.policy import PolicyPlan
+from kafka_retention.core.policy_spec import Batch, Member, parse_policy_spec
 from kafka_retention.core.strimzi import StrimziRef
 from kafka_retention.kube_objects.chunks import (
     CHUNK_BYTES,
@@ -259,8 +262,6 @@ def test_a_policy_batch_asks_spark_for_no_time_lags_and_for_tombstones_only_when
 ) -> None:
     """A run uses no group time lag (they are for `kafka-retention plan`), and each one
     costs a record read per partition and group; unread ranges are still scanned."""
-    from kafka_retention.config import SparkConfig
-    from kafka_retention.core.policy_spec import Batch, Member, parse_policy_spec
     from retention_jobs import plan_job
     from retention_jobs.request import PlanRequest
 
@@ -304,9 +305,7 @@ def test_spark_submit_comes_from_spark_home_when_it_is_set_else_from_pyspark(
 OPERATOR_NS = "kr-system"
 
 
-def member(key: str, binding: str | None, uid: str = "uid") -> object:
-    from kafka_retention.core.policy_spec import Member, parse_policy_spec
-
+def member(key: str, binding: str | None, uid: str = "uid") -> Member:
     policy = parse_policy_spec(
         {
             "cluster": {"bootstrapServers": "k:9092"},
@@ -318,8 +317,6 @@ def member(key: str, binding: str | None, uid: str = "uid") -> object:
 
 
 def pod_planner() -> spark.SparkBatchPlanner:
-    from kafka_retention.config import SparkConfig
-
     return spark.SparkBatchPlanner(SparkConfig(mode="kubernetes", namespace=OPERATOR_NS))
 
 
@@ -327,7 +324,7 @@ def test_a_bound_batch_runs_in_the_operators_namespace_and_is_owned_by_no_policy
     """In the tenant's namespace the tenant could forge the run's plan ConfigMaps; an owner
     reference across namespaces is one the garbage collector treats as absent (it would
     delete the driver), so the run has none and the operator removes it itself."""
-    run = pod_planner().run_spec([member("team-a/p", "orders")], "{}", 0)  # type: ignore[list-item]
+    run = pod_planner().run_spec([member("team-a/p", "orders")], "{}", 0)
     assert run.namespace == OPERATOR_NS
     assert run.owners == ()
     for obj in (request_configmap(run), spark_application(run)):
@@ -343,13 +340,13 @@ def test_a_bound_batch_runs_in_the_operators_namespace_and_is_owned_by_no_policy
 
 def test_a_batch_with_any_bound_member_runs_in_the_operators_namespace() -> None:
     members = [member("team-a/open", None, "u1"), member("team-b/bound", "orders", "u2")]
-    run = pod_planner().run_spec(members, "{}", 0)  # type: ignore[arg-type]
+    run = pod_planner().run_spec(members, "{}", 0)
     assert (run.namespace, run.owners) == (OPERATOR_NS, ())
 
 
 def test_an_open_tenancy_batch_runs_in_its_policies_namespace_owned_by_them() -> None:
     members = [member("team-a/p", None, "u1"), member("team-a/q", None, "u2")]
-    run = pod_planner().run_spec(members, "{}", 0)  # type: ignore[arg-type]
+    run = pod_planner().run_spec(members, "{}", 0)
     assert run.namespace == "team-a"
     assert [o.uid for o in run.owners] == ["u1", "u2"]
     assert [r["uid"] for r in request_configmap(run)["metadata"]["ownerReferences"]] == [
@@ -401,12 +398,11 @@ def plan_lines(policy: str, target: int) -> str:
 
 
 def run_bound_batch(
-    monkeypatch: pytest.MonkeyPatch, configmaps: FakeConfigMaps, planted: str | None
-) -> tuple[dict[str, object], _FinishedRuns]:
+    monkeypatch: pytest.MonkeyPatch, configmaps: FakeConfigMaps, planted: str
+) -> tuple[dict[str, PolicyPlan], _FinishedRuns]:
     """A bound batch through SparkBatchPlanner in kubernetes mode; the tenant has written
     a forged plan (everything cut to the high watermark) under the run's name in its own
     namespace; the driver (faked) writes `planted` in the run's namespace."""
-    from kafka_retention.core.policy_spec import Batch
 
     runs = _FinishedRuns()
     planner = pod_planner()
@@ -417,12 +413,11 @@ def run_bound_batch(
         runs.submitted.append(run)
         # The tenant's forgery, at the name a run in its namespace would have used.
         configmaps.put(sink_configmaps(run.name, "team-a", plan_lines("team-a/p", 10**12)))
-        if planted is not None:
-            configmaps.put(sink_configmaps(run.name, run.namespace, planted, compress=True))
+        configmaps.put(sink_configmaps(run.name, run.namespace, planted, compress=True))
         return True
 
     runs.submit = submit  # type: ignore[method-assign]
-    plans = planner(Batch([bound], "k:9092", {}, 0))  # type: ignore[list-item]
+    plans = planner(Batch([bound], "k:9092", {}, 0))
     return dict(plans), runs
 
 
@@ -432,7 +427,7 @@ def test_a_plan_forged_in_the_tenants_namespace_has_no_effect_on_a_bound_run(
     plans, runs = run_bound_batch(monkeypatch, configmaps, plan_lines("team-a/p", 5))
     (run,) = runs.submitted
     assert run.namespace == OPERATOR_NS
-    assert [row["targetOffset"] for row in plans["team-a/p"].rows] == [5]  # type: ignore[attr-defined]
+    assert [row["targetOffset"] for row in plans["team-a/p"].rows] == [5]
     assert {ns for ns, _ in configmaps.listed} == {OPERATOR_NS}
     # The run's own ConfigMaps are gone after it; the tenant's are not the operator's.
     assert {ns for ns, _ in configmaps.objects} == {"team-a"}
@@ -447,7 +442,6 @@ def bomb() -> bytes:
 def test_a_run_whose_plan_is_a_gzip_bomb_plans_nothing(
     monkeypatch: pytest.MonkeyPatch, configmaps: FakeConfigMaps, bomb: bytes
 ) -> None:
-    from kafka_retention.core.policy_spec import Batch
 
     runs = _FinishedRuns()
     monkeypatch.setattr(spark, "KubernetesRuns", lambda *_, **__: runs)
@@ -459,14 +453,12 @@ def test_a_run_whose_plan_is_a_gzip_bomb_plans_nothing(
 
     runs.submit = submit  # type: ignore[method-assign]
     with pytest.raises(SinkError, match="MAX_DECODED_BYTES"):
-        pod_planner()(Batch([member("team-a/p", "orders")], "k:9092", {}, 0))  # type: ignore[list-item]
+        pod_planner()(Batch([member("team-a/p", "orders")], "k:9092", {}, 0))
 
 
 def test_a_bound_run_in_the_operators_namespace_resolves_no_secret_of_a_tenants() -> None:
     """An inline member's clientConfigSecret is a Secret of its own namespace: a driver in
     the operator's namespace must not look it up there (a binding's Secret of that name)."""
-    from kafka_retention.core.policy_spec import Member, parse_policy_spec
-
     inline = parse_policy_spec(
         {
             "cluster": {"bootstrapServers": "k:9092", "clientConfigSecret": "team-a-kafka"},
@@ -475,6 +467,6 @@ def test_a_bound_run_in_the_operators_namespace_resolves_no_secret_of_a_tenants(
         }
     )
     members = [Member("team-a/p", inline, "u1", 1), member("team-b/q", "orders", "u2")]
-    run = pod_planner().run_spec(members, "{}", 0)  # type: ignore[arg-type]
+    run = pod_planner().run_spec(members, "{}", 0)
     assert run.namespace == OPERATOR_NS
     assert "--client-config-secret" not in spark_application(run)["spec"]["arguments"]
