@@ -24,11 +24,11 @@ from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.adapters import kube
 from kafka_retention.core.policy import PolicyPlan
-from kafka_retention.kube_objects.chunks import sink_configmaps
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
 from tests.helpers import tenancy
 from tests.helpers.commits import commit
+from tests.helpers.forgery import forge_plan, tenant_account
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, install_spark_operator_crd, wait_for
 from tests.helpers.offsets import log_starts
@@ -258,31 +258,6 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
         assert operator.stop() == 0
 
 
-def as_tenant(stack: Stack, namespace: str) -> str:
-    """A service account of the tenant's with what a tenant has in its own namespace:
-    ConfigMaps and pods. Returns the name to pass to `kubectl --as`."""
-    rules = [{"apiGroups": [""], "resources": ["configmaps", "pods"], "verbs": ["*"]}]
-    docs = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "tenant"}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": "tenant"},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "tenant"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
-            "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}],
-        },
-    ]
-    for doc in docs:
-        stack.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(doc))
-    return f"system:serviceaccount:{namespace}:tenant"
-
-
 def test_a_bound_policy_plans_in_the_operators_namespace_and_a_plan_forged_by_its_tenant_is_ignored(
     stack: Stack,
     spark: Any,
@@ -311,7 +286,7 @@ def test_a_bound_policy_plans_in_the_operators_namespace_and_a_plan_forged_by_it
             tenancy.binding(binding_name, cluster_id(kafka.admin), kafka.bootstrap, namespace)
         ),
     )
-    tenant = as_tenant(stack, namespace)
+    tenant = tenant_account(stack, namespace)
     operator = OperatorProcess(
         stack,
         [namespace],
@@ -341,25 +316,7 @@ def test_a_bound_policy_plans_in_the_operators_namespace_and_a_plan_forged_by_it
         assert "ownerReferences" not in app["metadata"]
         assert sparkapplications(stack, namespace) == []
         # The tenant forges the run's plan and its application in its own namespace.
-        forged = sinks.to_json_lines(
-            [{"topic": topic, "partition": p, "targetOffset": 1, "error": None} for p in (0, 1)],
-            {},
-            [],
-            policy=f"{namespace}/bound",
-        )
-        for obj in sink_configmaps(name, namespace, forged):
-            done = stack.kubectl(
-                "create",
-                "--as",
-                tenant,
-                "-n",
-                namespace,
-                "-f",
-                "-",
-                stdin=json.dumps(obj),
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr
+        forge_plan(stack, namespace, tenant, name, f"{namespace}/bound", {topic: [1, 1]})
         decoy = {**app, "metadata": {"name": name, "namespace": namespace}}
         decoy.pop("status", None)
         stack.kubectl("create", "-f", "-", stdin=json.dumps(decoy))
