@@ -22,7 +22,7 @@ from kafka_retention.kube_objects.chunks import RUN_LABEL
 from kafka_retention.kube_objects.spark_runs import batch_run_name
 from tests.helpers import tenancy
 from tests.helpers.deployment import OPERATOR_NS, deployed, local_overlay
-from tests.helpers.forgery import forge_plan, tenant_account
+from tests.helpers.forgery import forge_plan, run_configmaps, tenant_account
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import apply, create_namespace, wait_for
 from tests.helpers.offsets import log_starts
@@ -63,12 +63,6 @@ def spark_pods(stack: Stack, namespace: str) -> list[dict[str, Any]]:
     done = stack.kubectl("get", "pods", "-n", namespace, "-l", "spark-role", "-o", "json")
     items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
     return items
-
-
-def run_configmaps(stack: Stack, namespace: str, run: str) -> list[str]:
-    label = f"{RUN_LABEL}={run}"
-    done = stack.kubectl("get", "configmaps", "-n", namespace, "-l", label, "-o", "name")
-    return done.stdout.split()
 
 
 def test_a_bound_policy_plans_in_pods_in_the_operators_namespace_whatever_its_tenant_forges(

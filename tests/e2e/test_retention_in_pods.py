@@ -28,7 +28,7 @@ from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
 from tests.helpers import tenancy
 from tests.helpers.commits import commit
-from tests.helpers.forgery import forge_plan, tenant_account
+from tests.helpers.forgery import forge_plan, run_configmaps, tenant_account
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, install_spark_operator_crd, wait_for
 from tests.helpers.offsets import log_starts
@@ -70,13 +70,6 @@ def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
     done = stack.kubectl("get", "sparkapplications", "-n", namespace, "-o", "json")
     items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
     return items
-
-
-def run_configmaps(stack: Stack, namespace: str, run: str) -> list[str]:
-    """The names of the ConfigMaps labelled as the run's in `namespace`."""
-    label = f"kafka-retention.io/run={run}"
-    done = stack.kubectl("get", "configmaps", "-n", namespace, "-l", label, "-o", "name")
-    return done.stdout.split()
 
 
 def apply_policy_and_wait_for_run(

@@ -1,12 +1,13 @@
 """What a tenant can write in its own namespace, played with its own service account: a
-Spark run's plan ConfigMaps, forged under the run's name."""
+Spark run's plan ConfigMaps, forged under the run's name; and the ConfigMaps found under
+a run's name, forged or not."""
 
 from __future__ import annotations
 
 import json
 
 from devstack.stack import Stack
-from kafka_retention.kube_objects.chunks import sink_configmaps
+from kafka_retention.kube_objects.chunks import RUN_LABEL, sink_configmaps
 from retention_jobs import sinks
 
 
@@ -60,3 +61,10 @@ def forge_plan(
             check=False,
         )
         assert done.returncode == 0, done.stderr
+
+
+def run_configmaps(stack: Stack, namespace: str, run: str) -> list[str]:
+    """The names of the ConfigMaps labelled as the run's in `namespace`."""
+    label = f"{RUN_LABEL}={run}"
+    done = stack.kubectl("get", "configmaps", "-n", namespace, "-l", label, "-o", "name")
+    return done.stdout.split()
