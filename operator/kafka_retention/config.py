@@ -25,6 +25,10 @@ class SparkConfig:
     token_file: str | None = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105
     # Spark properties for every pod run (pod templates, resource requests, ...).
     spark_conf: tuple[tuple[str, str], ...] = ()
+    # Where pod runs of bound batches (strict tenancy) happen: the operator's own
+    # namespace (--operator-namespace), which no tenant can write. Open tenancy's runs
+    # happen in the policies' namespace.
+    namespace: str = "kafka-retention-system"
 
 
 @dataclass(frozen=True)

@@ -75,8 +75,9 @@ def read_configmap_key(namespace: str, name: str, key: str) -> str:
 def write_configmaps(
     run: str, namespace: str, payload: str, owners: Sequence[Mapping[str, Any]] | None
 ) -> int:
-    """Create (or replace) the run's plan ConfigMaps; returns how many were written."""
-    objects = sink_configmaps(run, namespace, payload, owners=owners or ())
+    """Create (or replace) the run's plan ConfigMaps, gzipped (100,000 partitions take a
+    few ConfigMaps instead of a hundred); returns how many were written."""
+    objects = sink_configmaps(run, namespace, payload, owners=owners or (), compress=True)
     for obj in objects:  # parts first, the manifest last
         kube.write_configmap(obj)
     return len(objects)

@@ -1,7 +1,11 @@
 """RetentionPolicy with --spark-mode spark-operator, end to end without a kubelet: the
 operator creates the SparkApplication; the test plays the spark-operator and its driver
 (runs the same plan job on the request ConfigMap, writes the plan ConfigMaps, marks the
-application COMPLETED); the operator then applies the plan to the real cluster."""
+application COMPLETED); the operator then applies the plan to the real cluster.
+
+Open tenancy (the operator these tests start by default) runs a policy's Spark in the
+policy's namespace, owned by the policy; strict tenancy runs a bound policy's in the
+operator's own namespace, where the tenant can write nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import json
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,11 +26,14 @@ from kafka_retention.adapters import kube
 from kafka_retention.core.policy import PolicyPlan
 from retention_jobs import plan_job, sinks
 from retention_jobs.request import PlanRequest
+from tests.helpers import tenancy
 from tests.helpers.commits import commit
+from tests.helpers.forgery import forge_plan, run_configmaps, tenant_account
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, install_spark_operator_crd, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy_on
+from tests.helpers.topics import cluster_id
 
 pytestmark = pytest.mark.stack
 
@@ -65,14 +73,22 @@ def sparkapplications(stack: Stack, namespace: str) -> list[dict[str, Any]]:
 
 
 def apply_policy_and_wait_for_run(
-    stack: Stack, namespace: str, name: str, interval: str, topic: str, group: str
+    stack: Stack,
+    namespace: str,
+    name: str,
+    interval: str,
+    topic: str,
+    group: str,
+    runs_in: str | None = None,
+    **spec: Any,
 ) -> dict[str, Any]:
-    """A deleteConsumed policy on `topic`, and the SparkApplication its first run makes."""
+    """A deleteConsumed policy on `topic`, and the SparkApplication its first run makes
+    (in `runs_in`, else the policy's namespace)."""
     apply_policy_on(
-        stack, namespace, name, topic, interval=interval, deleteConsumed={"groups": [group]}
+        stack, namespace, name, topic, interval=interval, deleteConsumed={"groups": [group]}, **spec
     )
     deadline = time.monotonic() + 60
-    while not (apps := sparkapplications(stack, namespace)):
+    while not (apps := sparkapplications(stack, runs_in or namespace)):
         assert time.monotonic() < deadline, "no SparkApplication was created"
         time.sleep(0.5)
     (app,) = apps
@@ -90,6 +106,7 @@ def play_driver(
     and write the plan ConfigMaps, as the driver pod does (`before_write` runs between
     the two, with the plan). Returns the request."""
     args = dict(zip(app["spec"]["arguments"][::2], app["spec"]["arguments"][1::2], strict=True))
+    assert args["--namespace"] == namespace  # the driver reads and writes where it runs
     request = PlanRequest.from_json(
         sinks.read_configmap_key(
             namespace, args["--request"].removeprefix("configmap:"), "request.json"
@@ -151,17 +168,8 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         obj = plan_applied(stack, namespace, "in-pods")
         assert log_starts(kafka.admin, topic, 2) == [30, 10]
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
-        leftovers = stack.kubectl(
-            "get",
-            "configmaps",
-            "-n",
-            namespace,
-            "-l",
-            f"kafka-retention.io/run={name}",
-            "-o",
-            "name",
-        ).stdout
-        assert leftovers.strip() == ""  # the run's ConfigMaps were read and removed
+        leftovers = run_configmaps(stack, namespace, name)
+        assert leftovers == []  # the run's ConfigMaps were read and removed
     finally:
         stack.kubectl(
             "delete", "retentionpolicy", "in-pods", "-n", namespace, "--timeout=60s", check=False
@@ -241,3 +249,90 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
             "delete", "retentionpolicy", "rewind", "-n", namespace, "--timeout=60s", check=False
         )
         assert operator.stop() == 0
+
+
+def test_a_bound_policy_plans_in_the_operators_namespace_and_a_plan_forged_by_its_tenant_is_ignored(
+    stack: Stack,
+    spark: Any,
+    namespace: str,
+    kafka: Kafka,
+    tmp_path: Path,
+    playing_driver: None,
+) -> None:
+    """Strict tenancy: the run of a policy bound by a KafkaClusterBinding is a
+    SparkApplication in the operator's namespace, owned by nothing there (an owner in
+    another namespace would be taken as gone). The tenant's own service account writes a
+    forged plan under the run's name in its namespace, cutting at offset 1 (a plan may
+    only lower a cut, so this one would hold back what the group consumed) and pre-creates
+    the SparkApplication there: neither has any effect. The operator reads the plan the
+    driver wrote in its namespace, applies it, and removes the run."""
+    operator_ns = f"{namespace}-ops"
+    stack.kubectl("create", "namespace", operator_ns)
+    binding_name = f"pods-{uuid.uuid4().hex[:6]}"
+    topic = kafka.topic({0: 50, 1: 50})
+    group = kafka.group_at(topic, "g", {0: 30, 1: 10})
+    stack.kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            tenancy.binding(binding_name, cluster_id(kafka.admin), kafka.bootstrap, namespace)
+        ),
+    )
+    tenant = tenant_account(stack, namespace)
+    operator = OperatorProcess(
+        stack,
+        [namespace],
+        tmp_path / "operator.log",
+        (
+            "--spark-mode",
+            "spark-operator",
+            "--in-process-max-partitions",
+            "0",
+            "--operator-namespace",
+            operator_ns,
+        ),
+        tenancy="strict",
+    ).start()
+    try:
+        app = apply_policy_and_wait_for_run(
+            stack,
+            namespace,
+            "bound",
+            "1h",
+            topic,
+            group,
+            runs_in=operator_ns,
+            cluster={"clusterRef": binding_name},
+        )
+        name = app["metadata"]["name"]
+        assert "ownerReferences" not in app["metadata"]
+        assert sparkapplications(stack, namespace) == []
+        # The tenant forges the run's plan and its application in its own namespace.
+        forge_plan(stack, namespace, tenant, name, f"{namespace}/bound", {topic: [1, 1]})
+        decoy = {**app, "metadata": {"name": name, "namespace": namespace}}
+        decoy.pop("status", None)
+        stack.kubectl("create", "-f", "-", stdin=json.dumps(decoy))
+        complete(stack, namespace, name)
+        time.sleep(3)  # a poll or two of the operator's, which must not take the forgery
+        assert log_starts(kafka.admin, topic, 2) == [0, 0]
+
+        play_driver(stack, spark, operator_ns, app)
+        complete(stack, operator_ns, name)
+        obj = plan_applied(stack, namespace, "bound")
+        assert log_starts(kafka.admin, topic, 2) == [30, 10]  # the driver's plan, not 1 and 1
+        assert obj["status"]["lastRun"]["recordsDeleted"] == 40
+        # The operator removed its run (nothing owns it), and left the tenant's objects be.
+        deadline = time.monotonic() + 30
+        while sparkapplications(stack, operator_ns):
+            assert time.monotonic() < deadline, "the run's SparkApplication was left behind"
+            time.sleep(0.5)
+        assert run_configmaps(stack, operator_ns, name) == []
+        assert len(run_configmaps(stack, namespace, name)) == 2
+    finally:
+        stack.kubectl(
+            "delete", "retentionpolicy", "bound", "-n", namespace, "--timeout=60s", check=False
+        )
+        assert operator.stop() == 0
+        stack.kubectl("delete", "kafkaclusterbinding", binding_name, check=False)
+        stack.kubectl("delete", "namespace", operator_ns, "--wait=false", check=False)

@@ -15,6 +15,7 @@ OPERATOR_NAMESPACE = (
     "tests/integration/test_readme_install.py",
     "tests/e2e/test_in_cluster.py",
     "tests/e2e/test_tenancy_in_cluster.py",
+    "tests/e2e/test_bound_runs_in_cluster.py",
 )
 
 # Tests that freeze, kill or restart brokers of the stack's isolated cluster (fixtures

@@ -164,14 +164,14 @@ def test_base_runs_strict_tenancy_knows_its_namespace_and_ships_the_admission_po
             assert kind in kinds, f"{path} has no {kind}"
             # Cluster-scoped: kustomize must not have given it a namespace.
             assert "namespace" not in kinds[kind]["metadata"], (path, kind)
-        # No Secret readable cluster-wide, no exec cluster-wide, in any overlay (the
-        # Spark driver's ClusterRole is bound per namespace by manifests/spark-namespace).
+        # No Secret readable cluster-wide, no exec and no pods cluster-wide, in any overlay
+        # (Spark's pods run in the operator's namespace, by Roles there).
         for role in docs:
             name = role["metadata"]["name"]
-            if role["kind"] != "ClusterRole" or name == "kafka-retention-spark-driver":
+            if role["kind"] != "ClusterRole":
                 continue
             resources = {r for rule in role["rules"] for r in rule["resources"]}
-            assert not resources & {"secrets", "pods/exec"}, (path, name)
+            assert not resources & {"secrets", "pods/exec", "pods"}, (path, name)
 
 
 @pytest.mark.stack
@@ -188,6 +188,7 @@ def test_local_overlay_runs_open_tenancy_without_the_admission_policy(stack: Sta
     assert ("ClusterRoleBinding", "kafka-retention-open-tenancy") in names
 
 
+OPERATOR_NS = "kafka-retention-system"
 # What Spark in pods needs beyond the base: spark-submit's driver pod, its service and
 # NetworkPolicy, the owner-reference patch on its ConfigMaps, a SparkApplication.
 SPARK_IN_PODS = [
@@ -207,18 +208,23 @@ def test_only_the_spark_on_kubernetes_overlay_lets_the_operator_run_spark_pods(
 ) -> None:
     with overlay_rbac(installed, "spark-on-kubernetes"):
         for verb, resource in SPARK_IN_PODS:
-            assert can_i(installed, verb, resource) == "yes", f"cannot {verb} {resource}"
+            answer = can_i(installed, verb, resource, namespace=OPERATOR_NS)
+            assert answer == "yes", f"cannot {verb} {resource}"
+            # In the operator's namespace only: never where a tenant's policies are.
+            answer = can_i(installed, verb, resource, namespace="default", expect="no")
+            assert answer == "no", f"may {verb} {resource} outside {OPERATOR_NS}"
     # The base alone (what the kind overlay installed) runs Spark in its own process.
     for verb, resource in SPARK_IN_PODS:
-        assert can_i(installed, verb, resource, expect="no") == "no", f"base may {verb} {resource}"
+        answer = can_i(installed, verb, resource, namespace=OPERATOR_NS, expect="no")
+        assert answer == "no", f"base may {verb} {resource}"
 
 
 @pytest.mark.stack
 def test_local_overlay_carries_the_spark_on_kubernetes_grants(stack: Stack) -> None:
     # The local node runs driver and executor pods (tests/e2e/test_in_cluster.py).
     names = {(d["kind"], d["metadata"]["name"]) for d in render(stack, "overlays/local")}
-    assert ("ClusterRoleBinding", "kafka-retention-spark-on-kubernetes") in names
-    assert ("ClusterRole", "kafka-retention-spark-driver") in names
+    assert ("RoleBinding", "kafka-retention-spark-on-kubernetes") in names
+    assert ("RoleBinding", "kafka-retention-spark-driver") in names
 
 
 @pytest.mark.stack
@@ -227,6 +233,7 @@ def test_spark_on_kubernetes_overlay_runs_spark_in_pods(stack: Stack) -> None:
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--spark-mode") + 1] == "kubernetes"
+    assert args[args.index("--spark-service-account") + 1] == "kafka-retention-spark"
     base = render(stack, "base")
     (base_deployment,) = [d for d in base if d["kind"] == "Deployment"]
     assert (
@@ -235,19 +242,24 @@ def test_spark_on_kubernetes_overlay_runs_spark_in_pods(stack: Stack) -> None:
 
 
 @pytest.mark.stack
-def test_spark_namespace_kit_lets_the_driver_write_its_plan(
+def test_spark_namespace_kit_lets_the_operator_run_and_the_driver_write_its_plan_there(
     installed: Stack, namespace: str
 ) -> None:
+    """Open tenancy's runs happen in the policy's namespace: the kit grants both there,
+    and nowhere else, by itself (no ClusterRole to bind)."""
     rendered = installed.kubectl("kustomize", str(REPO / "manifests" / "spark-namespace")).stdout
+    assert not [d for d in yaml.safe_load_all(rendered) if d and d["kind"].startswith("Cluster")]
     installed.kubectl("apply", "-n", namespace, "-f", "-", stdin=rendered)
     driver = f"system:serviceaccount:{namespace}:kafka-retention-spark"
-    # The kit binds the driver ClusterRole that the spark-on-kubernetes component brings.
-    with overlay_rbac(installed, "spark-on-kubernetes"):
-        for verb, resource in (("create", "configmaps"), ("create", "pods"), ("get", "secrets")):
-            answer = can_i(installed, verb, resource, namespace=namespace, user=driver)
-            assert answer == "yes", f"driver cannot {verb} {resource}"
-        other = can_i(installed, "create", "configmaps", user=driver, expect="no")
-        assert other == "no"
+    for verb, resource in (("create", "configmaps"), ("create", "pods"), ("get", "secrets")):
+        answer = can_i(installed, verb, resource, namespace=namespace, user=driver)
+        assert answer == "yes", f"driver cannot {verb} {resource}"
+    other = can_i(installed, "create", "configmaps", user=driver, expect="no")
+    assert other == "no"
+    for verb, resource in SPARK_IN_PODS:
+        assert can_i(installed, verb, resource, namespace=namespace) == "yes", resource
+        answer = can_i(installed, verb, resource, namespace="default", expect="no")
+        assert answer == "no", f"operator may {verb} {resource} outside the kit's namespace"
 
 
 @pytest.mark.stack

@@ -4,7 +4,8 @@ cluster itself.
 
 RBAC: Secrets are read in the operator's own namespace only (a binding's
 clientConfigSecret), exec into broker pods and Strimzi's Secrets only in the Kafka's
-namespace (the components' Roles, placeholder namespace `kafka`), and with the chart's
+namespace (the components' Roles, placeholder namespace `kafka`), Spark's pods only in
+the operator's own namespace (where bound policies' runs happen), and with the chart's
 watch.namespaces the namespaced resources only in those namespaces. Each test asks
 `kubectl auth can-i --as` the operator's service account what it may do, and what it may
 not.
@@ -254,6 +255,67 @@ def test_brokers_namespace_patch_from_the_component_comment_moves_the_exec_grant
         delete_objects(base, added)
 
 
+# --- Spark in pods: in the operator's namespace only ----------------------------------
+
+SPARK_DRIVER = f"system:serviceaccount:{OPERATOR_NS}:kafka-retention-spark"
+RUN_OBJECTS = (
+    ("create", "pods"),
+    ("delete", "pods"),
+    ("watch", "pods"),
+    ("create", "services"),
+    ("create", "configmaps"),
+    ("delete", "configmaps"),
+    ("create", "networkpolicies.networking.k8s.io"),
+)
+
+
+@pytest.mark.stack
+def test_spark_in_pods_creates_pods_in_the_operators_namespace_and_in_no_tenants(
+    base: Stack, namespace: str
+) -> None:
+    """Bound policies' Spark runs happen in the operator's namespace, where no tenant
+    writes: the component's grants are Roles there, so the operator cannot create a pod
+    (or a run's service) in a tenant's namespace, nor anywhere cluster-wide."""
+    with component(base, "spark-on-kubernetes") as added:
+        assert {d["kind"] for d in added} == {"Role", "RoleBinding"}, "no cluster-wide grant"
+        assert {d["metadata"]["namespace"] for d in added} == {OPERATOR_NS}
+        for verb, resource in RUN_OBJECTS:
+            assert can_i(base, verb, resource, namespace=OPERATOR_NS) == "yes", (verb, resource)
+        for verb, resource in (("create", "pods"), ("delete", "pods"), ("create", "services")):
+            for tenant in (namespace, "default"):
+                answer = can_i(base, verb, resource, namespace=tenant, expect="no")
+                assert answer == "no", f"{SA} may {verb} {resource} in {tenant}"
+            answer = can_i(
+                base, verb, resource, "--all-namespaces", namespace=OPERATOR_NS, expect="no"
+            )
+            assert answer == "no", f"{SA} may {verb} {resource} in every namespace"
+        # Still no exec, and still Secrets by name only.
+        assert can_i(base, *EXEC, namespace=OPERATOR_NS, expect="no") == "no"
+        assert can_i(base, "list", "secrets", namespace=OPERATOR_NS, expect="no") == "no"
+    # Gone with the component: the base runs Spark in the operator's own process.
+    assert can_i(base, "create", "pods", namespace=OPERATOR_NS, expect="no") == "no"
+
+
+@pytest.mark.stack
+def test_the_spark_driver_runs_its_executors_at_home_and_reads_no_bindings_secret(
+    base: Stack, namespace: str
+) -> None:
+    """The driver's service account, in the operator's namespace: its executors, request
+    and plan ConfigMaps there; not the bindings' Secrets next to them; nothing elsewhere."""
+    with component(base, "spark-on-kubernetes"):
+        for verb, resource in (("create", "pods"), ("create", "services"), ("get", "configmaps")):
+            answer = can_i(base, verb, resource, namespace=OPERATOR_NS, user=SPARK_DRIVER)
+            assert answer == "yes", (verb, resource)
+        for verb, resource, where in (
+            ("get", "secrets", OPERATOR_NS),
+            ("create", "pods", namespace),
+            ("create", "configmaps", namespace),
+            ("get", "configmaps", namespace),
+        ):
+            answer = can_i(base, verb, resource, namespace=where, user=SPARK_DRIVER, expect="no")
+            assert answer == "no", f"the driver may {verb} {resource} in {where}"
+
+
 # --- the chart with watch.namespaces: Roles where it watches ------------------------
 
 CHART = REPO / "charts" / "kafka-retention-operator"
@@ -282,6 +344,8 @@ def test_chart_with_watch_namespaces_grants_the_namespaced_resources_there_only(
             f"watch.namespaces={{{namespace}}}",
             "--set",
             "orphanCleanup.enabled=true",
+            "--set",
+            "sparkOnKubernetes.enabled=true",
         ],
         capture_output=True,
         text=True,
@@ -292,6 +356,7 @@ def test_chart_with_watch_namespaces_grants_the_namespaced_resources_there_only(
     # Neither a pod (replicas 0 would still be an operator's Deployment: left out) nor the
     # cluster-wide admission policy (the other tests' resources name bootstrap servers).
     applied = [d for d in docs if d["kind"] in ("Namespace", "ServiceAccount", *RBAC_KINDS)]
+    # Spark in pods adds Roles in the chart's namespace only, no ClusterRole.
     (cluster_role,) = [d for d in applied if d["kind"] == "ClusterRole"]
     cluster_resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
     assert cluster_resources == {"kafkaclusterbindings", "customresourcedefinitions", "namespaces"}
@@ -322,6 +387,13 @@ def test_chart_with_watch_namespaces_grants_the_namespaced_resources_there_only(
         assert can_i(stack, "get", "secrets", namespace=namespace, user=sa, expect="no") == "no"
         assert can_i(stack, *EXEC, namespace=KAFKA_NS, user=sa) == "yes"
         assert can_i(stack, *EXEC, namespace=namespace, user=sa, expect="no") == "no"
+        # Spark in pods: in the chart's namespace, not in the watched one.
+        assert can_i(stack, "create", "pods", namespace=CHART_NS, user=sa) == "yes"
+        assert can_i(stack, "create", "pods", namespace=namespace, user=sa, expect="no") == "no"
+        driver = f"system:serviceaccount:{CHART_NS}:{CHART_RELEASE}-spark"
+        assert can_i(stack, "create", "pods", namespace=CHART_NS, user=driver) == "yes"
+        answer = can_i(stack, "get", "secrets", namespace=CHART_NS, user=driver, expect="no")
+        assert answer == "no"
     finally:
         delete_objects(stack, [d for d in applied if d["kind"] != "Namespace"])
         stack.kubectl("delete", "namespace", CHART_NS, "--wait=false", check=False)

@@ -5,13 +5,19 @@ through checksummed ConfigMaps. tests/e2e/test_in_cluster.py runs a whole plan i
 from __future__ import annotations
 
 import json
+import secrets
 import time
 
 import pytest
 
 from devstack.stack import Stack
 from kafka_retention.adapters import kube
-from kafka_retention.adapters.spark import KubernetesRuns, SparkOperatorRuns, read_plan
+from kafka_retention.adapters.spark import (
+    KubernetesRuns,
+    SparkOperatorRuns,
+    plan_in_pods,
+    read_plan,
+)
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.kube_objects.chunks import RUN_LABEL, SinkError
 from kafka_retention.kube_objects.owners import Owner
@@ -48,7 +54,7 @@ def owner_policy(stack: Stack, namespace: str) -> Owner:
     )
 
 
-def run_spec(owner: Owner, namespace: str) -> RunSpec:
+def run_spec(owner: Owner | None, namespace: str) -> RunSpec:
     policy = parse_policy_spec(
         {
             "cluster": {"bootstrapServers": "127.0.0.1:39091"},
@@ -58,7 +64,7 @@ def run_spec(owner: Owner, namespace: str) -> RunSpec:
     )
     request = PlanRequest.for_policy(policy, {}, 1_800_000_000_000, policy_id=f"{namespace}/t")
     return RunSpec(
-        (owner,),
+        (owner,) if owner is not None else (),
         run_name("RetentionPolicy", "pipeline", 1),
         namespace,
         "kafka-retention-operator:test",
@@ -74,11 +80,7 @@ def test_kubernetes_mode_creates_one_driver_pod_and_reports_why_it_cannot_start(
     stack: Stack, namespace: str, kubeconfig: None
 ) -> None:
     spec = run_spec(owner_policy(stack, namespace), namespace)
-    runs = KubernetesRuns(
-        stack.kube.server,
-        ca_cert=str(stack.kube.root / "certs" / "apiserver.crt"),
-        token_file=str(stack.kube.root / "token"),
-    )
+    runs = kubernetes_runs(stack)
     assert runs.submit(spec) is True
     pod = json.loads(
         stack.kubectl("get", "pod", f"{spec.name}-driver", "-n", namespace, "-o", "json").stdout
@@ -107,6 +109,57 @@ def test_kubernetes_mode_creates_one_driver_pod_and_reports_why_it_cannot_start(
         "get", "pods", "-n", namespace, "-l", "spark-role=driver", "-o", "name"
     ).stdout.split()
     assert drivers == [f"pod/{spec.name}-driver"]
+
+
+def kubernetes_runs(stack: Stack) -> KubernetesRuns:
+    return KubernetesRuns(
+        stack.kube.server,
+        ca_cert=str(stack.kube.root / "certs" / "apiserver.crt"),
+        token_file=str(stack.kube.root / "token"),
+    )
+
+
+@pytest.mark.stack
+def test_a_run_in_the_operators_namespace_is_owned_by_nothing_and_removed_when_it_fails(
+    stack: Stack, namespace: str, kubeconfig: None
+) -> None:
+    """A bound batch's run (in the operator's namespace: here the test's own) names no
+    owner, which the garbage collector would take as gone across namespaces and delete
+    the driver at once. Nothing else would remove it either: a run that gives no plan is
+    removed by the operator, its driver and its request ConfigMap."""
+    spec = run_spec(None, namespace)
+    runs = kubernetes_runs(stack)
+    assert runs.submit(spec) is True
+    pod = json.loads(
+        stack.kubectl("get", "pod", f"{spec.name}-driver", "-n", namespace, "-o", "json").stdout
+    )
+    assert "ownerReferences" not in pod["metadata"]
+    request = json.loads(
+        stack.kubectl(
+            "get", "configmap", f"{spec.name}-request", "-n", namespace, "-o", "json"
+        ).stdout
+    )
+    assert "ownerReferences" not in request["metadata"]
+    time.sleep(5)  # the garbage collector's pass: an ownerless driver stays
+    assert runs.state(spec).phase != "Unknown"
+    with pytest.raises(RuntimeError, match="gave no plan within 0s"):
+        plan_in_pods(runs, spec, timeout_s=0, poll_s=0)
+    deadline = time.monotonic() + 60
+    while True:
+        left = stack.kubectl(
+            "get",
+            "pods,configmaps",
+            "-n",
+            namespace,
+            "-l",
+            f"{RUN_LABEL}={spec.name}",
+            "-o",
+            "name",
+        ).stdout.split()
+        if not left:
+            break
+        assert time.monotonic() < deadline, f"left behind: {left}"
+        time.sleep(0.5)
 
 
 @pytest.mark.stack
@@ -163,10 +216,11 @@ def test_plan_comes_back_through_configmaps_and_a_missing_part_is_refused(
     stack: Stack, namespace: str, kubeconfig: None
 ) -> None:
     owner = owner_policy(stack, namespace)
+    # Random padding: the driver gzips its plan, so repeated bytes would fit in one part.
     rows = [
-        {"topic": "t", "partition": p, "targetOffset": p * 10, "pad": "x" * 2000}
+        {"topic": "t", "partition": p, "targetOffset": p * 10, "pad": secrets.token_urlsafe(2250)}
         for p in range(1000)
-    ]  # about 2 MB: three parts
+    ]  # about 3 MB, 2.3 MB gzipped: three parts
     payload = sinks.to_json_lines(rows, {"c": "compact"}, [])
     run = "kr-test-sink-g1"
     written = sinks.write_configmaps(run, namespace, payload, [owner.reference()])

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from kafka_retention.adapters import spark
+from kafka_retention.config import SparkConfig
 from kafka_retention.core.failures import Abandoned
+from kafka_retention.core.policy import PolicyPlan
+from kafka_retention.core.policy_spec import Batch, Member, parse_policy_spec
 from kafka_retention.core.strimzi import StrimziRef
 from kafka_retention.kube_objects.chunks import (
     CHUNK_BYTES,
@@ -30,6 +33,7 @@ from kafka_retention.kube_objects.spark_runs import (
     spark_application,
     spark_submit_argv,
 )
+from tests.helpers.configmaps import FakeConfigMaps, bomb_configmaps, gzip_bomb
 
 OWNER = Owner("kafka-retention.io/v1alpha1", "RetentionPolicy", "pipeline", "uid-1")
 
@@ -258,8 +262,6 @@ def test_a_policy_batch_asks_spark_for_no_time_lags_and_for_tombstones_only_when
 ) -> None:
     """A run uses no group time lag (they are for `kafka-retention plan`), and each one
     costs a record read per partition and group; unread ranges are still scanned."""
-    from kafka_retention.config import SparkConfig
-    from kafka_retention.core.policy_spec import Batch, Member, parse_policy_spec
     from retention_jobs import plan_job
     from retention_jobs.request import PlanRequest
 
@@ -296,3 +298,175 @@ def test_spark_submit_comes_from_spark_home_when_it_is_set_else_from_pyspark(
     assert spark._bundled_spark_submit() == str(
         Path(pyspark.__file__).parent / "bin" / "spark-submit"
     )
+
+
+# --- where a batch runs: bound batches in the operator's namespace -------------------
+
+OPERATOR_NS = "kr-system"
+
+
+def member(key: str, binding: str | None, uid: str = "uid") -> Member:
+    policy = parse_policy_spec(
+        {
+            "cluster": {"bootstrapServers": "k:9092"},
+            "topics": {"names": ["t"]},
+            "maxRetention": "1d",
+        }
+    )
+    return Member(key, dataclasses.replace(policy, binding=binding), uid, 1)
+
+
+def pod_planner() -> spark.SparkBatchPlanner:
+    return spark.SparkBatchPlanner(SparkConfig(mode="kubernetes", namespace=OPERATOR_NS))
+
+
+def test_a_bound_batch_runs_in_the_operators_namespace_and_is_owned_by_no_policy() -> None:
+    """In the tenant's namespace the tenant could forge the run's plan ConfigMaps; an owner
+    reference across namespaces is one the garbage collector treats as absent (it would
+    delete the driver), so the run has none and the operator removes it itself."""
+    run = pod_planner().run_spec([member("team-a/p", "orders")], "{}", 0)
+    assert run.namespace == OPERATOR_NS
+    assert run.owners == ()
+    for obj in (request_configmap(run), spark_application(run)):
+        assert obj["metadata"]["namespace"] == OPERATOR_NS
+        assert "ownerReferences" not in obj["metadata"]
+    argv = spark_submit_argv(run, "https://h:1")
+    assert f"spark.kubernetes.namespace={OPERATOR_NS}" in argv
+    job = argv[argv.index(spark_runs_job_file()) + 1 :]
+    args = dict(zip(job[::2], job[1::2], strict=True))
+    assert args["--namespace"] == OPERATOR_NS
+    assert json.loads(args["--owner-references"]) == []
+
+
+def test_a_batch_with_any_bound_member_runs_in_the_operators_namespace() -> None:
+    members = [member("team-a/open", None, "u1"), member("team-b/bound", "orders", "u2")]
+    run = pod_planner().run_spec(members, "{}", 0)
+    assert (run.namespace, run.owners) == (OPERATOR_NS, ())
+
+
+def test_an_open_tenancy_batch_runs_in_its_policies_namespace_owned_by_them() -> None:
+    members = [member("team-a/p", None, "u1"), member("team-a/q", None, "u2")]
+    run = pod_planner().run_spec(members, "{}", 0)
+    assert run.namespace == "team-a"
+    assert [o.uid for o in run.owners] == ["u1", "u2"]
+    assert [r["uid"] for r in request_configmap(run)["metadata"]["ownerReferences"]] == [
+        "u1",
+        "u2",
+    ]
+
+
+def spark_runs_job_file() -> str:
+    from kafka_retention.kube_objects.spark_runs import JOB_FILE
+
+    return JOB_FILE
+
+
+@pytest.fixture
+def configmaps(monkeypatch: pytest.MonkeyPatch) -> FakeConfigMaps:
+    from kafka_retention.adapters import kube
+
+    fake = FakeConfigMaps()
+    monkeypatch.setattr(kube, "read_configmap", fake.read)
+    monkeypatch.setattr(kube, "list_configmaps", fake.list)
+    monkeypatch.setattr(kube, "delete_configmaps", fake.delete)
+    return fake
+
+
+class _FinishedRuns:
+    """spark-submit and the driver pod, as seen by plan_in_pods: submitted, running."""
+
+    def __init__(self) -> None:
+        self.submitted: list[RunSpec] = []
+        self.cleaned: list[RunSpec] = []
+
+    def submit(self, run: RunSpec) -> bool:
+        self.submitted.append(run)
+        return True
+
+    def state(self, _: RunSpec) -> spark.RunState:
+        return spark.RunState("Running", "Running")
+
+    def cleanup(self, run: RunSpec) -> None:
+        self.cleaned.append(run)
+
+
+def plan_lines(policy: str, target: int) -> str:
+    from retention_jobs import sinks
+
+    row = {"topic": "t", "partition": 0, "targetOffset": target, "error": None}
+    return sinks.to_json_lines([row], {}, [], policy=policy)
+
+
+def run_bound_batch(
+    monkeypatch: pytest.MonkeyPatch, configmaps: FakeConfigMaps, planted: str
+) -> tuple[dict[str, PolicyPlan], _FinishedRuns]:
+    """A bound batch through SparkBatchPlanner in kubernetes mode; the tenant has written
+    a forged plan (everything cut to the high watermark) under the run's name in its own
+    namespace; the driver (faked) writes `planted` in the run's namespace."""
+
+    runs = _FinishedRuns()
+    planner = pod_planner()
+    bound = member("team-a/p", "orders")
+    monkeypatch.setattr(spark, "KubernetesRuns", lambda *_, **__: runs)
+
+    def submit(run: RunSpec) -> bool:
+        runs.submitted.append(run)
+        # The tenant's forgery, at the name a run in its namespace would have used.
+        configmaps.put(sink_configmaps(run.name, "team-a", plan_lines("team-a/p", 10**12)))
+        configmaps.put(sink_configmaps(run.name, run.namespace, planted, compress=True))
+        return True
+
+    runs.submit = submit  # type: ignore[method-assign]
+    plans = planner(Batch([bound], "k:9092", {}, 0))
+    return dict(plans), runs
+
+
+def test_a_plan_forged_in_the_tenants_namespace_has_no_effect_on_a_bound_run(
+    monkeypatch: pytest.MonkeyPatch, configmaps: FakeConfigMaps
+) -> None:
+    plans, runs = run_bound_batch(monkeypatch, configmaps, plan_lines("team-a/p", 5))
+    (run,) = runs.submitted
+    assert run.namespace == OPERATOR_NS
+    assert [row["targetOffset"] for row in plans["team-a/p"].rows] == [5]
+    assert {ns for ns, _ in configmaps.listed} == {OPERATOR_NS}
+    # The run's own ConfigMaps are gone after it; the tenant's are not the operator's.
+    assert {ns for ns, _ in configmaps.objects} == {"team-a"}
+    assert runs.cleaned == [run]
+
+
+@pytest.fixture(scope="module")
+def bomb() -> bytes:
+    return gzip_bomb()
+
+
+def test_a_run_whose_plan_is_a_gzip_bomb_plans_nothing(
+    monkeypatch: pytest.MonkeyPatch, configmaps: FakeConfigMaps, bomb: bytes
+) -> None:
+
+    runs = _FinishedRuns()
+    monkeypatch.setattr(spark, "KubernetesRuns", lambda *_, **__: runs)
+
+    def submit(run: RunSpec) -> bool:
+        runs.submitted.append(run)
+        configmaps.put(bomb_configmaps(run.name, run.namespace, bomb))
+        return True
+
+    runs.submit = submit  # type: ignore[method-assign]
+    with pytest.raises(SinkError, match="MAX_DECODED_BYTES"):
+        pod_planner()(Batch([member("team-a/p", "orders")], "k:9092", {}, 0))
+
+
+def test_a_bound_run_in_the_operators_namespace_resolves_no_secret_of_a_tenants() -> None:
+    """An inline member's clientConfigSecret is a Secret of its own namespace: a driver in
+    the operator's namespace must not look it up there (a binding's Secret of that name)."""
+    inline = parse_policy_spec(
+        {
+            "cluster": {"bootstrapServers": "k:9092", "clientConfigSecret": "team-a-kafka"},
+            "topics": {"names": ["t"]},
+            "maxRetention": "1d",
+        }
+    )
+    members = [Member("team-a/p", inline, "u1", 1), member("team-b/q", "orders", "u2")]
+    run = pod_planner().run_spec(members, "{}", 0)
+    assert run.namespace == OPERATOR_NS
+    assert "--client-config-secret" not in spark_application(run)["spec"]["arguments"]

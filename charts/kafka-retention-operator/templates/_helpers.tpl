@@ -60,6 +60,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if .Values.sparkOnKubernetes.enabled }}
 - --spark-mode
 - {{ .Values.sparkOnKubernetes.mode | quote }}
+- --spark-service-account
+- {{ printf "%s-spark" (include "kro.prefix" .) | quote }}
 {{- end }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}

@@ -136,18 +136,46 @@ def read_custom_object(
     )
 
 
+def delete_custom_object(api_version: str, plural: str, namespace: str, name: str) -> None:
+    """Delete a namespaced custom object; one already gone is fine."""
+    group, version = api_version.split("/")
+    custom = kubernetes.client.CustomObjectsApi(api_client())
+    try:
+        custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
 def read_configmap(namespace: str, name: str) -> dict[str, Any] | None:
     core = kubernetes.client.CoreV1Api(api_client())
     return _found(lambda: core.read_namespaced_config_map(name, namespace))
 
 
-def list_configmaps(namespace: str, label_selector: str) -> list[dict[str, Any]]:
-    items = (
-        kubernetes.client.CoreV1Api(api_client())
-        .list_namespaced_config_map(namespace, label_selector=label_selector)
-        .items
-    )
-    return [plain(cm) for cm in items]
+def list_configmaps(
+    namespace: str, label_selector: str, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """ConfigMaps by label; with `limit`, at most that many (the API server pages)."""
+    core = kubernetes.client.CoreV1Api(api_client())
+    if limit is None:
+        found = core.list_namespaced_config_map(namespace, label_selector=label_selector)
+    else:
+        found = core.list_namespaced_config_map(
+            namespace, label_selector=label_selector, limit=limit
+        )
+    return [plain(cm) for cm in found.items]
+
+
+def read_configmap_set(namespace: str, base: str, suffix: str) -> str | None:
+    """A chunked set's payload (kube_objects.chunks), checked; None until its manifest
+    exists. The manifest's part count is checked against the limits first, and no more
+    than one part beyond it is listed: a namespace full of forged parts is not read."""
+    manifest = read_configmap(namespace, f"{base}-{suffix}")
+    if manifest is None:
+        return None
+    wanted = chunks.expected_parts(manifest)
+    parts = list_configmaps(namespace, chunks.parts_selector(base, suffix), limit=wanted + 1)
+    return chunks.assemble(manifest, parts)
 
 
 def delete_configmaps(namespace: str, label_selector: str) -> None:
@@ -209,11 +237,7 @@ class ConfigMapStore:
 
     def load(self, suffix: str) -> str | None:
         """The set's payload, checked against its manifest; None when there is none."""
-        manifest = read_configmap(self.namespace, f"{self.base}-{suffix}")
-        if manifest is None:
-            return None
-        parts = list_configmaps(self.namespace, chunks.parts_selector(self.base, suffix))
-        return chunks.assemble(manifest, parts)
+        return read_configmap_set(self.namespace, self.base, suffix)
 
 
 def drop_finalizer(plural: str, namespace: str, name: str, finalizer: str) -> None:

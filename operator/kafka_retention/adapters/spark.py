@@ -85,10 +85,20 @@ def stop() -> None:
 # --- runs as pods: spark-submit to Kubernetes, or a spark-operator SparkApplication -----
 
 
+# A run's state message ends up in its policies' status: what a pod's or a
+# SparkApplication's status says is cut to this many characters (in open tenancy the
+# tenant may write those objects).
+MAX_STATE_MESSAGE = 1000
+
+
 @dataclass(frozen=True)
 class RunState:
     phase: str  # Pending, Running, Succeeded, Failed, Unknown
     message: str
+
+    def __post_init__(self) -> None:
+        if len(self.message) > MAX_STATE_MESSAGE:
+            object.__setattr__(self, "message", self.message[: MAX_STATE_MESSAGE - 3] + "...")
 
     @property
     def finished(self) -> bool:
@@ -118,12 +128,9 @@ def _pod_state(pod: dict[str, Any] | None) -> RunState:
 
 
 def read_plan(namespace: str, run: str) -> str | None:
-    """The plan the run wrote to its ConfigMaps; None until its manifest exists."""
-    manifest = kube.read_configmap(namespace, f"{run}-plan")
-    if manifest is None:
-        return None
-    parts = kube.list_configmaps(namespace, chunks.parts_selector(run))
-    return chunks.assemble(manifest, parts)
+    """The plan the run wrote to its ConfigMaps, bounded in size (chunks.SinkError beyond);
+    None until its manifest exists."""
+    return kube.read_configmap_set(namespace, run, "plan")
 
 
 class KubernetesRuns:
@@ -200,7 +207,13 @@ class SparkOperatorRuns:
         return RunState(phase, app_state.get("errorMessage") or state or "not picked up yet")
 
     def cleanup(self, spec: spark_runs.RunSpec) -> None:
-        """The SparkApplication belongs to the policies; the spark-operator removes its pods."""
+        """An owned SparkApplication goes with its policies. One without owners (a bound
+        batch's, in the operator's namespace) is removed here; the spark-operator then
+        removes its pods."""
+        if not spec.owners:
+            kube.delete_custom_object(
+                self.API_VERSION, "sparkapplications", spec.namespace, spec.name
+            )
 
 
 def _bundled_spark_submit() -> str:
@@ -254,14 +267,18 @@ def plan_in_pods(
             break
         state = runs.state(spec)
         if state.phase == "Failed":
+            _discard_ownerless(runs, spec)
             raise RuntimeError(f"Spark run {spec.name} failed: {state.message}")
         if state.phase == "Unknown":
             # The run existed once submit returned. Its driver (or SparkApplication) is
-            # owned by the batch's policies: gone means they were deleted and the garbage
-            # collector took it, or someone removed it. Waiting out the timeout would hold
+            # owned by the batch's policies (unless it runs in the operator's namespace):
+            # gone means they were deleted and the garbage collector took it, or someone
+            # removed it. Waiting out the timeout would hold
             # the cluster's batch slot for nothing.
+            _discard_ownerless(runs, spec)
             raise RunGone(f"Spark run {spec.name} is gone before it wrote a plan: {state.message}")
         if time.monotonic() > deadline:
+            _discard_ownerless(runs, spec)
             raise RuntimeError(
                 f"Spark run {spec.name} gave no plan within {timeout_s:.0f}s; "
                 f"last state {state.phase}: {state.message}"
@@ -270,6 +287,16 @@ def plan_in_pods(
     kube.delete_configmaps(spec.namespace, f"{chunks.RUN_LABEL}={spec.name}")
     runs.cleanup(spec)
     return dict(by_policy(payload))
+
+
+def _discard_ownerless(runs: KubernetesRuns | SparkOperatorRuns, spec: spark_runs.RunSpec) -> None:
+    """A failed or timed-out run that no policy owns (a bound batch's, in the operator's
+    namespace) would stay for ever: the next slot's run has another name. An owned one is
+    left for its owners' garbage collection, and for `kubectl logs` meanwhile."""
+    if spec.owners:
+        return
+    runs.cleanup(spec)
+    kube.delete_configmaps(spec.namespace, f"{chunks.RUN_LABEL}={spec.name}")
 
 
 class SparkBatchPlanner:
@@ -305,10 +332,11 @@ class SparkBatchPlanner:
                 s.tombstones is not None and s.tombstones.inventory for s in specs.values()
             ),
         )
-        # A KafkaClusterBinding's credentials live in the operator's namespace, and pod runs
-        # happen in the tenant's: a driver there would hand them to whoever may exec into
-        # that namespace's pods. A bound batch with credentials runs in local mode, in this
-        # process, whatever --spark-mode says.
+        # A KafkaClusterBinding's credentials are resolved by the operator (its Secret in the
+        # operator's namespace, or its Strimzi reference), and a driver only resolves a
+        # policy's own spec.cluster: a bound batch with credentials runs in local mode, in
+        # this process, whatever --spark-mode says. (Its pods would run in the operator's
+        # namespace, see run_spec, but the driver would not know the binding's Secret.)
         bound_secrets = bool(client_config) and any(m.spec.binding for m in members)
         if self.cfg.mode == "local" or bound_secrets:
             from retention_jobs import plan_job
@@ -340,20 +368,34 @@ class SparkBatchPlanner:
         self, members: Sequence[Member], request_json: str, now_ms: int
     ) -> spark_runs.RunSpec:
         """One run per batch and scheduled slot: the same members (and generations) in the
-        same slot get the same name, so a restarted operator waits for the run it started."""
+        same slot get the same name, so a restarted operator waits for the run it started.
+
+        A batch with a bound member (strict tenancy: spec.cluster.clusterRef) runs in the
+        operator's own namespace: in the tenant's, the tenant could write the run's
+        `<run>-plan` ConfigMaps (a forged plan) or pre-create `<run>-driver` (no run at
+        all). Such a run has no owners: a reference from there to a policy in another
+        namespace is one the garbage collector treats as absent, and it would delete the
+        driver at once; the operator removes the run's objects itself (plan_in_pods).
+        Open tenancy's runs stay in the policies' namespace, owned by the policies."""
         shortest = min(m.spec.interval_ms for m in members)
         name = spark_runs.batch_run_name(
             [f"{m.key}@{m.generation}" for m in members], f"r{now_ms // shortest}"
         )
+        bound = any(m.spec.binding is not None for m in members)
         return spark_runs.RunSpec(
-            tuple(Owner(API_VERSION, "RetentionPolicy", m.name, m.uid) for m in members),
+            ()
+            if bound
+            else tuple(Owner(API_VERSION, "RetentionPolicy", m.name, m.uid) for m in members),
             name,
-            members[0].namespace,
+            self.cfg.namespace if bound else members[0].namespace,
             self.cfg.image,
             self.cfg.service_account,
             request_json,
             executors=self.cfg.executors,
             spark_conf=dict(self.cfg.spark_conf),
-            client_config_secret=members[0].spec.client_config_secret,
-            strimzi=members[0].spec.strimzi,
+            # A bound batch reaches here only without credentials (__call__), and an inline
+            # member's Secret or Strimzi reference is its own namespace's, not the
+            # operator's: the driver resolves nothing there.
+            client_config_secret=None if bound else members[0].spec.client_config_secret,
+            strimzi=None if bound else members[0].spec.strimzi,
         )

@@ -72,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
             run_timeout_s=args.spark_run_timeout,
             master=args.spark_master,
             spark_conf=tuple(args.spark_conf),
+            namespace=args.operator_namespace,
         ),
         scheduling=config.SchedulingConfig(
             workers=args.workers,
@@ -274,8 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--operator-namespace",
         default=os.environ.get("POD_NAMESPACE") or "kafka-retention-system",
         metavar="NS",
-        help="the namespace whose Secrets KafkaClusterBindings name (default: $POD_NAMESPACE, "
-        "else kafka-retention-system)",
+        help="the namespace whose Secrets KafkaClusterBindings name, and where pod runs of "
+        "bound policies happen (default: $POD_NAMESPACE, else kafka-retention-system)",
     )
     run.add_argument(
         "--local-broker-volumes",

@@ -21,7 +21,9 @@ JOB_FILE = "local:///opt/kafka-retention/spark-jobs/retention_jobs/plan_job.py"
 @dataclass(frozen=True)
 class RunSpec:
     """One Spark run outside the operator process. A batch of policies planned together
-    has every policy as an owner, so its objects go when the last of them goes."""
+    has every policy as an owner, so its objects go when the last of them goes; a run in
+    the operator's namespace (bound policies) has none (owner references cannot cross
+    namespaces)."""
 
     owners: tuple[Owner, ...]
     name: str
@@ -69,12 +71,16 @@ def _dns_label(base: str) -> str:
 
 
 def _meta(spec: RunSpec, name: str) -> dict[str, Any]:
-    return {
+    meta: dict[str, Any] = {
         "name": name,
         "namespace": spec.namespace,
         "labels": {RUN_LABEL: spec.name, "app.kubernetes.io/managed-by": "kafka-retention"},
-        "ownerReferences": spec.owner_references(),
     }
+    # A run without owners (a bound batch's, in the operator's namespace) is removed by
+    # the operator itself.
+    if spec.owners:
+        meta["ownerReferences"] = spec.owner_references()
+    return meta
 
 
 def request_configmap(spec: RunSpec) -> dict[str, Any]:
