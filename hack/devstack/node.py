@@ -417,11 +417,15 @@ class Node:
         started = time.monotonic()
         wanted = name if "/" in name.split(":")[0] else f"docker.io/library/{name}"
         before = set(self.ctr("images", "ls", "--quiet").split())
-        # Archives are named by a hash of their inputs: the same name, the same image.
+        # Archives are named by a hash of their inputs: the same name, the same image. The
+        # marker keeps the digest the name pointed at after the import: checkouts share
+        # the store, and another checkout's archive may have taken the name since.
         marker = self.root / "containerd" / "root" / f"imported-{archive.name}"
         if marker.exists() and wanted in before:
-            _say(f"image {wanted} already in containerd")
-            return
+            recorded = marker.read_text().split()
+            if recorded[1:] == [self._digest(wanted) or ""]:
+                _say(f"image {wanted} already in containerd")
+                return
         self.ctr("images", "import", "--base-name", wanted.rsplit(":", 1)[0], str(archive))
         names = set(self.ctr("images", "ls", "--quiet").split())
         if wanted not in names:
@@ -429,8 +433,16 @@ class Node:
             if not new:
                 raise StackError(f"importing {archive} gave no image to tag as {wanted}")
             self.ctr("images", "tag", "--force", new[0], wanted)
-        marker.write_text(wanted + "\n")
+        marker.write_text(f"{wanted} {self._digest(wanted) or ''}\n")
         _say(f"image {wanted} loaded into containerd in {time.monotonic() - started:.0f}s")
+
+    def _digest(self, ref: str) -> str | None:
+        """The digest `ref` points at in containerd (`ctr images ls`: REF TYPE DIGEST ...)."""
+        for line in self.ctr("images", "ls").splitlines()[1:]:
+            cols = line.split()
+            if len(cols) > 2 and cols[0] == ref:
+                return cols[2]
+        return None
 
     def _kubelet_config(self) -> dict[str, Any]:
         return {
