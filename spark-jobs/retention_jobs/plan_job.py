@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import sys
 import threading
@@ -33,6 +34,8 @@ from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
 from retention_jobs import extract, kafka_source, scans, schemas, sinks, transforms
 from retention_jobs.request import Connection, PlanRequest
+
+log = logging.getLogger(__name__)
 
 # Partitions a fact-reading task asks about: at least enough that a task's requests
 # (ListOffsets, one ListConsumerGroupOffsets a group) are worth a client, at most what one
@@ -195,22 +198,34 @@ class ScanDeadline:
         self.sc = spark.sparkContext
         self.tag = f"kafka-retention-scans-{uuid.uuid4().hex}"
         self.expired = threading.Event()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
+        self._stopped = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
 
     def start(self) -> None:
         self.sc.setInterruptOnCancel(True)
         self.sc.addJobTag(self.tag)
-        self._timer.start()
+        self._watcher.start()
 
     def stop(self) -> None:
-        self._timer.cancel()
+        self._stopped.set()
+        self._watcher.join(timeout=10)
         self.sc.removeJobTag(self.tag)
         self.sc.setInterruptOnCancel(False)
 
-    def _expire(self) -> None:
+    def _watch(self) -> None:
+        if self._stopped.wait(self.seconds):
+            return
         self.expired.set()
-        self.sc.cancelJobsWithTag(self.tag)
+        # Cancelled again until the block ends: a job whose submission raced the expiry
+        # (on a loaded machine a job can take seconds to start) would otherwise run to
+        # its end; make test's first run of this caught one running for five minutes.
+        while True:
+            try:
+                self.sc.cancelJobsWithTag(self.tag)
+            except Exception:  # the session is stopping: nothing left to cancel
+                log.debug("cancelling %s failed", self.tag, exc_info=True)
+            if self._stopped.wait(0.5):
+                return
 
     def check(self) -> None:
         """Raise once the time is up: a job started now would only be cancelled."""
