@@ -21,14 +21,13 @@ big_cluster's brokers, started here for them. BENCH_FOOTPRINT_SIZES changes the 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
 from types import TracebackType
 
-from bench import big_cluster, planning
+from bench import big_cluster, planning, policy_run
 from bench.common import (
     PAGE,
     REPO,
@@ -52,7 +51,6 @@ SIZES = [int(s) for s in os.environ.get("BENCH_FOOTPRINT_SIZES", "10000,50000").
 STACK_MAX = 20_000
 IDLE_S = 10.0
 SAMPLE_S = 0.5
-FIELDS = "{.metadata.name} {.status.lastRun.completedAt} {.status.lastRun.recordsDeleted}"
 
 
 class Peak:
@@ -94,40 +92,6 @@ class Peak:
         self.mib = max(self.mib, rss_mib(self.pid))
 
 
-def _run_policy(
-    stack: Stack, watch: ResourceWatch, bootstrap: str, prefix: str
-) -> tuple[float, int]:
-    """One deleteConsumed policy over the prefix's topics applied, waited for to complete
-    and deleted: (seconds from apply to completedAt, records deleted)."""
-    name = "footprint"
-    body = {
-        "apiVersion": "kafka-retention.io/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": name, "namespace": watch.namespace},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "topics": {"pattern": f"^{prefix}-.*$"},
-            "interval": "1h",
-            "deleteConsumed": {"groups": list(planning.GROUPS)},
-        },
-    }
-    started = time.monotonic()
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    finished, _, deleted = watch.wait(name, timeout=1200)
-    error = stack.kubectl(
-        "get",
-        "retentionpolicy",
-        name,
-        "-n",
-        watch.namespace,
-        "-o",
-        "jsonpath={.status.lastRun.error}",
-    ).stdout
-    assert not error, error
-    stack.kubectl("delete", "retentionpolicy", name, "-n", watch.namespace)
-    return finished - started, deleted
-
-
 def measure(
     stack: Stack, cluster: KafkaCluster, admin: AdminClient, run: str, size: int, where: str
 ) -> Row:
@@ -144,12 +108,12 @@ def measure(
         stack.kubectl("create", "namespace", ns)
         line = ("--in-process-max-partitions", str(max(SIZES)))
         operator = OperatorProcess(stack, [ns], log, line).start()
-        watch = ResourceWatch(stack, ns, "retentionpolicies", FIELDS, bool)
+        watch = ResourceWatch(stack, ns, "retentionpolicies", policy_run.FIELDS, bool)
         try:
             time.sleep(IDLE_S)
             idle = rss_mib(operator.pid)
             with Peak(operator.pid) as peak:
-                took, deleted = _run_policy(stack, watch, bootstrap, prefix)
+                took, deleted = policy_run.run_policy(stack, watch, "footprint", prefix, bootstrap)
             after = rss_mib(operator.pid)
         finally:
             watch.stop()
