@@ -27,9 +27,11 @@ would double that; ask for it with BENCH_BIG_RF3_SIZES=10000,20000.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 
@@ -65,21 +67,10 @@ def bench_big_cluster(stack: Stack, _admin: AdminClient, run: str = RUN) -> list
     problem = _refusal()
     if problem:
         return [_skipped(problem)]
-    cluster = KafkaCluster(
-        stack.dev, "kafka-bench-big", port_offset=PORT_OFFSET, heap="1g", brokers=BIG_BROKERS
-    )
-    for port in (p for n in cluster.nodes for p in n.ports):
-        holder = port_holder(port)
-        if holder is not None:
-            return [_skipped(f"port {port} is in use ({holder})")]
-    shutil.rmtree(cluster.root, ignore_errors=True)
-    say(f"starting {BIG_BROKERS} brokers")
     rows: list[Row] = []
     try:
-        cluster.prepare()
-        cluster.start()
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        with purge_scale.purgers(stack, f"{run}-big") as tools:
+        with started(stack) as cluster, purge_scale.purgers(stack, f"{run}-big") as tools:
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
             parts = []
             if PARTITIONS > 0:
                 hundred_k = partial(_hundred_k, tools, cluster, admin, run)
@@ -96,14 +87,40 @@ def bench_big_cluster(stack: Stack, _admin: AdminClient, run: str = RUN) -> list
                     measure(rows)
                 except Exception as exc:
                     rows.append(_failed(what, exc))
+    except PortTaken as exc:
+        return [_skipped(str(exc))]
     except Exception as exc:  # the rows measured so far, and every other bench's, count
         rows.append(_failed(f"{BIG_BROKERS} brokers", exc))
+    return rows
+
+
+class PortTaken(Exception):
+    """A port the big cluster needs is held by another process."""
+
+
+@contextlib.contextmanager
+def started(stack: Stack) -> Iterator[KafkaCluster]:
+    """BIG_BROKERS brokers started beside the stack, stopped and removed after (also
+    used by bench.footprint). Raises PortTaken before starting anything when one of
+    their ports is in use."""
+    cluster = KafkaCluster(
+        stack.dev, "kafka-bench-big", port_offset=PORT_OFFSET, heap="1g", brokers=BIG_BROKERS
+    )
+    for port in (p for n in cluster.nodes for p in n.ports):
+        holder = port_holder(port)
+        if holder is not None:
+            raise PortTaken(f"port {port} is in use ({holder})")
+    shutil.rmtree(cluster.root, ignore_errors=True)
+    say(f"starting {BIG_BROKERS} brokers")
+    try:
+        cluster.prepare()
+        cluster.start()
+        yield cluster
     finally:
         # Quorum and brokers stop together: the brokers' controlled shutdown cannot
         # finish without the quorum, and their data is not kept.
         cluster.stop(patience=8)
         shutil.rmtree(cluster.root, ignore_errors=True)
-    return rows
 
 
 def _failed(what: str, exc: Exception) -> Row:

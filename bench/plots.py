@@ -18,6 +18,7 @@ TITLES = {
     "scan": "Scan throughput beside the reference",
     "synthetic": "Spark transforms on synthetic partitions (no Kafka)",
     "footprint": "Operator footprint against policies",
+    "memory": "Operator peak memory against partitions planned in process",
 }
 
 

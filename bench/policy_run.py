@@ -81,13 +81,19 @@ def _advance(bootstrap: str, admin: AdminClient, tps: TPs) -> list[int]:
     return [end - 1 for end in ends]
 
 
-def _ours(stack: Stack, watch: ResourceWatch, name: str, prefix: str) -> tuple[float, int]:
+def run_policy(
+    stack: Stack, watch: ResourceWatch, name: str, prefix: str, bootstrap: str = ""
+) -> tuple[float, int]:
+    """A deleteConsumed policy of both groups over the prefix's topics, on the stack's
+    cluster unless `bootstrap` names another, applied, waited for and deleted: (seconds
+    from apply to the watch event of its completedAt, records deleted). Also
+    bench.footprint's run."""
     body = {
         "apiVersion": "kafka-retention.io/v1alpha1",
         "kind": "RetentionPolicy",
         "metadata": {"name": name, "namespace": watch.namespace},
         "spec": {
-            "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+            "cluster": {"bootstrapServers": bootstrap or stack.kafka.bootstrap_servers},
             "topics": {"pattern": f"^{prefix}-.*$"},
             "interval": "1h",
             "deleteConsumed": {"groups": [FAST, SLOW]},
@@ -160,7 +166,7 @@ def bench_policy_run(stack: Stack, admin: AdminClient, run: str) -> list[Row]:
                 cut = _advance(bootstrap, admin, tps)
                 quiet_brokers(stack.kafka)
                 if series == SERIES_OURS:
-                    took, deleted = _ours(stack, watch, f"run{i + 1}", prefix)
+                    took, deleted = run_policy(stack, watch, f"run{i + 1}", prefix)
                     assert deleted >= len(tps), (deleted, len(tps))
                 else:
                     took, cut_partitions = _reference(bootstrap)
@@ -206,7 +212,7 @@ def _profiled(
         return ""
     time.sleep(1)  # py-spy attaching
     quiet_brokers(stack.kafka)
-    took, _ = _ours(stack, watch, "profiled", prefix)
+    took, _ = run_policy(stack, watch, "profiled", prefix)
     spy.send_signal(2)
     spy.wait(timeout=60)
     summary = profile_summary(out, ("run_batch", "apply_plan"), PROFILE_PARTS)

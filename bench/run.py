@@ -13,6 +13,9 @@ the same run; results go to BENCHMARKS.md and the figures to bench/plots/.
   (policy_run.py).
 - A RetentionPolicy fleet: runs per minute at 1,000 policies and the operator's footprint
   idle and under load (policies.py).
+- The operator's memory: peak RSS of its process tree while it plans in process and
+  applies one RetentionPolicy over 10k and 50k partitions, idle RSS before (footprint.py;
+  50k on big_cluster.py's brokers). The chart's memory request and limit come from it.
 - 100,000 partitions on a 7-broker cluster started for them: the plan and the purges,
   as above, and purges of 10,000 partitions at RF 3 (big_cluster.py).
 - The plan job's Spark transforms on 1,000,000 synthetic partitions, no Kafka
@@ -30,6 +33,7 @@ from pathlib import Path
 
 from bench import (
     big_cluster,
+    footprint,
     planning,
     plots,
     policies,
@@ -116,6 +120,7 @@ def main() -> int:
         rows += purge_scale.bench_purges(stack, admin, RUN)
         rows += policy_run.bench_policy_run(stack, admin, RUN)
         rows += policies.bench_fleet(stack, admin, RUN)
+        rows += footprint.bench_footprint(stack, admin, RUN)
         rows += big_cluster.bench_big_cluster(stack, admin, RUN)
     finally:
         if started_stack:
