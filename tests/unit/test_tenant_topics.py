@@ -95,6 +95,11 @@ def run(
     return outcomes, stores
 
 
+def reading(group: str) -> dict[str, Any]:
+    """A reader's policy over team-orders' topics, holding cuts back by `group`."""
+    return policy(topics={"pattern": "orders\\..*"}, deleteConsumed={"groups": [group]})
+
+
 def ready(store: Store) -> dict[str, Any]:
     found: dict[str, Any] = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     return found
@@ -151,9 +156,7 @@ def test_a_readers_group_that_never_commits_does_not_freeze_the_owner() -> None:
     kafka = kafka_with_commits()
     policies = {
         "team-orders/consumed": OWNER,
-        "analytics/freeze": policy(
-            topics={"pattern": "orders\\..*"}, deleteConsumed={"groups": ["never-commits"]}
-        ),
+        "analytics/freeze": reading("never-commits"),
     }
     outcomes, stores = run(kafka, world(), policies, ["team-orders/consumed"])
     assert outcomes["team-orders/consumed"].ok
@@ -166,9 +169,7 @@ def test_a_binding_may_let_a_readers_uncommitted_group_hold_and_status_names_it(
     kafka = kafka_with_commits()
     policies = {
         "team-orders/consumed": OWNER,
-        "analytics/freeze": policy(
-            topics={"pattern": "orders\\..*"}, deleteConsumed={"groups": ["never-commits"]}
-        ),
+        "analytics/freeze": reading("never-commits"),
     }
     _, stores = run(kafka, world(reader_hold_uncommitted=True), policies, ["team-orders/consumed"])
     assert kafka.deletes == []  # held at the log start: nothing to cut
@@ -182,9 +183,7 @@ def test_a_reader_granted_protect_holds_the_owners_cut_and_is_named_in_its_statu
     kafka = kafka_with_commits()
     policies = {
         "team-orders/consumed": OWNER,
-        "analytics/reads": policy(
-            topics={"pattern": "orders\\..*"}, deleteConsumed={"groups": ["analytics"]}
-        ),
+        "analytics/reads": reading("analytics"),
     }
     outcomes, stores = run(kafka, world(), policies, list(policies))
     assert kafka.deletes == [{ORDERS: 30}]  # the owner's cut, held at the reader's commit

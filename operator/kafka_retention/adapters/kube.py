@@ -156,13 +156,9 @@ def list_configmaps(
     namespace: str, label_selector: str, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """ConfigMaps by label; with `limit`, at most that many (the API server pages)."""
-    core = kubernetes.client.CoreV1Api(api_client())
-    if limit is None:
-        found = core.list_namespaced_config_map(namespace, label_selector=label_selector)
-    else:
-        found = core.list_namespaced_config_map(
-            namespace, label_selector=label_selector, limit=limit
-        )
+    found = kubernetes.client.CoreV1Api(api_client()).list_namespaced_config_map(
+        namespace, label_selector=label_selector, limit=limit
+    )
     return [plain(cm) for cm in found.items]
 
 

@@ -217,13 +217,6 @@ class Binding:
                 )
         return None
 
-    def operations(
-        self, namespace: str, namespace_labels: Mapping[str, str] | None
-    ) -> frozenset[Operation] | None:
-        """What the first tenant entry admitting the namespace allows; None: not admitted."""
-        found = self.grant(namespace, namespace_labels)
-        return None if found is None else found.operations
-
     def needs_labels(self) -> bool:
         """Whether any tenant admits by selector (then the namespace's labels are read)."""
         return any(t.selector for t in self.tenants)

@@ -156,22 +156,27 @@ def apply_plan(
     plan = selected_plan(spec, plan)
     rows = [r for r in plan.rows if not r.get("error")]
     failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
+    cuts: dict[TopicPartition, tuple[int, int]] = {}
+    notes: dict[str, str] = {}
+    held: dict[str, list[dict[str, Any]]] = {}
     try:
-        cuts, notes, held = _safe_cuts(run, spec, kafka, rows, peers, started)
+        # A reader's policy (its entry grants protect, not retention) cuts nothing: its
+        # plan serves its status and watches, with no fresh re-read for cuts.
+        if spec.cuts:
+            cuts, notes, held = _safe_cuts(run, spec, kafka, rows, peers, started)
     except KafkaUnavailable as err:
         return failed(run, spec, Reason.KAFKA_UNAVAILABLE, err, started, retry_delay)
-    # A reader's policy (its entry grants protect, not retention) plans as a dry run does.
-    moved, delete_failures = _delete(kafka, cuts, spec.dry_run or not spec.cuts)
+    moved, delete_failures = _delete(kafka, cuts, spec.dry_run)
     failures += delete_failures
     finished = run.now()
     deleted = report.deleted(rows, moved)
     lost = report.losses(rows, cuts, moved, spec)
-    if not spec.cuts and not spec.dry_run:
+    if not spec.cuts:
         message = (
             f"holds back other namespaces' cuts on {len({r['topic'] for r in rows})} topics "
             "by its groups (its binding grants protect, not retention); deletes nothing"
         )
-    elif spec.dry_run or not spec.cuts:
+    elif spec.dry_run:
         would = sum(target - before for before, target in cuts.values())
         message = f"dry run: would delete {would} records from {len(cuts)} partitions"
     else:
