@@ -18,7 +18,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # matches, whatever its path and mtime.
 CACHE := $(shell PYTHONPATH=hack $(PYTHON) -c 'from devstack import paths; print(paths.cache_dir())')
 
-.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit check test-stack demo bench soak crds clean
+.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit check test-stack demo bench soak crds docs clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -41,17 +41,19 @@ dev-down: ## stop everything dev-up started
 dev-status: ## which parts of the local stack are running
 	$(DEVSTACK) status
 
-crds: venv ## regenerate crds/ from hack/crd-src/
+crds: venv ## regenerate crds/ from hack/crd-src/, then the API reference (docs/reference/)
 	$(PY) hack/crdgen.py
+	$(PY) hack/apidocs.py
 
 CHART := charts/kafka-retention-operator
 
-lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + template
+lint: venv ## ruff, mypy --strict, import-linter, CRDs and API reference up to date, helm lint + template
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy --cache-dir $(CACHE)/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/spark-daemon hack/crdgen.py hack/demo.py hack/testrun.py bench tests
+	$(VENV)/bin/mypy --cache-dir $(CACHE)/mypy operator/kafka_retention spark-jobs/retention_jobs spark-jobs/log_keys_bridge.py hack/devstack hack/spark-daemon hack/crdgen.py hack/apidocs.py hack/demo.py hack/testrun.py bench tests
 	$(VENV)/bin/lint-imports
 	$(PY) hack/crdgen.py --check
+	$(PY) hack/apidocs.py --check
 	@# helm from hack/go/helm (built by `make setup`, or here on first use); the chart
 	@# with its default values, then with each overlay's profile.
 	@helm=$$(PYTHONPATH=hack $(PY) -c 'from devstack import build; print(build.helm())') && \
@@ -64,8 +66,13 @@ lint: venv ## ruff, mypy --strict, import-linter, CRDs up to date, helm lint + t
 test-unit: venv ## unit tests only (no stack)
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-check: lint ## the inner loop: lint, then every test needing no stack and no image (unit, some integration), 2 processes
+check: lint ## the inner loop: lint, the docs site (strict), then every test needing no stack and no image (unit, some integration), 2 processes
+	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest tests -m "not stack and not image" -n 2 $(PYTEST_ARGS)
+
+docs: venv ## regenerate docs/reference/ from crds/, build the site into site/ (strict: a broken link fails)
+	$(PY) hack/apidocs.py
+	$(VENV)/bin/mkdocs build --strict
 
 test: venv ## every phase, timed: setup, image, stack, lint, unit, integration + e2e (parallel, then serial), coverage
 	PYTHONPATH=hack $(PY) hack/testrun.py -- $(PYTEST_ARGS)
