@@ -16,8 +16,9 @@ What a reader types is rewritten only where the stack differs from their cluster
   test's operators watch, and `analytics`, the readers' namespace, carries the labels the
   bindings' namespaceSelectors ask for;
 - `# tenancy: open` objects reach the local cluster (spec.cluster.bootstrapServers, or
-  in place of spec.cluster.strimzi: Strimzi is not here); a Secret they name is made,
-  holding `security.protocol=PLAINTEXT`;
+  in place of spec.cluster.strimzi: Strimzi is not here, and spec.brokers then names the
+  pods by the labels the operator would have taken from Strimzi); a Secret they name is
+  made, holding `security.protocol=PLAINTEXT`, unless the object is meant to be refused;
 - every purge and policy runs with dryRun (and orphanPartitions.dryRun): the shared local
   cluster may hold topics with the examples' names, made by other tests, and this test
   must never delete their records. Tenancy and spec checks come before any plan, dry or
@@ -48,10 +49,12 @@ from tests.helpers.examples import (
     ADMISSION,
     Snippet,
     all_snippets,
+    docs_snippets,
     unknown_fields,
 )
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_watched_namespace, get
+from tests.helpers.paths import FIXTURES
 from tests.helpers.policies import completed
 from tests.helpers.topics import cluster_id
 
@@ -161,17 +164,18 @@ def lay_out(snippets: list[Snippet], layout: Layout) -> None:
             layout.problems.append(f"{snippet.where}: no kafka-retention.io object")
             continue
         wholes.append((snippet, objects))
-    # Bindings first: clusterRefs anywhere may name the examples' bindings.
+    # Bindings first: a clusterRef names its own page's (or file's) binding of that name,
+    # else the first one of that name, examples/ coming first.
     known: dict[str, str] = {}
     local: dict[str, dict[str, str]] = {}
     for snippet, objects in wholes:
         for obj in objects:
             if obj.get("kind") == "KafkaClusterBinding":
                 new = bind(obj, snippet, layout)
-                local.setdefault(snippet.where, {})[obj["metadata"]["name"]] = new
+                local.setdefault(snippet.source, {})[obj["metadata"]["name"]] = new
                 known.setdefault(obj["metadata"]["name"], new)
     for snippet, objects in wholes:
-        refs = {**known, **local.get(snippet.where, {})}
+        refs = {**known, **local.get(snippet.source, {})}
         for obj in objects:
             if obj.get("kind") != "KafkaClusterBinding":
                 place(obj, snippet, refs, layout)
@@ -221,7 +225,7 @@ def place(obj: dict[str, Any], snippet: Snippet, refs: dict[str, str], layout: L
                     cluster["bootstrapServers"] = layout.bootstrap
                 if isinstance(cluster.get("brokers"), dict):
                     cluster["brokers"] = brokers_of(cluster["brokers"], strimzi)
-                if isinstance(cluster.get("clientConfigSecret"), str):
+                if isinstance(cluster.get("clientConfigSecret"), str) and not expect.refused:
                     layout.secrets.add((ns, cluster["clientConfigSecret"]))
     layout.objects.append(Placed(snippet.where, expect.refused, copied))
 
@@ -308,7 +312,9 @@ def test_every_example_and_docs_block_is_accepted_or_refused_as_its_first_line_s
     operator: OperatorProcess,
     layout: Layout,
 ) -> None:
-    snippets = all_snippets()
+    # The fixture pages too: their blocks prove the refused markers (the operator's
+    # reason, the API server's `admission`) against the real stack.
+    snippets = all_snippets() + docs_snippets(FIXTURES / "markdown")
     lay_out(snippets, layout)
     used = {o.obj["metadata"]["namespace"] for o in layout.objects}
     for logical, ns in layout.strict_ns.items():
@@ -349,4 +355,5 @@ def test_every_example_and_docs_block_is_accepted_or_refused_as_its_first_line_s
     # The examples alone give this many objects: a collector that found nothing passes
     # nothing.
     assert len(layout.objects) >= 20, [p.label for p in layout.objects]
-    assert {p.where.split(":")[0] for p in layout.objects} >= {"examples/recordpurge.yaml"}
+    sources = {p.where.split(":")[0] for p in layout.objects}
+    assert {"examples/recordpurge.yaml", "tests/fixtures/markdown/README.md"} <= sources

@@ -89,6 +89,11 @@ class Snippet:
     text: str
 
     @property
+    def source(self) -> str:
+        """The file it is in (a markdown block's page)."""
+        return self.where.split(":", 1)[0]
+
+    @property
     def expect(self) -> Expectation:
         return expectation(self.text)
 
@@ -131,13 +136,13 @@ def fenced_blocks(markdown: str) -> Iterator[tuple[int, str, str]]:
         i += 1
 
 
-def markdown_snippets(path: Path, root: Path = REPO) -> list[Snippet]:
+def markdown_snippets(path: Path) -> list[Snippet]:
     """The ```yaml blocks of one markdown file that are the project's: a block holding a
     kafka-retention.io object, or one whose first line is a marker. A marked block that
     does not parse is kept (the test then fails on it); other YAML (Helm values, a
     Secret) is not ours to check."""
     found = []
-    rel = path.relative_to(root).as_posix()
+    rel = path.relative_to(REPO).as_posix()
     for line, info, text in fenced_blocks(path.read_text()):
         if info not in ("yaml", "yml"):
             continue
@@ -153,8 +158,11 @@ def _marked(text: str) -> bool:
 
 
 def example_files(root: Path = REPO) -> list[Path]:
-    """Every YAML file under examples/, subdirectories included."""
-    return sorted((root / "examples").rglob("*.yaml"))
+    """Every YAML file under examples/, subdirectories included, that is the project's
+    (the rule of markdown blocks: a kafka-retention.io object or a marker); a file of
+    other objects only (Namespaces a quick start makes) is not an example of ours."""
+    files = sorted((root / "examples").rglob("*.yaml"))
+    return [p for p in files if _marked(p.read_text()) or f"{GROUP}/" in p.read_text()]
 
 
 def example_snippets(root: Path = REPO) -> list[Snippet]:
@@ -165,7 +173,7 @@ def docs_snippets(root: Path = REPO) -> list[Snippet]:
     """The project's blocks in README.md and docs/**/*.md, read now: blocks written
     after this test still get checked."""
     pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
-    return [s for page in pages if page.exists() for s in markdown_snippets(page, root)]
+    return [s for page in pages if page.exists() for s in markdown_snippets(page)]
 
 
 def all_snippets(root: Path = REPO) -> list[Snippet]:

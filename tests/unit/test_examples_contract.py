@@ -63,13 +63,16 @@ def test_a_misspelt_marker_is_an_error_not_silently_strict(text: str) -> None:
 
 def test_the_collector_keeps_our_yaml_blocks_with_their_page_and_line() -> None:
     found = docs_snippets(PAGES)
+    page = "tests/fixtures/markdown/docs/how-to/multi-tenant.md"
     assert [s.where for s in found] == [
-        "README.md:5",
-        "README.md:33",
-        "docs/how-to/multi-tenant.md:5",
-        "docs/how-to/multi-tenant.md:18",
+        "tests/fixtures/markdown/README.md:8",
+        "tests/fixtures/markdown/README.md:36",
+        f"{page}:5",
+        f"{page}:18",
+        f"{page}:31",
     ]
-    policy, fragment, inline, refused = found
+    assert found[2].source == page
+    policy, fragment, inline, refused, before_1970 = found
     assert policy.expect == Expectation()
     assert policy.objects()[0]["spec"]["cluster"] == {"clusterRef": "orders-prod"}
     assert fragment.expect == Expectation(fragment=True)
@@ -79,6 +82,7 @@ def test_the_collector_keeps_our_yaml_blocks_with_their_page_and_line() -> None:
     assert inline.objects()[0]["metadata"] == {"name": "inline"}
     assert refused.expect == Expectation(refused="NotPermitted")
     assert refused.text.startswith("# expect: refused NotPermitted\napiVersion:")
+    assert before_1970.expect == Expectation(refused="admission")
 
 
 def test_a_longer_fence_holds_shorter_ones_as_text() -> None:
