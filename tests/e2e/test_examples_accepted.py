@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import yaml
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
@@ -150,7 +151,7 @@ def lay_out(snippets: list[Snippet], layout: Layout) -> None:
         try:
             expect = snippet.expect
             docs = snippet.documents()
-        except ValueError as err:  # a bad marker, or YAML that does not parse
+        except (ValueError, yaml.YAMLError) as err:  # a bad marker, or YAML that does not parse
             layout.problems.append(f"{snippet.where}: {err}")
             continue
         if expect.fragment:
