@@ -1,8 +1,9 @@
-"""examples/: each file is applied for real (strict field validation, not a dry run) to
-the real API server in a namespace no test operator watches, is accepted by the CRD
-schema and CEL, reads back through the operator's own parsers, and is deleted again.
-Every field of both specs, as the CRDs define them, appears in some example: a feature
-added without one fails here."""
+"""examples/ (its subdirectories too: open-tenancy/ holds what needs --tenancy=open): each
+file is applied for real (strict field validation, not a dry run) to the real API server
+in a namespace no test operator watches, is accepted by the CRD schema and CEL, reads back
+through the operator's own parsers, and is deleted again. Every field of both specs, as
+the CRDs define them, appears in some example: a feature added without one fails here.
+tests/e2e/test_examples_accepted.py runs them through the operator as well."""
 
 from __future__ import annotations
 
@@ -18,9 +19,17 @@ from devstack.stack import Stack
 from kafka_retention.core.bindings import parse_binding
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
+from tests.helpers.examples import (
+    EXAMPLES,
+    as_list,
+    crd_schema,
+    example_files,
+    in_namespace,
+    ours,
+    schema_paths,
+    used,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
 GROUP = "kafka-retention.io"
 # The parsers the handlers and the CLI run on a spec before anything else.
 PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
@@ -28,63 +37,25 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "RetentionPolicy": parse_policy_spec,
     "KafkaClusterBinding": lambda spec: parse_binding("example", spec),
 }
-CRDS = {
-    "RecordPurge": REPO / "crds" / "recordpurges.kafka-retention.io.yaml",
-    "RetentionPolicy": REPO / "crds" / "retentionpolicies.kafka-retention.io.yaml",
-    "KafkaClusterBinding": REPO / "crds" / "kafkaclusterbindings.kafka-retention.io.yaml",
-}
+FILES = {path.relative_to(EXAMPLES).as_posix(): path for path in example_files()}
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
 
 
-def ours(doc: Mapping[str, Any]) -> bool:
-    return str(doc.get("apiVersion", "")).startswith(f"{GROUP}/")
-
-
 def spec_schema(kind: str) -> dict[str, Any]:
-    crd = yaml.safe_load(CRDS[kind].read_text())
-    (version,) = crd["spec"]["versions"]
-    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    schema: dict[str, Any] = crd_schema(kind)["properties"]["spec"]
     return schema
-
-
-def schema_paths(schema: Mapping[str, Any], prefix: str = "") -> dict[str, Mapping[str, Any]]:
-    """Every field path the schema defines (`topics.before.timestamp`; a list's items share
-    the list's path), with its schema. A map (additionalProperties) ends a path."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for name, sub in schema.get("properties", {}).items():
-        path = f"{prefix}{name}"
-        out[path] = sub
-        inner = sub.get("items", sub) if sub.get("type") == "array" else sub
-        out |= schema_paths(inner, f"{path}.")
-    return out
-
-
-def used(value: Any, prefix: str = "") -> dict[str, list[Any]]:
-    """Every field path a spec sets, with the values set there."""
-    out: dict[str, list[Any]] = {}
-    if isinstance(value, list):
-        for item in value:
-            for path, values in used(item, prefix).items():
-                out.setdefault(path, []).extend(values)
-    elif isinstance(value, dict):
-        for key, sub in value.items():
-            path = f"{prefix}{key}"
-            out.setdefault(path, []).extend(sub if isinstance(sub, list) else [sub])
-            for inner, values in used(sub, f"{path}.").items():
-                out.setdefault(inner, []).extend(values)
-    return out
 
 
 def example_specs() -> dict[str, list[tuple[str, dict[str, Any]]]]:
     """kind -> (file, spec) of every resource of the project's kinds in examples/."""
     out: dict[str, list[tuple[str, dict[str, Any]]]] = {kind: [] for kind in PARSERS}
-    for path in sorted(EXAMPLES.glob("*.yaml")):
+    for name, path in FILES.items():
         for doc in documents(path):
             if ours(doc):
-                out[doc["kind"]].append((path.name, doc["spec"]))
+                out[doc["kind"]].append((name, doc["spec"]))
     return out
 
 
@@ -124,21 +95,28 @@ def test_the_coverage_check_names_what_no_example_shows() -> None:
 
 
 def test_every_example_opens_with_a_comment_saying_what_it_is_for() -> None:
-    for path in sorted(EXAMPLES.glob("*.yaml")):
-        assert path.read_text().startswith("#"), path.name
+    for name, path in FILES.items():
+        assert path.read_text().startswith("#"), name
+
+
+def test_open_tenancy_examples_and_only_they_say_so_on_their_first_line() -> None:
+    for name, path in FILES.items():
+        first = path.read_text().splitlines()[0]
+        assert (first == "# tenancy: open") == name.startswith("open-tenancy/"), name
 
 
 @pytest.mark.stack
-@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+@pytest.mark.parametrize("example", sorted(FILES))
 def test_example_is_applied_accepted_parsed_and_deleted(
     stack: Stack, namespace: str, example: str
 ) -> None:
-    path = EXAMPLES / example
-    docs = documents(path)
+    docs = documents(FILES[example])
     assert any(ours(doc) for doc in docs), f"{example} holds no {GROUP} resource"
+    # The file's namespaces (team-orders, analytics) are the test's own namespace here.
+    moved = as_list(in_namespace(docs, namespace))
     # A real apply with kubectl's default strict field validation: an unknown or
     # duplicate field fails it, as a CRD schema or CEL rule refusing the spec does.
-    done = stack.kubectl("apply", "-n", namespace, "-f", str(path), check=False)
+    done = stack.kubectl("apply", "-n", namespace, "-f", "-", stdin=moved, check=False)
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr, done.stderr
     for doc in filter(ours, docs):
@@ -151,7 +129,7 @@ def test_example_is_applied_accepted_parsed_and_deleted(
         PARSERS[kind](stored["spec"])
         PARSERS[kind](doc["spec"])
     done = stack.kubectl(
-        "delete", "-n", namespace, "-f", str(path), "--wait", "--timeout=60s", check=False
+        "delete", "-n", namespace, "-f", "-", "--wait", "--timeout=60s", stdin=moved, check=False
     )
     assert done.returncode == 0, done.stderr
     for doc in filter(ours, docs):

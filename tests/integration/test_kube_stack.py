@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from devstack.stack import Stack
+from tests.helpers.examples import example_files, example_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,10 +80,11 @@ def test_rbac_is_enforced_for_unprivileged_users(stack: Stack, namespace: str) -
 
 @pytest.mark.stack
 @pytest.mark.parametrize(
-    "example", sorted((REPO / "examples").glob("*.yaml")), ids=lambda p: p.name
+    "example", example_files(), ids=lambda p: p.relative_to(REPO / "examples").as_posix()
 )
 def test_example_is_accepted_by_the_api_server(stack: Stack, namespace: str, example: Path) -> None:
+    manifest = example_manifest(example, namespace)
     done = stack.kubectl(
-        "apply", "--dry-run=server", "-n", namespace, "-f", str(example), check=False
+        "apply", "--dry-run=server", "-n", namespace, "-f", "-", stdin=manifest, check=False
     )
     assert done.returncode == 0, done.stderr

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from kafka_retention.core.bindings import parse_binding
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError
+from tests.helpers.examples import EXAMPLES, example_files, example_manifest
 
 CLUSTER = {"bootstrapServers": "127.0.0.1:39091"}
 LOCAL_BROKERS = {**CLUSTER, "brokers": {"access": "local"}}
@@ -237,17 +237,15 @@ def test_what_only_the_parser_refuses_is_named_in_its_error(stack: Stack, namesp
         assert caught.value.field == field, name
 
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
 @pytest.mark.stack
-@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+@pytest.mark.parametrize("example", [p.relative_to(EXAMPLES).as_posix() for p in example_files()])
 def test_every_shipped_example_is_accepted_by_the_api_server_and_the_parser(
     stack: Stack, namespace: str, example: str
 ) -> None:
     bodies = [b for b in yaml.safe_load_all((EXAMPLES / example).read_text()) if b]
+    manifest = example_manifest(EXAMPLES / example, namespace)
     done = stack.kubectl(
-        "apply", "--dry-run=server", "-n", namespace, "-f", str(EXAMPLES / example), check=False
+        "apply", "--dry-run=server", "-n", namespace, "-f", "-", stdin=manifest, check=False
     )
     assert done.returncode == 0, done.stderr
     parsers: dict[str, Callable[[Any], object]] = {
