@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack import build, image, paths
-from devstack.kafka import ISOLATED_PORT_OFFSET, KafkaCluster
+from devstack.kafka import ISOLATED_PORT_OFFSET, LOCAL_CLUSTER_ID, KafkaCluster
 from devstack.kube import APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, KubeApi
 from devstack.node import (
     CONTAINERD_STREAM_PORT,
@@ -40,7 +40,7 @@ class Stack:
     dev: Path = field(default_factory=paths.dev_dir)
 
     def __post_init__(self) -> None:
-        self.kafka = KafkaCluster(self.dev)
+        self.kafka = KafkaCluster(self.dev, cluster_id=LOCAL_CLUSTER_ID)
         # A second cluster for the tests that freeze, kill or restart brokers, or plant
         # directories in their log dirs (tests/helpers/sharing.py): with it they run
         # beside the tests on the first one instead of after them, alone.
