@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,22 +122,28 @@ def fresh(stack: Stack, admin: AdminClient) -> Iterator[Path]:
     try:
         yield helm
     finally:
-        logs = stack.kubectl(
-            "logs", "-n", OPERATOR_NS, "deployment/kafka-retention-operator", check=False
-        )
-        print(logs.stdout[-20000:])
+        for args in (
+            ("logs", "-n", OPERATOR_NS, "deployment/kafka-retention-operator"),
+            ("logs", "-n", TENANT, "job/quickstart-topics"),
+            ("get", "jobs,pods,retentionpolicies,recordpurges", "-n", TENANT, "-o", "yaml"),
+            ("get", "events", "-n", TENANT),
+        ):
+            print(stack.kubectl(*args, check=False).stdout[-20000:])
         uninstall = ["uninstall", RELEASE, "-n", OPERATOR_NS, "--wait"]
         run(stack, helm, ["helm", *uninstall])
         clear(stack, admin, helm)
 
 
+@pytest.mark.timeout(900)  # the README's waits: at most 180 s each
 @pytest.mark.stack
 @pytest.mark.serial  # a cluster-wide admission policy, and the operator in kafka-retention-system
 def test_the_readme_quickstart_runs_as_written_and_does_what_it_says(
     stack: Stack, admin: AdminClient, fresh: Path
 ) -> None:
     for argv in quickstart_commands():
+        started = time.monotonic()
         done = run(stack, fresh, argv)
+        print(f"$ {shlex.join(argv)}  ({time.monotonic() - started:.0f} s)\n{done.stdout}")
         assert done.returncode == 0, f"{shlex.join(argv)}:\n{done.stdout}\n{done.stderr}"
 
     # The administrator's binding is stored as written.
