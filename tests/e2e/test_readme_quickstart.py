@@ -67,11 +67,11 @@ def test_the_quickstart_binding_names_the_local_cluster_by_its_fixed_id() -> Non
     assert stack.isolated_kafka.cluster_id is None
 
 
-def run(stack: Stack, helm: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    tool, *args = argv
-    binary = helm if tool == "helm" else stack.kube.kubectl
+def run(stack: Stack, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """A command as a reader runs it after `. .dev/env`: helm and kubectl from its PATH,
+    the local API server from its KUBECONFIG."""
     return subprocess.run(
-        [str(binary), "--kubeconfig", str(stack.kube.kubeconfig), *args],
+        ["bash", "-c", '. "$0" && exec "$@"', str(stack.env_file), *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -129,8 +129,7 @@ def fresh(stack: Stack, admin: AdminClient) -> Iterator[Path]:
             ("get", "events", "-n", TENANT),
         ):
             print(stack.kubectl(*args, check=False).stdout[-20000:])
-        uninstall = ["uninstall", RELEASE, "-n", OPERATOR_NS, "--wait"]
-        run(stack, helm, ["helm", *uninstall])
+        run(stack, ["helm", "uninstall", RELEASE, "-n", OPERATOR_NS, "--wait"])
         clear(stack, admin, helm)
 
 
@@ -142,7 +141,7 @@ def test_the_readme_quickstart_runs_as_written_and_does_what_it_says(
 ) -> None:
     for argv in quickstart_commands():
         started = time.monotonic()
-        done = run(stack, fresh, argv)
+        done = run(stack, argv)
         print(f"$ {shlex.join(argv)}  ({time.monotonic() - started:.0f} s)\n{done.stdout}")
         assert done.returncode == 0, f"{shlex.join(argv)}:\n{done.stdout}\n{done.stderr}"
 
