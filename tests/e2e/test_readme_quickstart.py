@@ -10,6 +10,7 @@ operator in kafka-retention-system (helpers/sharing.py's OPERATOR_NAMESPACE file
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import time
@@ -65,6 +66,24 @@ def test_the_quickstart_binding_names_the_local_cluster_by_its_fixed_id() -> Non
     assert binding["spec"]["connection"]["bootstrapServers"] == stack.kafka.bootstrap_servers
     # The isolated cluster keeps a random id: a binding of one never matches the other.
     assert stack.isolated_kafka.cluster_id is None
+
+
+def readme_sample_output() -> str:
+    """The ```text block the README shows after its last quick-start command."""
+    readme = (REPO / "README.md").read_text()
+    after = readme[readme.rindex("<!-- readme-quickstart") :]
+    return after.split("```text\n", 1)[1].split("```", 1)[0]
+
+
+def table_rows(output: str) -> list[list[str]]:
+    """Each line of `kubectl get` tables as its cells, without the ones that say how long
+    ago (LAST RUN, AGE): headers, names, status, counts."""
+    rows = []
+    for line in output.splitlines():
+        if line.strip():
+            cells = line.split()
+            rows.append([c for c in cells if not re.fullmatch(r"\d+[smh]", c)])
+    return rows
 
 
 def run(stack: Stack, argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -144,6 +163,8 @@ def test_the_readme_quickstart_runs_as_written_and_does_what_it_says(
         done = run(stack, argv)
         print(f"$ {shlex.join(argv)}  ({time.monotonic() - started:.0f} s)\n{done.stdout}")
         assert done.returncode == 0, f"{shlex.join(argv)}:\n{done.stdout}\n{done.stderr}"
+    # The last command's tables are the ones the README shows (the times aside).
+    assert table_rows(done.stdout) == table_rows(readme_sample_output())
 
     # The administrator's binding is stored as written.
     binding = stack.kubectl("get", "kafkaclusterbinding", "orders-prod", "-o", "json")
