@@ -1,4 +1,4 @@
-# Kafka Retention Operator: every workflow is a target here (see README.md).
+# Kafka Retention Operator: every workflow is a target here (see CONTRIBUTING.md).
 # `make demo` and `make test` each run `setup` first, so on a fresh machine either one
 # alone does everything; downloads and builds are cached under ~/.cache/kafka-retention.
 

@@ -342,7 +342,9 @@ def setup(images: bool = True) -> None:
     node's images too (make test times them as a phase of their own)."""
     for tool in ("java", "mvn", "go", "openssl"):
         if shutil.which(tool) is None:
-            raise StackError(f"{tool} is not on PATH; the local stack needs it (see README.md)")
+            raise StackError(
+                f"{tool} is not on PATH; the local stack needs it (see docs/development.md)"
+            )
     host_packages()
     kafka_jars()
     spark_kafka_jars()

@@ -45,6 +45,11 @@ SASL_PORT_BASE = 29290  # SASL_PLAINTEXT: SCRAM-SHA-512 and PLAIN
 SSL_PORT_BASE = 29390  # SSL with client certificates
 # The isolated cluster's ports: each base above plus this (39101-39103 for its brokers).
 ISOLATED_PORT_OFFSET = 10
+# The main local cluster's id, the same at every cold start (the bytes
+# "kafka-retention\x01"): a KafkaClusterBinding names its cluster by id, and the README's
+# quick start applies examples/quickstart/binding.yaml as it is. Other clusters (the
+# isolated one, bench's) take a fresh random id, so a binding of one never matches another.
+LOCAL_CLUSTER_ID = "a2Fma2EtcmV0ZW50aW9uAQ"
 
 # The one SASL user of the dev brokers (a local test stack's, no secret).
 SASL_USER = "retention"
@@ -184,9 +189,12 @@ class KafkaCluster:
         port_offset: int = 0,
         heap: str = "768m",
         brokers: int = len(NODE_IDS),
+        cluster_id: str | None = None,
     ) -> None:
-        """`brokers` past three adds broker-only nodes (ids 4, 5, ...) to the quorum's."""
+        """`brokers` past three adds broker-only nodes (ids 4, 5, ...) to the quorum's;
+        without `cluster_id`, each `prepare` formats the nodes with a new random id."""
         self.name = name
+        self.cluster_id = cluster_id
         self.root = dev / name
         self.heap = heap
         self.node_ids = tuple(range(1, max(brokers, len(NODE_IDS)) + 1))
@@ -221,9 +229,12 @@ class KafkaCluster:
         return all(self.process(n).running() for n in self.node_ids)
 
     def prepare(self) -> None:
-        """Write configs and format fresh log dirs with one new cluster id."""
+        """Write configs and format fresh log dirs with the cluster's id (a new one if
+        it has none)."""
         libs = paths.kafka_libs()
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = (
+            self.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        )
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "log4j2.properties").write_text(LOG4J2)
         self.tls.write()

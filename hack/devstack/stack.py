@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack import build, image, paths
-from devstack.kafka import ISOLATED_PORT_OFFSET, KafkaCluster
+from devstack.kafka import ISOLATED_PORT_OFFSET, LOCAL_CLUSTER_ID, KafkaCluster
 from devstack.kube import APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, KubeApi
 from devstack.node import (
     CONTAINERD_STREAM_PORT,
@@ -40,7 +40,7 @@ class Stack:
     dev: Path = field(default_factory=paths.dev_dir)
 
     def __post_init__(self) -> None:
-        self.kafka = KafkaCluster(self.dev)
+        self.kafka = KafkaCluster(self.dev, cluster_id=LOCAL_CLUSTER_ID)
         # A second cluster for the tests that freeze, kill or restart brokers, or plant
         # directories in their log dirs (tests/helpers/sharing.py): with it they run
         # beside the tests on the first one instead of after them, alone.
@@ -164,6 +164,9 @@ class Stack:
             "KAFKA_RETENTION_GROUP_READER": str(paths.group_reader_jars()),
             # kubectl built at the pinned version comes first on PATH.
             "KAFKA_RETENTION_KUBE_BIN": str(paths.kube_bin()),
+            # helm at the pinned version, which `make setup` builds: the README's quick
+            # start runs `helm install` after `. .dev/env`.
+            "KAFKA_RETENTION_HELM_BIN": str(build.helm_bin().parent),
             "KAFKA_RETENTION_IMAGE": image.OPERATOR_IMAGE,
             "CONTAINERD_ADDRESS": str(self.node.socket),
         }
@@ -173,7 +176,7 @@ class Stack:
 
     def write_env(self) -> None:
         lines = [f"export {k}={shlex.quote(v)}" for k, v in self.env().items()]
-        lines.append('export PATH="$KAFKA_RETENTION_KUBE_BIN:$PATH"')
+        lines.append('export PATH="$KAFKA_RETENTION_KUBE_BIN:$KAFKA_RETENTION_HELM_BIN:$PATH"')
         self.env_file.write_text("\n".join(lines) + "\n")
 
     def status(self) -> str:

@@ -52,7 +52,8 @@ def in_cluster(stack: Stack) -> Iterator[str]:
     """The operator Deployment, Available, watching WATCHED (which exists before it starts:
     it creates its KopfPeering there); yields the name of its pod."""
     create_namespace(stack, WATCHED)
-    # What a namespace needs for pod runs (README): the driver's service account and role.
+    # What a namespace needs for pod runs (docs/how-to/spark-on-kubernetes.md):
+    # the driver's service account and role.
     stack.kubectl("apply", "-k", str(REPO / "manifests" / "spark-namespace"), "-n", WATCHED)
     with deployed(stack, rendered_overlay(stack), [WATCHED]) as pod:
         yield pod

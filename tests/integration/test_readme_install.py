@@ -10,7 +10,6 @@ chart for real.
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -19,21 +18,16 @@ import pytest
 
 from devstack import build
 from devstack.stack import Stack
+from tests.helpers.readme import marked_commands
 
 # It creates kafka-retention-system, which the in-cluster tests delete.
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-BLOCK = re.compile(r"<!-- readme-install[^>]*-->\s*```sh\n(.*?)```", re.DOTALL)
 
 
 def readme_commands() -> list[list[str]]:
-    commands = []
-    for block in BLOCK.findall((REPO / "README.md").read_text()):
-        for line in block.replace("\\\n", " ").splitlines():
-            if line.strip() and not line.lstrip().startswith("#"):
-                commands.append(shlex.split(line))
-    return commands
+    return marked_commands("readme-install")
 
 
 def test_the_readme_marks_its_install_commands() -> None:

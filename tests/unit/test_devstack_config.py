@@ -1,4 +1,5 @@
-"""The local Kafka configuration is what the tests rely on (README, 'The local stack')."""
+"""The local Kafka configuration is what the tests rely on (docs/development.md, 'The
+local stack')."""
 
 from __future__ import annotations
 

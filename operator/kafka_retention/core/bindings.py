@@ -77,7 +77,7 @@ DEFAULT_POLICIES_PER_NAMESPACE = 1_000
 # and `mm2-configs.<cluster>.internal` etc., and its heartbeats in `heartbeats` (and
 # `<source>.heartbeats` once replicated); Confluent's self-balancing keeps
 # `_confluent_balancer_*`; Strimzi's Cruise Control its samples in
-# `strimzi.cruisecontrol.*`. README.md's "Internal topics" list is this tuple, rendered
+# `strimzi.cruisecontrol.*`. README.md's list of well-known internal topics is this tuple, rendered
 # (a test compares them).
 WELL_KNOWN_INTERNAL = (
     r"_schemas",

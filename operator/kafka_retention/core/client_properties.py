@@ -241,7 +241,7 @@ def refusal(name: str) -> str:
             f"{shown}is not accepted: only properties needed to connect to Kafka are "
             "(security.protocol, PLAIN or SCRAM credentials, trust and key stores or inline "
             "PEM, a few timeouts), and none that names a file, URL, library or command; "
-            'see README, "Connecting to Kafka"'
+            "see docs/connecting.md"
         )
     return f"{shown}has no librdkafka equivalent"
 
