@@ -10,6 +10,7 @@ import pty
 import select
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from kafka_retention.cli.purge import MemoryStore
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_states import Phase
 from kafka_retention.services import purge as service
+from tests.helpers.cli import policy_file
 from tests.helpers.kafka import Kafka
 from tests.helpers.offsets import log_starts
 from tests.helpers.purge_cli import offset_json, ours
@@ -130,42 +132,62 @@ def test_piped_purge_prints_only_what_kafka_delete_records_prints(
     ]
 
 
+def on_a_terminal(args: list[str], out: Path, timeout: float) -> tuple[int, str, str]:
+    """`kafka-retention ARGS` with stderr on a terminal (a pty) and stdout in a file, as
+    `kafka-retention ... > out` run by hand: (exit status, what the terminal showed,
+    stdout)."""
+    exe = Path(sys.executable).with_name("kafka-retention")
+    leader, follower = pty.openpty()
+    screen = b""
+    try:
+        with out.open("w") as stdout:
+            proc = subprocess.Popen([str(exe), *args], stdout=stdout, stderr=follower)
+        os.close(follower)
+        deadline = time.monotonic() + timeout
+        # Read as it comes: a terminal holds little, and a writer to a full one waits.
+        while time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.5)[0]:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # closed by the command's exit, and drained
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+            elif proc.poll() is not None:
+                break
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        os.close(leader)
+    return code, screen.decode(errors="replace"), out.read_text()
+
+
 def test_purge_on_a_terminal_shows_partitions_done_of_total_then_clears_the_line(
     kafka: Kafka, tmp_path: Path
 ) -> None:
     topic = kafka.topic({0: 10, 1: 10, 2: 10})
     offsets = offset_json(tmp_path, topic, {0: 4, 1: 4, 2: -1})
-    exe = Path(sys.executable).with_name("kafka-retention")
-    leader, follower = pty.openpty()
-    try:
-        done = subprocess.run(
-            [
-                str(exe),
-                *("purge", "--bootstrap-server", kafka.bootstrap),
-                *("--offset-json-file", str(offsets)),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        os.close(follower)
-        screen = b""
-        while select.select([leader], [], [], 1)[0]:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the terminal's other end is closed and drained
-                break
-            if not chunk:
-                break
-            screen += chunk
-    finally:
-        os.close(leader)
-    assert done.returncode == 0, screen
-    err = screen.decode()
+    args = ["purge", "--bootstrap-server", kafka.bootstrap, "--offset-json-file", str(offsets)]
+    code, err, out = on_a_terminal(args, tmp_path / "out.txt", timeout=120)
+    assert code == 0, err
     assert "planning" in err
     assert "deleting: 0 of 3 partitions" in err
-    assert "\n" not in err.replace("\r\n", "\n").strip("\n"), err  # one line, rewritten
+    assert "\n" not in err, err  # one line, rewritten
     assert err.rstrip(" ").endswith("\r"), err  # and cleared before the results
-    assert done.stdout.splitlines()[-1] == f"partition: {topic}-2\tlow_watermark: 10"
+    assert out.splitlines()[-1] == f"partition: {topic}-2\tlow_watermark: 10"
+
+
+def test_plan_on_a_terminal_shows_its_stages_on_one_line_and_prints_the_table(
+    kafka: Kafka, tmp_path: Path
+) -> None:
+    topic = kafka.topic({0: 30, 1: 30})
+    group = kafka.group_at(topic, "g", {0: 12, 1: 30})
+    rule = f"deleteConsumed: {{groups: [{group}]}}"
+    policy = policy_file(tmp_path / "policy.yaml", kafka.bootstrap, topic, rule)
+    code, err, out = on_a_terminal(["plan", "-f", str(policy)], tmp_path / "out.txt", 300)
+    assert code == 0, err
+    shown = [line for line in err.split("\r") if line.startswith("[")]
+    assert any("starting Spark (local mode)" in line for line in shown), err
+    assert any("computing cuts" in line for line in shown), err
+    assert "nothing was deleted" in out
+    assert "computing cuts" not in out

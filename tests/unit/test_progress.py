@@ -4,11 +4,15 @@ partitions it has, and the command line's progress on a terminal only."""
 from __future__ import annotations
 
 import io
+import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from kafka_retention.cli.common import Progress as Line
+from kafka_retention.cli.plan import spark_tasks
 from kafka_retention.cli.purge import progress_line
 from kafka_retention.services.purge.progress import Progress, Stage
 
@@ -129,3 +133,60 @@ def test_a_purges_progress_reads_as_partitions_done_of_total() -> None:
         progress_line({"stage": "deleting", "partitionsDone": 20_000, "partitionsTotal": 100_000})
         == "deleting: 20000 of 100000 partitions"
     )
+
+
+def test_while_work_runs_the_terminal_line_ticks_with_how_far_it_is() -> None:
+    screen = Terminal()
+    line = Line(screen)
+    line.stage("reading offsets on executors")
+    reached = threading.Event()
+
+    def done() -> str:
+        reached.set()
+        return "3 of 8 Spark tasks"
+
+    with line.ticking(done, every_s=0.01):
+        assert reached.wait(5)
+        time.sleep(0.05)
+    assert "reading offsets on executors (3 of 8 Spark tasks)" in screen.getvalue()
+
+
+def test_piped_nothing_ticks() -> None:
+    piped = io.StringIO()
+    asked: list[bool] = []
+
+    def done() -> str:
+        asked.append(True)
+        return "1 of 2 Spark tasks"
+
+    line = Line(piped, verbose=True)
+    with line.ticking(done, every_s=0.01):
+        time.sleep(0.05)
+    assert asked == []
+    assert piped.getvalue() == ""
+
+
+class StageInfo:
+    def __init__(self, done: int, total: int) -> None:
+        self.numCompletedTasks, self.numTasks = done, total
+
+
+class Tracker:
+    def __init__(self, stages: dict[int, StageInfo | None]) -> None:
+        self.stages = stages
+
+    def getActiveStageIds(self) -> list[int]:
+        return list(self.stages)
+
+    def getStageInfo(self, i: int) -> StageInfo | None:
+        return self.stages[i]
+
+
+def test_spark_progress_counts_the_tasks_of_the_running_stages() -> None:
+    def session(stages: dict[int, StageInfo | None]) -> Any:
+        tracker = Tracker(stages)
+        return SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: tracker))
+
+    assert spark_tasks(session({})) is None
+    assert spark_tasks(session({4: None})) is None  # finished between the two calls
+    assert spark_tasks(session({4: StageInfo(3, 8), 5: StageInfo(1, 2)})) == "4 of 10 Spark tasks"

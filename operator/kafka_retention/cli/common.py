@@ -4,8 +4,10 @@ files as Kafka's own tools read them, and progress on a terminal."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -62,12 +64,15 @@ class Progress:
         self._verbose, self._clock = verbose, clock
         self._started = clock()
         self._shown = 0  # the width of the line on screen, 0 when there is none
+        self._stage = ""
+        self._lock = threading.Lock()  # the line is written from a ticker thread too
 
     def _stamp(self, message: str) -> str:
         return f"[{self._clock() - self._started:5.1f}s] {message}"
 
     def stage(self, message: str) -> None:
         """A new stage of the work."""
+        self._stage = message
         if self.tty:
             self.update(message)
         elif self._verbose:
@@ -77,14 +82,39 @@ class Progress:
         """The line on a terminal, rewritten (a count going up); nothing elsewhere."""
         if not self.tty:
             return
-        line = self._stamp(message)
-        self._stream.write("\r" + line.ljust(self._shown))
-        self._stream.flush()
-        self._shown = len(line)
+        with self._lock:
+            line = self._stamp(message)
+            self._stream.write("\r" + line.ljust(self._shown))
+            self._stream.flush()
+            self._shown = len(line)
 
     def clear(self) -> None:
         """Take the line off the terminal, before other output."""
-        if self._shown:
-            self._stream.write("\r" + " " * self._shown + "\r")
-            self._stream.flush()
-            self._shown = 0
+        with self._lock:
+            if self._shown:
+                self._stream.write("\r" + " " * self._shown + "\r")
+                self._stream.flush()
+                self._shown = 0
+
+    @contextmanager
+    def ticking(self, done: Callable[[], str | None], every_s: float = 0.5) -> Iterator[None]:
+        """On a terminal, while the block runs, the current stage's line every `every_s`
+        with what `done` says of it (`120 of 400 tasks`; None: nothing to add), and the
+        clock going on; elsewhere nothing."""
+        if not self.tty:
+            yield
+            return
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(every_s):
+                said = done()
+                self.update(f"{self._stage} ({said})" if said else self._stage)
+
+        ticker = threading.Thread(target=tick, name="progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()

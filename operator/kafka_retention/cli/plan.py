@@ -57,7 +57,9 @@ def run_plan(
     shown = progress if progress is not None else Progress()
     shown.stage("starting Spark (local mode)")
     request = PlanRequest.for_policy(policy, dict(client_config or {}), int(time.time() * 1000))
-    result = run(local_session(), request, shown.stage)
+    spark = local_session()
+    with shown.ticking(lambda: spark_tasks(spark)):
+        result = run(spark, request, shown.stage)
     shown.clear()
     _print_table(result.rows, out)
     for g in group_summary(result.rows, result.group_types):
@@ -80,6 +82,18 @@ def run_plan(
         file=out,
     )
     return 0
+
+
+def spark_tasks(spark: Any) -> str | None:
+    """How far Spark's running stages are, in tasks (each reads or scans a slice of the
+    partitions): `3 of 8 Spark tasks`; None while no stage runs."""
+    tracker = spark.sparkContext.statusTracker()
+    stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+    running = [s for s in stages if s is not None]
+    if not running:
+        return None
+    done = sum(s.numCompletedTasks for s in running)
+    return f"{done} of {sum(s.numTasks for s in running)} Spark tasks"
 
 
 def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:

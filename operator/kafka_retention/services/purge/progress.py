@@ -22,10 +22,12 @@ from kafka_retention.core import conditions as cond
 # The least time between two progress writes of their own, in seconds.
 PROGRESS_EVERY_S = 2.0
 # Cuts sent in one DeleteRecords call: a purge of more partitions deletes in rounds of
-# this many, its progress counted after each. The adapter sends one round's requests
-# (per leader, 1,000 partitions each) all at once; rounds this large keep the brokers
-# as busy as one call would (their CPU, not the round trips, bounds a large delete).
-DELETE_ROUND = 10_000
+# this many, its progress counted after each (a purge of 100,000: 5 rounds). The adapter
+# sends one round's requests (per leader, 1,000 partitions each) all at once, so a purge
+# up to this size (the stack's largest) deletes exactly as in one call, and a larger one
+# waits on the slowest request of each round: the brokers' CPU, not the round trips,
+# bounds a delete this large.
+DELETE_ROUND = 20_000
 
 # What a run leaves in status.progress when it ends (merge patch: the field is removed).
 CLEARED: Mapping[str, Any] = {"progress": None}
