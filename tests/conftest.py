@@ -26,8 +26,7 @@ from devstack.kafka import KafkaCluster
 from devstack.stack import Stack
 from tests.helpers.broker_metadata import topic_partitions
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import create_namespace, slug
-from tests.helpers.paths import REPO
+from tests.helpers.kube import apply_crds, create_namespace, slug
 from tests.helpers.sharing import KAFKA_ONLY, group_of, longest_first
 from tests.helpers.topics import TopicFactory, in_sync
 
@@ -105,15 +104,7 @@ def stack() -> Iterator[Stack]:
     else:
         started = s.up()
     name_the_group_reader()
-    s.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
-    s.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
-        "-l",
-        "app.kubernetes.io/part-of=kafka-retention-operator",
-    )
+    apply_crds(s)
     yield s
     if started and not os.environ.get("KAFKA_RETENTION_KEEP_STACK"):
         s.down()

@@ -20,6 +20,7 @@ from devstack.node import (
     CONTROLLER_MANAGER_PORT,
     KUBELET_HEALTHZ_PORT,
     KUBELET_PORT,
+    NODE_IP,
     SCHEDULER_PORT,
     Node,
     recover_abandoned_node,
@@ -112,26 +113,28 @@ class Stack:
         _say(f"stack up in {time.monotonic() - started:.0f}s; `. {self.env_file}` to use it")
         return True
 
+    def binds(self) -> list[Bind]:
+        """Every port the stack listens on, bound as its server binds it."""
+        binds = [Bind(port, jvm=True) for c in self.clusters for n in c.nodes for port in n.ports]
+        binds += [Bind(p) for p in (ETCD_CLIENT_PORT, ETCD_PEER_PORT, APISERVER_PORT)]
+        binds += [Bind(p) for p in (KUBELET_HEALTHZ_PORT, SCHEDULER_PORT, CONTROLLER_MANAGER_PORT)]
+        # The kubelet answers on the node's own address only, added when the node starts.
+        binds += [Bind(KUBELET_PORT, host=NODE_IP), Bind(CONTAINERD_STREAM_PORT)]
+        return binds
+
     def _ports(self) -> list[int]:
         """Every port the stack listens on."""
-        ports = [port for c in self.clusters for n in c.nodes for port in n.ports]
-        ports += [ETCD_CLIENT_PORT, ETCD_PEER_PORT, APISERVER_PORT]
-        ports += [KUBELET_PORT, KUBELET_HEALTHZ_PORT, SCHEDULER_PORT, CONTROLLER_MANAGER_PORT]
-        ports += [CONTAINERD_STREAM_PORT]
-        return ports
+        return [b.port for b in self.binds()]
 
     def _check_ports_free(self) -> None:
-        for port in self._ports():
-            holder = port_holder(port)
-            if holder is not None:
-                raise StackError(
-                    f"port {port} is already in use ({holder}); is a stack from another "
-                    "checkout running? Run `make dev-down` there first."
-                )
+        check_binds_free(self.binds())
 
     def down(self) -> None:
-        # The node first: its kubelet and controllers talk to the API server until they stop.
-        self.node.stop()
+        # Kafka first, while the node still reserves the stack's ports: a stopping broker's
+        # clients reconnect to it over and over, and one whose connection ends on its own
+        # side leaves a TIME-WAIT socket on its source port, which, were it one of the
+        # stack's ports, would keep that port's server from binding it for a minute
+        # (after `make dev-down`, `make dev-up` found the kubelet's port held that way).
         # Both clusters at once: each waits on its brokers' controlled shutdowns. Both
         # stops run to their end; the first error, if any, is raised after them. Their
         # data is not kept (the next start formats fresh log dirs), so a node still
@@ -139,8 +142,13 @@ class Stack:
         # first can wait 20-30 s for an answer (a run's stack stop: 9-11 s, once 34 s).
         with ThreadPoolExecutor(len(self.clusters)) as pool:
             stopping = [pool.submit(c.stop, patience=8) for c in self.clusters]
-        for stopped in stopping:
-            stopped.result()
+        # The node before the API server: its kubelet and controllers talk to the API
+        # server until they stop. Its stop gives the port reservation back.
+        try:
+            self.node.stop()
+        finally:
+            for stopped in stopping:
+                stopped.result()
         self.kube.stop()
         _say("stack stopped")
 
@@ -199,25 +207,92 @@ class Stack:
         )
 
 
-def port_holder(port: int) -> str | None:
-    """What holds `port`, or None when the stack can bind it. A bind, not a connect: the
+# Linux's IP_FREEBIND (the socket module does not name it): bind an address that is not
+# (yet) on any interface, as the kubelet's will be once the node has added it.
+IP_FREEBIND = 15
+# How long Linux keeps a closed connection in TIME-WAIT (TCP_TIMEWAIT_LEN, fixed).
+TIME_WAIT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Bind:
+    """How one of the stack's servers binds its port: on `host`, with SO_REUSEADDR (Go's
+    listeners and Java's server sockets on Linux both set it). A JVM binds an IPv4
+    address through an IPv6 socket (as `::ffff:127.0.0.1`), Go through an IPv4 one."""
+
+    port: int
+    host: str = "127.0.0.1"
+    jvm: bool = False
+
+
+def port_holder(bind: Bind | int) -> str | None:
+    """What keeps `bind`'s server from binding its port, or None when nothing does.
+
+    The server's own bind, tried, rather than a reading of the connection tables: the
     port may be the source port of some outgoing connection, which a connect does not
-    see and which still keeps a server from binding it. SO_REUSEADDR, as the servers
-    set it, so a closed connection's TIME_WAIT does not count."""
-    with socket.socket() as sock:
+    see and which still keeps a server from binding it; and a closed connection's
+    TIME-WAIT socket on the port counts only where the kernel counts it, for the same
+    address and unless both sides set SO_REUSEADDR (a listening port's accepted
+    connections do; a client's source port does not)."""
+    if isinstance(bind, int):
+        bind = Bind(bind)
+    if bind.jvm:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        address: tuple[str, int] = (f"::ffff:{bind.host}", bind.port)
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        address = (bind.host, bind.port)
+    with sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_IP, IP_FREEBIND, 1)
         try:
-            sock.bind(("0.0.0.0", port))  # noqa: S104 - never listens; sees every address
+            sock.bind(address)
         except OSError as e:
-            try:
-                sockets = subprocess.run(
-                    ["ss", "-Htanp", f"( sport = :{port} )"],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                ).stdout.splitlines()
-            except FileNotFoundError:
-                sockets = []
-            found = "; ".join(" ".join(line.split()) for line in sockets if line.strip())
+            found = "; ".join(_sockets_on(bind.port))
             return found or e.strerror or str(e)
     return None
+
+
+def _sockets_on(port: int) -> list[str]:
+    """`ss` lines of the TCP sockets whose local port is `port`, with their processes."""
+    command = ["ss", "-Htanp", f"( sport = :{port} )"]
+    try:
+        lines = subprocess.run(command, capture_output=True, text=True, check=False).stdout
+    except FileNotFoundError:
+        return []
+    return [" ".join(line.split()) for line in lines.splitlines() if line.strip()]
+
+
+def only_closing(holder: str) -> bool:
+    """Whether `holder` names TIME-WAIT sockets and nothing else."""
+    entries = holder.split("; ")
+    return all(e.startswith("TIME-WAIT ") for e in entries)
+
+
+def check_binds_free(binds: list[Bind], patience: float = TIME_WAIT_SECONDS + 5) -> None:
+    """Raise StackError naming the holder of the first port a server could not bind.
+
+    A port held only by TIME-WAIT sockets of closed connections that do block the bind
+    (a client's, whose source port it was) is not a conflict with anything running:
+    those sockets belong to no process, and are closed (`ss -K`) rather than waited out
+    for up to a minute; where that is not allowed, they are waited out."""
+    deadline = time.monotonic() + patience
+    for bind in binds:
+        holder = port_holder(bind)
+        if holder is not None and only_closing(holder):
+            subprocess.run(
+                ["ss", "-K", "-Htan", "state", "time-wait", f"( sport = :{bind.port} )"],
+                capture_output=True,
+                check=False,
+            )
+            holder = port_holder(bind)
+            if holder is not None and only_closing(holder):
+                _say(f"port {bind.port} is held by closed connections (TIME-WAIT); waiting")
+            while holder is not None and only_closing(holder) and time.monotonic() < deadline:
+                time.sleep(1)
+                holder = port_holder(bind)
+        if holder is not None:
+            raise StackError(
+                f"port {bind.port} is already in use ({holder}); is a stack from another "
+                "checkout running? Run `make dev-down` there first."
+            )

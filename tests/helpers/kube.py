@@ -18,13 +18,26 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import FIXTURES, REPO
 
 
 def slug(request: pytest.FixtureRequest) -> str:
     """A name for the test's own objects: its name, cut to fit, and a random suffix."""
     name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
     return f"{name}-{uuid.uuid4().hex[:6]}".strip("-")
+
+
+def apply_crds(stack: Stack) -> None:
+    """The project's CRDs on the stack's API server, established."""
+    stack.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "crds"))
+    stack.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd",
+        "-l",
+        "app.kubernetes.io/part-of=kafka-retention-operator",
+    )
 
 
 def create_namespace(stack: Stack, name: str) -> None:

@@ -137,9 +137,14 @@ class Store:
 
 
 def run(
-    spec: dict[str, Any], kafka: FakeKafka, store: Store, limit: int | None = None
+    spec: dict[str, Any],
+    kafka: FakeKafka,
+    store: Store,
+    limit: int | None = None,
+    **options: Any,
 ) -> service.Outcome:
-    """One reconcile; `limit`: the binding's partitionsPerPurge (None: no tenancy)."""
+    """One reconcile; `limit`: the binding's partitionsPerPurge (None: no tenancy);
+    `options`: more fields of service.Purge."""
 
     def connect(_: PurgeRequest) -> FakeKafka:
         return kafka
@@ -154,6 +159,7 @@ def run(
             connect=connect,
             now=lambda: NOW,
             admit=None if limit is None else (lambda _spec, _request: limit),
+            **options,
         )
     )
 
@@ -1076,3 +1082,92 @@ def test_a_stored_cut_naming_no_partition_deletes_nothing() -> None:
     }
     whole_topic = PurgeEntry("t", -1, State.PLANNED, records_to_delete=100)
     assert "t is to be cut but names no partition" in rejected(spec, kafka, forged(whole_topic))
+
+
+class ProgressStore(Store):
+    """A Store that keeps every status patch, in order."""
+
+    def __init__(self, kafka: FakeKafka | None = None) -> None:
+        super().__init__(kafka)
+        self.patches: list[dict[str, Any]] = []
+
+    def patch(self, status: Mapping[str, Any]) -> None:
+        super().patch(status)
+        self.patches.append(dict(status))
+
+    def progress(self) -> list[tuple[str, int, int | None] | None]:
+        """(stage, done, total) of each patch that says anything of progress."""
+        return [
+            (
+                p["progress"]["stage"],
+                p["progress"]["partitionsDone"],
+                p["progress"].get("partitionsTotal"),
+            )
+            if p["progress"]
+            else None
+            for p in self.patches
+            if "progress" in p
+        ]
+
+
+def test_a_purge_in_rounds_shows_partitions_done_of_total_then_clears_its_progress() -> None:
+    tps = [TopicPartition("t", p) for p in range(25)]
+    kafka = FakeKafka({tp: [0, 100] for tp in tps})
+    store = ProgressStore(kafka)
+    outcome = run(
+        explicit(*((p, 40) for p in range(25))),
+        kafka,
+        store,
+        progress_every_s=0,
+        delete_round=10,
+    )
+    assert outcome.phase == Phase.SUCCEEDED
+    assert sum(c.startswith("delete:") for c in kafka.calls) == 3
+    assert store.progress() == [
+        ("planning", 0, None),  # with the Planning phase
+        ("storing", 0, 25),
+        ("deleting", 0, 25),  # with the stored plan
+        ("deleting", 10, 25),
+        ("deleting", 20, 25),
+        None,  # the outcome removes it
+    ]
+    assert store.status["progress"] is None
+    # Each count is written between the rounds (a patch without a phase).
+    deletes = [i for i, c in enumerate(kafka.calls) if c.startswith("delete:")]
+    assert "status:None" in kafka.calls[deletes[0] : deletes[1]]
+    assert "status:None" in kafka.calls[deletes[1] : deletes[2]]
+
+
+def test_a_quick_purge_writes_no_progress_of_its_own() -> None:
+    """At most one progress write every 2 s: a purge that takes less writes only the
+    status it always wrote, progress riding along."""
+    kafka = FakeKafka({TopicPartition("t", p): [0, 100] for p in range(25)})
+    store = ProgressStore(kafka)
+    run(explicit(*((p, 40) for p in range(25))), kafka, store, delete_round=10)
+    assert [p.get("phase") for p in store.patches] == [
+        Phase.PLANNING,
+        Phase.PURGING,
+        Phase.SUCCEEDED,
+    ]
+    assert store.progress() == [("planning", 0, None), ("deleting", 0, 25), None]
+
+
+def test_a_refused_progress_write_does_not_stop_the_purge() -> None:
+    kafka = FakeKafka({TopicPartition("t", p): [0, 100] for p in range(3)})
+    store = ProgressStore(kafka)
+
+    refused: list[Mapping[str, Any]] = []
+
+    def refuse_progress_alone(status: Mapping[str, Any]) -> WriteRefused | None:
+        if set(status) != {"progress"}:
+            return None
+        refused.append(status)
+        return WriteRefused(409, "Conflict", "")
+
+    store.patch_refusal = refuse_progress_alone
+    outcome = run(
+        explicit(*((p, 40) for p in range(3))), kafka, store, progress_every_s=0, delete_round=1
+    )
+    assert len(refused) == 3  # storing, then between the three rounds
+    assert outcome.phase == Phase.SUCCEEDED
+    assert all(kafka.logs[TopicPartition("t", p)][0] == 40 for p in range(3))

@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
-    from kafka_retention.cli.common import UsageError
+    from kafka_retention.cli.common import Progress, UsageError
     from kafka_retention.cli.purge import run_purge
 
     try:
@@ -116,6 +116,7 @@ def _purge(args: argparse.Namespace) -> int:
             args.command_config,
             args.dry_run,
             args.allow_internal_topics,
+            progress=Progress(verbose=args.verbose),
         )
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -123,15 +124,19 @@ def _purge(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from kafka_retention.cli.common import UsageError, read_properties
+    from kafka_retention.cli.common import Progress, UsageError, read_properties
     from kafka_retention.cli.plan import run_plan
 
     try:
         config = read_properties(args.command_config) if args.command_config else None
-        return run_plan(args.filename, args.output, config)
+        return run_plan(args.filename, args.output, config, progress=Progress(verbose=args.verbose))
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+# Progress shows on a terminal by itself (one line, rewritten); -v asks for it elsewhere.
+PROGRESS_HELP = "print each stage on a line of its own even when stderr is not a terminal"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -335,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow topics whose names start with '__'",
     )
+    purge.add_argument("-v", "--verbose", action="store_true", help=PROGRESS_HELP)
     purge.set_defaults(func=_purge)
 
     plan = sub.add_parser(
@@ -356,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
             "kafka-delete-records.sh takes them, or librdkafka's names"
         ),
     )
+    plan.add_argument("-v", "--verbose", action="store_true", help=PROGRESS_HELP)
     plan.set_defaults(func=_plan)
     return parser
 

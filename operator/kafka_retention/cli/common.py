@@ -1,9 +1,15 @@
-"""What every `kafka-retention` subcommand shares: its usage error, and client properties
-files as Kafka's own tools read them."""
+"""What every `kafka-retention` subcommand shares: its usage error, client properties
+files as Kafka's own tools read them, and progress on a terminal."""
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from kafka_retention.core.client_config import parse_properties, to_librdkafka
 from kafka_retention.core.client_properties import ClientPropertyError
@@ -38,3 +44,77 @@ def read_properties(path: Path) -> dict[str, str]:
         return to_librdkafka(props, Stores(read_file))
     except ClientPropertyError as exc:
         raise UsageError(f"{path}: {exc}") from None
+
+
+class Progress:
+    """How far a long command has got, on stderr: one line rewritten in place (`\\r`) on a
+    terminal; nothing when stderr is piped or redirected, so a script reading the
+    command's output (or its errors) sees no progress, unless `verbose`, which prints
+    each stage as a line of its own. Whatever goes to stdout first calls `clear`."""
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        verbose: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self.tty = self._stream.isatty()
+        self._verbose, self._clock = verbose, clock
+        self._started = clock()
+        self._shown = 0  # the width of the line on screen, 0 when there is none
+        self._stage = ""
+        self._lock = threading.Lock()  # the line is written from a ticker thread too
+
+    def _stamp(self, message: str) -> str:
+        return f"[{self._clock() - self._started:5.1f}s] {message}"
+
+    def stage(self, message: str) -> None:
+        """A new stage of the work."""
+        self._stage = message
+        if self.tty:
+            self.update(message)
+        elif self._verbose:
+            print(self._stamp(message), file=self._stream, flush=True)
+
+    def update(self, message: str) -> None:
+        """The line on a terminal, rewritten (a count going up); nothing elsewhere."""
+        if not self.tty:
+            return
+        with self._lock:
+            line = self._stamp(message)
+            self._stream.write("\r" + line.ljust(self._shown))
+            self._stream.flush()
+            self._shown = len(line)
+
+    def clear(self) -> None:
+        """Take the line off the terminal, before other output."""
+        with self._lock:
+            if self._shown:
+                self._stream.write("\r" + " " * self._shown + "\r")
+                self._stream.flush()
+                self._shown = 0
+
+    @contextmanager
+    def ticking(self, done: Callable[[], str | None], every_s: float = 0.5) -> Iterator[None]:
+        """On a terminal, while the block runs, the current stage's line every `every_s`
+        with what `done` says of it (`120 of 400 tasks`; None: nothing to add), and the
+        clock going on; elsewhere nothing."""
+        if not self.tty:
+            yield
+            return
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(every_s):
+                said = done()
+                self.update(f"{self._stage} ({said})" if said else self._stage)
+
+        ticker = threading.Thread(target=tick, name="progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from kafka_retention.cli.common import UsageError
+from kafka_retention.cli.common import Progress, UsageError
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.retention_report import group_summary
@@ -37,7 +37,9 @@ def run_plan(
     output: Path | None,
     client_config: Mapping[str, str] | None,
     out: TextIO = sys.stdout,
+    progress: Progress | None = None,
 ) -> int:
+    """Plan and print; the stages go to `progress` (on a terminal, or with -v)."""
     from kafka_retention.adapters.spark import local_session
     from retention_jobs.plan_job import load, run
     from retention_jobs.request import PlanRequest
@@ -52,14 +54,13 @@ def run_plan(
             f"{path}: spec.cluster.strimzi is resolved by the operator; give "
             "spec.cluster.bootstrapServers (and --command-config) to plan from the command line"
         )
-    started = time.monotonic()
-
-    def progress(message: str) -> None:
-        print(f"[{time.monotonic() - started:5.1f}s] {message}", file=sys.stderr, flush=True)
-
-    progress("starting Spark (local mode)")
+    shown = progress if progress is not None else Progress()
+    shown.stage("starting Spark (local mode)")
     request = PlanRequest.for_policy(policy, dict(client_config or {}), int(time.time() * 1000))
-    result = run(local_session(), request, progress)
+    spark = local_session()
+    with shown.ticking(lambda: spark_tasks(spark)):
+        result = run(spark, request, shown.stage)
+    shown.clear()
     _print_table(result.rows, out)
     for g in group_summary(result.rows, result.group_types):
         print(
@@ -71,7 +72,8 @@ def run_plan(
         print(f"skipped {topic}: {why}", file=out)
     if output is not None:
         load(result, output)
-        progress(f"wrote {output}")
+        shown.stage(f"wrote {output}")
+        shown.clear()
     print(
         f"{sum(r['recordsToDelete'] for r in result.rows)} records "
         f"(~{sum(r.get('bytesToDeleteEstimate') or 0 for r in result.rows)} bytes) would be "
@@ -80,6 +82,18 @@ def run_plan(
         file=out,
     )
     return 0
+
+
+def spark_tasks(spark: Any) -> str | None:
+    """How far Spark's running stages are, in tasks (each reads or scans a slice of the
+    partitions): `3 of 8 Spark tasks`; None while no stage runs."""
+    tracker = spark.sparkContext.statusTracker()
+    stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+    running = [s for s in stages if s is not None]
+    if not running:
+        return None
+    done = sum(s.numCompletedTasks for s in running)
+    return f"{done} of {sum(s.numTasks for s in running)} Spark tasks"
 
 
 def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:

@@ -2,7 +2,8 @@
 
 Reads the tool's offset JSON ({"partitions": [{"topic", "partition", "offset"}],
 "version": 1}), runs the RecordPurge service with an in-memory status, and prints per
-partition low watermarks and errors the way the reference tool does.
+partition low watermarks and errors the way the reference tool does. On a terminal, the
+status.progress the service writes is shown as it goes (partitions done of total).
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.cli.common import UsageError, read_properties
+from kafka_retention.cli.common import Progress, UsageError, read_properties
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_entry import from_lines
 from kafka_retention.core.purge_states import Phase, State
@@ -27,12 +28,15 @@ class MemoryStore:
     """Status kept in a dict, and the plan in memory: the CLI has no object to write them
     to; the process itself is what a retry resumes."""
 
-    def __init__(self) -> None:
+    def __init__(self, shown: Callable[[Mapping[str, Any]], None] = lambda _: None) -> None:
         self.status: dict[str, Any] = {}
         self.blobs: dict[str, str] = {}
+        self._shown = shown  # hears of each status.progress written
 
     def patch(self, status: Mapping[str, Any]) -> None:
         self.status.update(status)
+        if status.get("progress"):
+            self._shown(status["progress"])
 
     def save(self, suffix: str, payload: str) -> dict[str, Any]:
         self.blobs[suffix] = payload
@@ -62,6 +66,18 @@ def read_offset_json(path: Path) -> list[dict[str, Any]]:
     return parts
 
 
+# The least time between two progress lines: the status is in memory, the line cheap.
+PROGRESS_EVERY_S = 0.5
+
+
+def progress_line(progress: Mapping[str, Any]) -> str:
+    """status.progress in words: `deleting: 20000 of 100000 partitions`."""
+    total = progress.get("partitionsTotal")
+    if total is None:
+        return str(progress["stage"])
+    return f"{progress['stage']}: {progress.get('partitionsDone', 0)} of {total} partitions"
+
+
 def run_purge(
     bootstrap: str,
     offsets: Path,
@@ -70,6 +86,7 @@ def run_purge(
     allow_internal: bool,
     out: TextIO = sys.stdout,
     attempts: int = 6,
+    progress: Progress | None = None,
 ) -> int:
     spec = {
         "cluster": {"bootstrapServers": bootstrap},
@@ -78,7 +95,8 @@ def run_purge(
         "allowInternalTopics": allow_internal,
     }
     extra = read_properties(command_config) if command_config else None
-    store = MemoryStore()
+    shown = progress if progress is not None else Progress()
+    store = MemoryStore(lambda p: shown.stage(progress_line(p)))
 
     def connect(request: PurgeRequest) -> KafkaAdmin:
         return KafkaAdmin(request.bootstrap_servers, extra)
@@ -95,6 +113,7 @@ def run_purge(
                 blobs=store,
                 connect=connect,
                 now=lambda: datetime.now(UTC),
+                progress_every_s=PROGRESS_EVERY_S,
             )
         )
 
@@ -104,12 +123,14 @@ def run_purge(
             outcome = attempt()
             break
         except service.Retry as pending:
+            shown.clear()
             if tried == attempts:
                 print(f"Error: gave up after {attempts} attempts: {pending}", file=sys.stderr)
                 _print_results(store, out)
                 return 1
             print(f"retrying in {pending.delay:.0f}s: {pending}", file=sys.stderr, flush=True)
             time.sleep(pending.delay)
+    shown.clear()
     if outcome.invalid_field is not None:
         print(f"Error: {outcome.message}", file=sys.stderr)
         return 1

@@ -28,6 +28,7 @@ from kafka_retention.core.topics import POLICY_VIOLATION
 from kafka_retention.services.cutting import Applied, delete_and_verify
 from kafka_retention.services.fresh import read_positions
 from kafka_retention.services.ports import KafkaCutter, KafkaPlanner
+from kafka_retention.services.purge.progress import DELETE_ROUND, Progress, Stage
 
 # Each pending partition's guard groups and where they have read to (None: nowhere yet).
 Positions = Mapping[TopicPartition, Mapping[str, int | None]]
@@ -48,11 +49,14 @@ def execute(
     *,
     resumed: bool,
     positions: Positions | None = None,
+    progress: Progress | None = None,
+    round_size: int = DELETE_ROUND,
 ) -> list[PurgeEntry]:
     """The entries, with what happened to each pending partition. `resumed`: the plan was
-    stored by an earlier run (a retry, a restart), which may have cut some already.
-    `positions`: guard_positions of these entries, read after the plan was made (else
-    read here)."""
+        stored by an earlier run (a retry, a restart), which may have cut some already.
+        `positions`: guard_positions of these entries, read after the plan was made (else
+        read here). `progress` hears of the partitions done between rounds of deletes, of
+    `round_size` partitions each."""
     pending = {e.tp: e for e in entries if e.pending}
     if not pending:
         return entries
@@ -73,8 +77,17 @@ def execute(
         else:
             done[tp] = entry
             cuts[tp] = entry.target
-    for tp, applied in delete_and_verify(kafka, cuts, lower=True).items():
-        done[tp] = _answered(done[tp], applied)
+    order = list(cuts)
+    rounds = [order[i : i + round_size] for i in range(0, len(order), round_size)]
+    # Done already: what an earlier run finished, and where the plan cuts nothing now.
+    answered = len(entries) - len(cuts)
+    for i, tps in enumerate(rounds):
+        if i and progress is not None:
+            progress.report(Stage.DELETING, answered, len(entries))
+        applied = delete_and_verify(kafka, {tp: cuts[tp] for tp in tps}, lower=True)
+        for tp, outcome in applied.items():
+            done[tp] = _answered(done[tp], outcome)
+        answered += len(tps)
     return [done.get(e.tp, e) if e.pending else e for e in entries]
 
 

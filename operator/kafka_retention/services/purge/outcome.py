@@ -17,6 +17,7 @@ from kafka_retention.core.failures import WriteRefused
 from kafka_retention.core.purge_entry import PurgeEntry, to_lines
 from kafka_retention.core.purge_states import Phase, State
 from kafka_retention.services.purge import report
+from kafka_retention.services.purge.progress import CLEARED
 from kafka_retention.services.purge.store import NotPersisted, Purge, ready, write_status
 
 
@@ -61,6 +62,7 @@ def refuse(purge: Purge, reason: Reason, message: str, partitions: int) -> Outco
                 "failed": partitions,
                 "recordsDeleted": 0,
             },
+            **CLEARED,
         }
     )
     return Outcome(Phase.FAILED, message, finished=True, failures=[message])
@@ -74,6 +76,7 @@ def not_ready(
             **base,
             "phase": phase or Phase.PENDING,
             "conditions": ready(purge, "False", reason, message),
+            **CLEARED,
         }
     )
 
@@ -92,6 +95,7 @@ def pending(purge: Purge, base: Mapping[str, Any], entries: Sequence[PurgeEntry]
                 "phase": Phase.PURGING,
                 "results": report.fold_results(entries),
                 "summary": report.summary(entries),
+                **CLEARED,
             },
         )
     except NotPersisted as err:
@@ -145,6 +149,7 @@ def finish(
         "results": results,
         "summary": totals,
         "conditions": succeeded,
+        **CLEARED,
     }
     if folded:
         # Status holds the folded results; every partition's outcome is kept beside it.

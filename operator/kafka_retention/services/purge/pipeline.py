@@ -19,17 +19,21 @@ purge before any delete, with the API server's answer in a condition.
     4-6. re-check, delete, fold .... execute.execute
     7.   status .................... outcome.finish / pending / refuse
 
-Each partition travels as a frozen core.purge_entry.PurgeEntry.
+Each partition travels as a frozen core.purge_entry.PurgeEntry. How far a run has got is
+in status.progress while it runs (progress.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.failures import KafkaUnavailable
+from kafka_retention.core.failures import KafkaUnavailable, WriteRefused
 from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
@@ -46,6 +50,7 @@ from kafka_retention.services.purge.outcome import (
     pending,
     refuse,
 )
+from kafka_retention.services.purge.progress import Progress, Stage
 from kafka_retention.services.purge.store import (
     NotPersisted,
     PlanLost,
@@ -80,6 +85,7 @@ def reconcile(purge: Purge) -> Outcome:
         "observedGeneration": purge.generation,
         "startedAt": purge.status.get("startedAt") or cond.timestamp(purge.now()),
     }
+    progress = Progress(lambda p: _progress_written(purge, p), purge.now, purge.progress_every_s)
     try:
         limit = MAX_PLANNED_PARTITIONS
         if purge.admit is not None:
@@ -98,9 +104,12 @@ def reconcile(purge: Purge) -> Outcome:
                 return refuse(purge, Reason.PLAN_REJECTED, message, 0)
         if entries is None:
             phase = Phase.PLANNING
-            write_status(purge, "status", {**base, "phase": phase})
+            write_status(
+                purge, "status", {**base, "phase": phase, **progress.field(Stage.PLANNING)}
+            )
             planned = plan(kafka, request)
             entries, base["groups"] = planned.entries, planned.groups
+            progress.report(Stage.STORING, 0, len(entries))
             if len(entries) > limit and not request.dry_run:
                 return too_large(purge, len(entries), limit)
             if request.dry_run:
@@ -110,14 +119,22 @@ def reconcile(purge: Purge) -> Outcome:
             # cut is only ever lowered by it.
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-reads") as pool:
                 rereading = pool.submit(_reread, kafka, request, entries)
-                store_plan(purge, base, entries)
+                store_plan(purge, base, entries, progress.field(Stage.DELETING, 0, len(entries)))
                 # From here on the stored plan is what runs: a failure below must leave
                 # the phase at Purging, or the next run would plan anew from newer offsets.
                 phase = Phase.PURGING
                 positions, answered_at = rereading.result()
             if time.monotonic() - answered_at > FRESH_WITHIN_S:
                 positions = None  # a long store (many ConfigMaps): execute reads them again
-        entries = execute(kafka, request, entries, resumed=resumed, positions=positions)
+        entries = execute(
+            kafka,
+            request,
+            entries,
+            resumed=resumed,
+            positions=positions,
+            progress=progress,
+            round_size=purge.delete_round,
+        )
     except PlanLost as err:
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; no further records deleted", 0)
     except NotPersisted as err:
@@ -136,6 +153,13 @@ def reconcile(purge: Purge) -> Outcome:
     if any(e.state == State.RETRYING for e in entries):
         raise pending(purge, base, entries)
     return finish(purge, base, entries, dry_run=False)
+
+
+def _progress_written(purge: Purge, progress: Mapping[str, Any]) -> None:
+    """A progress patch; one the API server refuses is left out (the run's next status
+    write, which must be stored, says whether the object is still there)."""
+    with contextlib.suppress(WriteRefused):
+        purge.store.patch(progress)
 
 
 # How old the guard groups' re-read may be when the delete goes out, beyond what reading

@@ -25,6 +25,7 @@ from kafka_retention.core.purge_states import Phase
 from kafka_retention.kube_objects.chunks import SinkError
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
 from kafka_retention.services.purge import report
+from kafka_retention.services.purge.progress import DELETE_ROUND, PROGRESS_EVERY_S
 
 # API server answers that mean "try again" rather than "this can never be stored".
 _TRANSIENT = {409, 429, 500, 502, 503, 504}
@@ -48,6 +49,10 @@ class Purge:
     # BindingUnavailable for a purge its namespace may not run, else returns the most
     # partitions it may cut. None: no tenancy (the CLI, service tests).
     admit: Callable[[Mapping[str, Any], PurgeRequest], int] | None = None
+    # The least time between two writes of status.progress of their own, and the cuts
+    # sent in one DeleteRecords call (progress.py).
+    progress_every_s: float = PROGRESS_EVERY_S
+    delete_round: int = DELETE_ROUND
 
 
 class Unresolved(Exception):
@@ -105,9 +110,14 @@ def stored_plan(purge: Purge) -> list[PurgeEntry] | None:
     return None
 
 
-def store_plan(purge: Purge, base: Mapping[str, Any], entries: Sequence[PurgeEntry]) -> None:
-    """The plan in the purge's ConfigMaps, then status pointing at it: both before any
-    delete."""
+def store_plan(
+    purge: Purge,
+    base: Mapping[str, Any],
+    entries: Sequence[PurgeEntry],
+    progress: Mapping[str, Any] | None = None,
+) -> None:
+    """The plan in the purge's ConfigMaps, then status pointing at it (and `progress`, a
+    status.progress document): both before any delete."""
     try:
         ref = purge.blobs.save("plan", to_lines(entries))
     except WriteRefused as refused:
@@ -124,6 +134,7 @@ def store_plan(purge: Purge, base: Mapping[str, Any], entries: Sequence[PurgeEnt
             "conditions": ready(
                 purge, "True", Reason.PLANNED, f"planned {len(entries)} partitions"
             ),
+            **(progress or {}),
         },
     )
 

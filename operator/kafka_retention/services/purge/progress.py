@@ -1,0 +1,73 @@
+"""How far a running RecordPurge has got: `status.progress`, {stage, partitionsDone,
+partitionsTotal, updatedAt}, while it plans, stores its plan and deletes.
+
+A purge of 100,000 partitions runs for most of a minute, and its phase alone says only
+"Purging". Progress rides along with the status writes a run makes anyway (the Planning
+phase, the stored plan) and is otherwise written at most once every `every_s` seconds,
+so a small purge writes no more than it did and a large one a handful of merge patches.
+The run's last status write clears it (a merge patch of null): the phase and summary say
+the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from kafka_retention.core import conditions as cond
+
+# The least time between two progress writes of their own, in seconds.
+PROGRESS_EVERY_S = 2.0
+# Cuts sent in one DeleteRecords call: a purge of more partitions deletes in rounds of
+# this many, its progress counted after each (a purge of 100,000: 5 rounds). The adapter
+# sends one round's requests (per leader, 1,000 partitions each) all at once, so a purge
+# up to this size (the stack's largest) deletes exactly as in one call, and a larger one
+# waits on the slowest request of each round: the brokers' CPU, not the round trips,
+# bounds a delete this large.
+DELETE_ROUND = 20_000
+
+# What a run leaves in status.progress when it ends (merge patch: the field is removed).
+CLEARED: Mapping[str, Any] = {"progress": None}
+
+
+class Stage(StrEnum):
+    PLANNING = "planning"  # reading topics, offsets and groups; cutting per partition
+    STORING = "storing"  # the plan into the purge's ConfigMaps
+    DELETING = "deleting"  # DeleteRecords, its answers verifying each cut
+
+
+class Progress:
+    """Reports a run's progress through `write` (a status patch), throttled."""
+
+    def __init__(
+        self,
+        write: Callable[[Mapping[str, Any]], None],
+        now: Callable[[], datetime],
+        every_s: float = PROGRESS_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._write, self._now, self._every, self._clock = write, now, every_s, clock
+        self._last: float | None = None
+
+    def field(self, stage: Stage, done: int = 0, total: int | None = None) -> dict[str, Any]:
+        """The status document's `progress`, for a status write that goes out anyway (it
+        counts as a progress write)."""
+        self._last = self._clock()
+        value: dict[str, Any] = {
+            "stage": str(stage),
+            "partitionsDone": done,
+            "updatedAt": cond.timestamp(self._now()),
+        }
+        if total is not None:
+            value["partitionsTotal"] = total
+        return {"progress": value}
+
+    def report(self, stage: Stage, done: int, total: int) -> None:
+        """Write the progress if the last write is `every_s` old; else drop it (a later
+        report says more)."""
+        if self._last is not None and self._clock() - self._last < self._every:
+            return
+        self._write(self.field(stage, done, total))
