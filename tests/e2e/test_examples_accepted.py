@@ -34,6 +34,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +56,7 @@ from tests.helpers.examples import (
 )
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import create_watched_namespace, get
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import FIXTURES, REPO
 from tests.helpers.policies import completed
 from tests.helpers.topics import cluster_id
 
@@ -78,6 +79,9 @@ REFUSALS = frozenset(
 # The tenant namespace of an object that names none (a docs block may leave it out), and
 # the readers' namespace (the contract of issue 45: team-orders and analytics).
 TENANT, READERS = "team-orders", "analytics"
+# The default install's admission policy (manifests/base, the chart's too): it refuses an
+# inline cluster at apply time, which `# expect: refused admission` blocks count on.
+ADMISSION_POLICY = REPO / "manifests" / "base" / "admission-policy.yaml"
 # A first policy run plans with a fresh Kafka connection per policy; on a loaded machine
 # with make test beside it, a minute is not always enough.
 VERDICT_TIMEOUT = 240
@@ -242,6 +246,52 @@ def brokers_of(brokers: dict[str, Any], strimzi: Any) -> dict[str, Any]:
     return {**where, "podSelector": {"matchLabels": dict(ref.broker_labels())}, **brokers}
 
 
+@contextmanager
+def strict_admission(stack: Stack, suffix: str, probe_ns: str) -> Iterator[str]:
+    """The default install's admission policy, bound as it ships (Deny) but only to the
+    namespaces carrying the label this yields (bound cluster-wide, it would refuse the
+    other tests' inline clusters), under names of this run's own; returns once the API
+    server enforces it (it loads bindings from a watch), and removes both after."""
+    policy, binding = [d for d in yaml.safe_load_all(ADMISSION_POLICY.read_text()) if d]
+    assert (policy["kind"], binding["kind"]) == (
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    )
+    label = "kafka-retention.io/examples-strict"
+    policy["metadata"]["name"] = f"{policy['metadata']['name']}-{suffix}"
+    binding["metadata"]["name"] = policy["metadata"]["name"]
+    binding["spec"]["policyName"] = policy["metadata"]["name"]
+    binding["spec"]["matchResources"] = {"namespaceSelector": {"matchLabels": {label: suffix}}}
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([policy, binding]))
+    try:
+        probe = {
+            "apiVersion": "kafka-retention.io/v1alpha1",
+            "kind": "RetentionPolicy",
+            "metadata": {"name": "enforced-yet", "namespace": probe_ns},
+            "spec": {
+                "cluster": {"bootstrapServers": "kafka:9092"},
+                "topics": {"names": ["orders"]},
+                "maxRetention": "7d",
+            },
+        }
+        deadline = time.monotonic() + 60
+        while (
+            stack.kubectl(
+                "create", "--dry-run=server", "-f", "-", stdin=json.dumps(probe), check=False
+            ).returncode
+            == 0
+        ):
+            assert time.monotonic() < deadline, "admission policy not enforced in 60 s"
+            time.sleep(0.2)
+        yield label
+    finally:
+        for kind, obj in (
+            ("validatingadmissionpolicybinding", binding),
+            ("validatingadmissionpolicy", policy),
+        ):
+            stack.kubectl("delete", kind, obj["metadata"]["name"], "--wait=false", check=False)
+
+
 def verdict(obj: dict[str, Any]) -> tuple[str, str] | None:
     """("refused", reason) or ("accepted", what it reached); None while undecided."""
     ready = next((c for c in conditions_of(obj) if c["type"] == "Ready"), None)
@@ -318,6 +368,7 @@ def test_every_example_and_docs_block_is_accepted_or_refused_as_its_first_line_s
     snippets = all_snippets() + docs_snippets(FIXTURES / "markdown")
     lay_out(snippets, layout)
     used = {o.obj["metadata"]["namespace"] for o in layout.objects}
+    strict_used = [ns for ns in layout.strict_ns.values() if ns in used]
     for logical, ns in layout.strict_ns.items():
         if ns in used:
             create_watched_namespace(stack, strict_operator, ns)
@@ -326,6 +377,14 @@ def test_every_example_and_docs_block_is_accepted_or_refused_as_its_first_line_s
                 stack.kubectl("label", "namespace", ns, *pairs, "--overwrite")
     for ns in layout.open_ns.values():
         create_watched_namespace(stack, operator, ns)
+    with strict_admission(stack, layout.suffix, strict_used[0]) as label:
+        for ns in strict_used:
+            stack.kubectl("label", "namespace", ns, f"{label}={layout.suffix}", "--overwrite")
+        check_every_snippet(stack, layout)
+
+
+def check_every_snippet(stack: Stack, layout: Layout) -> None:
+    """Apply every object, wait for every verdict in one loop, compare with the markers."""
     for ns, name in sorted(layout.secrets):
         stack.kubectl(
             "create", "secret", "generic", name, "-n", ns,
