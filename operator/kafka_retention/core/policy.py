@@ -95,10 +95,36 @@ class PartitionCut:
     reason: str
     notes: tuple[str, ...]
     groups: tuple[GroupImpact, ...]
+    # rules.Cut's guard tags: one per note, and the reason's (None: not a guard).
+    guards: tuple[str, ...] = ()
+    reason_guard: str | None = None
 
     @property
     def records_to_delete(self) -> int:
         return rules.records_deleted_by(self.target, self.log_start)
+
+    def row(self) -> dict[str, Any]:
+        """The cut's fields of a plan row, as the in-process planner writes them (the
+        Spark job writes the same columns, retention_jobs.transforms.PLANNED)."""
+        return {
+            "logStartOffset": self.log_start,
+            "highWatermark": self.high_watermark,
+            "targetOffset": self.target,
+            "rule": self.rule,
+            "reason": self.reason,
+            "reasonGuard": self.reason_guard,
+            "notes": list(self.notes),
+            "guards": list(self.guards),
+            "recordsToDelete": self.records_to_delete,
+            "groups": [
+                {
+                    "group": g.group,
+                    "committedOffset": g.committed_offset,
+                    "unconsumedToDelete": g.unconsumed_to_delete,
+                }
+                for g in self.groups
+            ],
+        }
 
 
 def _iso(epoch_ms: int) -> str:
@@ -147,6 +173,7 @@ def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -
             cut = cut.lowered(
                 first_young,
                 f"minRetention keeps records since {_iso(young_since)} (offset {first_young})",
+                rules.MIN_RETENTION,
             )
     cut = rules.at_most_high_watermark(cut, facts.high_watermark)
     target = max(cut.offset, facts.log_start)
@@ -168,4 +195,6 @@ def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -
         cut.reason,
         cut.notes,
         tuple(impacts),
+        cut.guards,
+        cut.reason_guard,
     )

@@ -219,21 +219,7 @@ def _row(
     cut = plan_partition(PartitionFacts(tp, start, end, committed, times), rules, now_ms)
     return {
         **row,
-        "logStartOffset": start,
-        "highWatermark": end,
-        "targetOffset": cut.target,
-        "rule": cut.rule,
-        "reason": cut.reason,
-        "notes": list(cut.notes),
-        "recordsToDelete": cut.records_to_delete,
-        "groups": [
-            {
-                "group": g.group,
-                "committedOffset": g.committed_offset,
-                "unconsumedToDelete": g.unconsumed_to_delete,
-            }
-            for g in cut.groups
-        ],
+        **cut.row(),
         "error": None,
         "timeOffsets": times,
     }
