@@ -8,8 +8,8 @@ from typing import Any
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.policy import RetentionRules, plan_partition
-from kafka_retention.core.policy_spec import parse_policy_spec
+from kafka_retention.core.policy import RetentionRules, plan_partition, withheld_by_binding
+from kafka_retention.core.policy_spec import TopicSelector, parse_policy_spec
 from kafka_retention.core.topics import classify_topics
 from kafka_retention.services import retention_report as report
 
@@ -171,3 +171,31 @@ def test_guard_tags_name_every_lowering_in_order() -> None:
     cut = rules.protect_groups(rules.Cut(100, "offset 100"), {"a": 60, "b": None}, ["a", "b"], 10)
     assert cut.guards == (rules.GROUP, rules.NO_COMMIT)
     assert len(cut.guards) == len(cut.notes)
+
+
+def test_topics_a_pattern_matches_and_the_binding_protects_are_named_within_its_allow() -> None:
+    selector = TopicSelector(
+        pattern="orders-.*|billing-.*",
+        exclude=("orders-old",),
+        allow=("orders-.*",),
+        protect=("orders-audit", "orders-old", "billing-.*"),
+    )
+    cluster = ["orders-a", "orders-audit", "orders-old", "billing-x", "__orders-internal"]
+    # billing-x is protected too, but outside the allow list: the namespace may not see it.
+    assert withheld_by_binding(selector, cluster) == ["orders-audit"]
+    assert withheld_by_binding(TopicSelector(names=("orders-audit",)), cluster) == []
+
+
+def test_a_withheld_topic_is_listed_with_the_binding_guard_naming_the_binding() -> None:
+    spec = parse_policy_spec(
+        {
+            "cluster": {"clusterRef": "orders-prod"},
+            "topics": {"pattern": "o-.*"},
+            "maxRetention": "1d",
+        }
+    )
+    (topic,) = report.topic_summary([], spec, [], {}, {}, {}, {}, withheld=["o-audit"])
+    assert topic["name"] == "o-audit"
+    (limit,) = topic["cut"]["limits"]
+    assert limit["guard"] == "binding"
+    assert "KafkaClusterBinding orders-prod protects it" in limit["detail"]

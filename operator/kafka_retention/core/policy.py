@@ -9,13 +9,18 @@ pass a group's committed offset; when they do, the plan says which group loses h
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_retention.core import rules
 from kafka_retention.core.conditions import timestamp
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.patterns import compile_pattern, first_match
+
+if TYPE_CHECKING:  # policy_spec imports this module
+    from kafka_retention.core.policy_spec import TopicSelector
 
 DELETE_CONSUMED = "deleteConsumed"
 DELETE_BEFORE = "deleteBefore"
@@ -35,6 +40,28 @@ class PolicyPlan:
     tombstones: list[dict[str, Any]] = field(default_factory=list)
     # What each group the policy names was read as (GroupType's values).
     group_types: dict[str, str] = field(default_factory=dict)
+    # Topics its pattern matches that its binding protects (withheld_by_binding): found
+    # by the operator from the cluster's topic list, never read back from a Spark run.
+    withheld: list[str] = field(default_factory=list)
+
+
+def withheld_by_binding(selector: TopicSelector, topics: Iterable[str]) -> list[str]:
+    """Topics `selector`'s pattern matches that its KafkaClusterBinding's protect list
+    keeps from it, among those the binding's allow list grants its namespace: what status
+    may name (a topic outside the allow list is outside what the namespace may see, so it
+    is not listed). A topic the spec names is refused before any run (services.tenancy)."""
+    if not selector.pattern or not selector.protect:
+        return []
+    regex = compile_pattern(selector.pattern)
+    return sorted(
+        t
+        for t in topics
+        if not t.startswith("__")
+        and t not in selector.exclude
+        and regex.fullmatch(t)
+        and first_match(selector.protect, t) is not None
+        and (not selector.allow or first_match(selector.allow, t) is not None)
+    )
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,25 @@ def skipped_cut(why: str) -> dict[str, Any]:
     }
 
 
+def withheld_cut(binding: str | None) -> dict[str, Any]:
+    by = f"KafkaClusterBinding {binding}" if binding else "the KafkaClusterBinding"
+    return {
+        "rule": NO_RULE,
+        "proposed": "nothing planned: the binding withholds the topic",
+        "partitionsCut": 0,
+        "limits": [
+            {
+                "guard": guards.BINDING,
+                "detail": _sentence(
+                    f"spec.topics.pattern matches this topic, but {by} protects it "
+                    "from this namespace"
+                ),
+                "partitions": 0,
+            }
+        ],
+    }
+
+
 def topic_summary(
     previous: Sequence[Mapping[str, Any]],
     spec: PolicySpec,
@@ -154,6 +173,7 @@ def topic_summary(
     notes: Mapping[str, str],
     held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     cut_by_topic: Mapping[str, int] | None = None,
+    withheld: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """One entry per topic: partitions, how far the log start lags the slowest group,
     records deleted last run and in total, a note where something needs saying, who held
@@ -205,6 +225,17 @@ def topic_summary(
                 "recordsDeletedTotal": int(before.get(name, {}).get("recordsDeletedTotal", 0)),
                 "note": f"skipped: {why}",
                 "cut": skipped_cut(why),
+            }
+        )
+    for name in withheld:
+        out.append(
+            {
+                "name": name,
+                "partitions": 0,
+                "recordsDeletedLastRun": 0,
+                "recordsDeletedTotal": int(before.get(name, {}).get("recordsDeletedTotal", 0)),
+                "note": "not cut: protected by the policy's KafkaClusterBinding",
+                "cut": withheld_cut(spec.cluster.binding),
             }
         )
     ranked = sorted(out, key=lambda t: (-int(t.get("recordsDeletedTotal", 0)), t["name"]))
@@ -337,6 +368,7 @@ def run_status(
             notes,
             held or {},
             cut_by_topic or {},
+            plan.withheld,
         ),
         "groups": list(groups),
         "groupsRead": groups_line(groups) or None,
