@@ -216,28 +216,27 @@ def topic_summary(
                 tally.limit(guards.PEER, peer_detail(h), peer_detail(h), int(h["partitions"]))
         topic["cut"] = tally.status((cut_by_topic or {}).get(name, 0))
         out.append(topic)
-    for name, why in skipped.items():
-        out.append(
-            {
-                "name": name,
-                "partitions": 0,
-                "recordsDeletedLastRun": 0,
-                "recordsDeletedTotal": int(before.get(name, {}).get("recordsDeletedTotal", 0)),
-                "note": f"skipped: {why}",
-                "cut": skipped_cut(why),
-            }
+
+    def unplanned(name: str, note: str, cut: dict[str, Any]) -> dict[str, Any]:
+        total = int(before.get(name, {}).get("recordsDeletedTotal", 0))
+        return {
+            "name": name,
+            "partitions": 0,
+            "recordsDeletedLastRun": 0,
+            "recordsDeletedTotal": total,
+            "note": note,
+            "cut": cut,
+        }
+
+    out += [unplanned(name, f"skipped: {why}", skipped_cut(why)) for name, why in skipped.items()]
+    out += [
+        unplanned(
+            name,
+            "not cut: protected by the policy's KafkaClusterBinding",
+            withheld_cut(spec.cluster.binding),
         )
-    for name in withheld:
-        out.append(
-            {
-                "name": name,
-                "partitions": 0,
-                "recordsDeletedLastRun": 0,
-                "recordsDeletedTotal": int(before.get(name, {}).get("recordsDeletedTotal", 0)),
-                "note": "not cut: protected by the policy's KafkaClusterBinding",
-                "cut": withheld_cut(spec.cluster.binding),
-            }
-        )
+        for name in withheld
+    ]
     ranked = sorted(out, key=lambda t: (-int(t.get("recordsDeletedTotal", 0)), t["name"]))
     return ranked[:MAX_TOPICS_LISTED]
 
