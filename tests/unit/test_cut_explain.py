@@ -109,7 +109,7 @@ def test_peer_limits_come_from_held_back_by_and_name_no_more_than_it() -> None:
     assert limits[1]["detail"] == (
         "held back by a policy in namespace analytics, at the committed offset of its group auditor"
     )
-    assert limits[2]["detail"] == "held back by policy other of this namespace, at its own rules"
+    assert limits[2]["detail"] == "held back by policy other of this namespace, by its own rules"
 
 
 def test_skipped_topics_name_compacted_or_config_from_the_classification() -> None:

@@ -122,11 +122,11 @@ def peer_detail(holder: Mapping[str, Any]) -> str:
         else f"a policy in namespace {holder.get('namespace') or 'unknown'}"
     )
     by = (
-        f"the committed offset of its group {holder['group']}"
+        f"at the committed offset of its group {holder['group']}"
         if holder.get("group")
-        else "its own rules"
+        else "by its own rules"
     )
-    return f"held back by {who}, at {by}"
+    return f"held back by {who}, {by}"
 
 
 def skip_guard(why: str) -> str:
