@@ -20,6 +20,7 @@ TOMBSTONES = (
 GROUP_IMPACT = "struct<group:string,committedOffset:long,unconsumedToDelete:long>"
 PLAN = (
     f"topic string, partition int, logStartOffset long, highWatermark long, "
-    f"targetOffset long, rule string, reason string, notes array<string>, "
-    f"recordsToDelete long, groups array<{GROUP_IMPACT}>, error string"
+    f"targetOffset long, rule string, reason string, reasonGuard string, "
+    f"notes array<string>, guards array<string>, recordsToDelete long, "
+    f"groups array<{GROUP_IMPACT}>, error string"
 )

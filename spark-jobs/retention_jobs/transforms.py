@@ -33,7 +33,9 @@ _FACTS_IN = [
 ]
 PLANNED = (
     "policy string, topic string, partition int, logStartOffset long, highWatermark long, "
-    "targetOffset long, rule string, reason string, notes array<string>, "
+    "targetOffset long, rule string, reason string, reasonGuard string, "
+    # A guard tag (core.rules.GROUP, ...) per note, for status.topics[].cut.limits.
+    "notes array<string>, guards array<string>, "
     f"recordsToDelete long, groups array<{schemas.GROUP_IMPACT}>, error string, "
     # Kept so the operator can re-check a cut with fresh offsets through the same core.
     "timeOffsets map<long,long>"
@@ -43,7 +45,9 @@ _PLANNED_NAMES = [
     "targetOffset",
     "rule",
     "reason",
+    "reasonGuard",
     "notes",
+    "guards",
     "recordsToDelete",
     "groups",
     "error",
@@ -92,13 +96,15 @@ def _cuts(
         target: list[int | None] = []
         rule: list[str | None] = []
         reason: list[str | None] = []
+        reason_guard: list[str | None] = []
         notes: list[list[str] | None] = []
+        guards: list[list[str] | None] = []
         records: list[int | None] = []
         groups: list[list[tuple[str, int | None, int]] | None] = []
         for i, policy in enumerate(policies):
             log_start, hw = starts[i], hws[i]
             if log_start is None or hw is None:
-                for column in (target, rule, reason, notes, records, groups):
+                for column in (target, rule, reason, reason_guard, notes, guards, records, groups):
                     column.append(None)
                 continue
             cut = plan_partition(
@@ -115,7 +121,9 @@ def _cuts(
             target.append(cut.target)
             rule.append(cut.rule)
             reason.append(cut.reason)
+            reason_guard.append(cut.reason_guard)
             notes.append(list(cut.notes))
+            guards.append(list(cut.guards))
             records.append(cut.records_to_delete)
             groups.append(
                 [(g.group, g.committed_offset, g.unconsumed_to_delete) for g in cut.groups]
@@ -126,7 +134,9 @@ def _cuts(
                 pa.array(target, pa.int64()),
                 pa.array(rule, pa.string()),
                 pa.array(reason, pa.string()),
+                pa.array(reason_guard, pa.string()),
                 pa.array(notes, pa.list_(pa.string())),
+                pa.array(guards, pa.list_(pa.string())),
                 pa.array(records, pa.int64()),
                 pa.array(groups, group_type),
                 batch.column("error"),

@@ -25,7 +25,6 @@ from devstack.kafka import KafkaCluster
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from tests.helpers import tenancy
-from tests.helpers.cleanup import undone_afterwards
 from tests.helpers.commits import commit
 from tests.helpers.conditions import ready, with_reason
 from tests.helpers.hostile import BINDING_NAME, TENANCY, manifest, tenancy_binding
@@ -57,32 +56,21 @@ def strict_operator(
 ) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("tenancy") / "operator.log"
     # The brokers' log dirs are on this machine: a binding may say access local.
-    proc = OperatorProcess(
-        stack, [f"{PREFIX}-*"], log, ("--local-broker-volumes",), tenancy="strict"
-    ).start()
-    yield proc
-    assert proc.stop() == 0, f"operator log: {log}"
+    yield from tenancy.strict_operator(stack, log, PREFIX, "--local-broker-volumes")
 
 
 @pytest.fixture
-def teams(stack: Stack, strict_operator: OperatorProcess) -> Iterator[tuple[str, str]]:
+def teams(stack: Stack, strict_operator: OperatorProcess) -> Iterator[tuple[str, ...]]:
     """Two tenant namespaces, team A and team B."""
     suffix = uuid.uuid4().hex[:6]
     spaces = (f"{PREFIX}-a-{suffix}", f"{PREFIX}-b-{suffix}")
-    for ns in spaces:
-        create_watched_namespace(stack, strict_operator, ns)
-    yield spaces
-    for ns in spaces:
-        stack.kubectl("delete", "retentionpolicies,recordpurges", "--all", "-n", ns, check=False)
-        stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+    yield from tenancy.watched_namespaces(stack, strict_operator, spaces)
 
 
 @pytest.fixture
 def bindings(stack: Stack) -> Iterator[list[str]]:
-    """KafkaClusterBindings the test made (cluster-scoped: no namespace takes them away)."""
-    yield from undone_afterwards(
-        lambda name: stack.kubectl("delete", "kafkaclusterbinding", name, check=False)
-    )
+    """KafkaClusterBindings the test made."""
+    yield from tenancy.made_bindings(stack)
 
 
 def bind(

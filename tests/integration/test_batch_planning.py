@@ -19,7 +19,15 @@ from tests.helpers.records import produce
 from tests.helpers.topics import TopicFactory
 
 HOUR = 3_600_000
-COMPARED = ("logStartOffset", "highWatermark", "targetOffset", "rule", "recordsToDelete")
+COMPARED = (
+    "logStartOffset",
+    "highWatermark",
+    "targetOffset",
+    "rule",
+    "reasonGuard",
+    "guards",
+    "recordsToDelete",
+)
 
 
 def comparable(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:

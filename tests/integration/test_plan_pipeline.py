@@ -60,6 +60,8 @@ def test_consumer_aware_cut_is_the_slowest_group_and_no_commit_protects(
     assert [rows[p]["targetOffset"] for p in range(3)] == [40, 60, 0]
     assert [rows[p]["recordsToDelete"] for p in range(3)] == [40, 60, 0]
     assert "no committed offset" in rows[2]["reason"]
+    # The guard tags the reasons carry for status.topics[].cut, through the plan job.
+    assert [rows[p]["reasonGuard"] for p in range(3)] == ["group", "group", "noCommit"]
     assert all(g["unconsumedToDelete"] == 0 for r in rows.values() for g in r["groups"])
     # Same topic, a third group that never committed anywhere: nothing may go.
     held = plan(
@@ -144,6 +146,7 @@ def test_min_retention_holds_back_a_cut_on_recent_records(spark: Any, kafka: Kaf
     (row,) = result.rows
     assert row["targetOffset"] == 20  # the 10 records younger than 30 minutes stay
     assert any("minRetention" in n for n in row["notes"])
+    assert row["guards"] == ["minRetention"]
 
 
 @pytest.mark.stack

@@ -112,3 +112,21 @@ def test_map_columns_reach_the_core_as_each_rows_own_dict_in_sliced_batches() ->
     assert transforms._dicts(column) == [{"a": 1}, {}, {}, {"b": None, "c": 3}]
     # Arrow hands mapInArrow slices whose offsets do not start at zero.
     assert transforms._dicts(column.slice(2, 2)) == [{}, {"b": None, "c": 3}]
+
+
+def test_guard_tags_cross_arrow_beside_the_notes_they_tag(spark: Any) -> None:
+    rules = RetentionRules(consumed_groups=("a", "b"), min_retention_ms=1000)
+    facts = spark.createDataFrame(
+        [
+            ("t", 0, 0, 100, {NOW - 1000: 30}, {"a": 40, "b": 60}, None),
+            ("t", 1, 0, 100, {NOW - 1000: None}, {"a": 40, "b": None}, None),
+        ],
+        "topic string, partition int, logStartOffset long, highWatermark long, "
+        "timeOffsets map<long,long>, committed map<string,long>, error string",
+    )
+    got = transforms.plan(facts, rules, NOW).select("partition", "reasonGuard", "guards")
+    expected = spark.createDataFrame(
+        [(0, "group", ["minRetention"]), (1, "noCommit", [])],
+        "partition int, reasonGuard string, guards array<string>",
+    )
+    assertDataFrameEqual(got, expected)

@@ -462,6 +462,7 @@ def test_compact_only_topic_is_skipped_by_the_service_with_a_note() -> None:
     assert topic["name"] == "c"
     assert topic["note"].startswith("skipped: POLICY_VIOLATION")
     assert "cleanup.policy=compact" in topic["note"]
+    assert [lim["guard"] for lim in topic["cut"]["limits"]] == ["compacted"]
     assert kafka.deletes == []
 
 
@@ -1030,3 +1031,41 @@ def test_a_tombstone_inventory_without_spark_says_no_scan_ran() -> None:
     assert store.status["tombstoneInventory"] == []
     conditions = {c["type"]: c for c in store.status["conditions"]}
     assert "no record scan ran" in conditions["Degraded"]["message"]
+
+
+def test_the_cut_names_the_slowest_group_and_the_peer_that_held_it_back() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"fast": {T0: 70}, "slow": {T0: 40}, "mine": {T0: 60}}
+    slow = parse_policy_spec(spec_of(deleteConsumed={"groups": ["slow"]}))
+    store = Store()
+    run_one(kafka, store, {"ns/slow": slow}, deleteConsumed={"groups": ["fast", "mine"]})
+    (topic,) = store.status["topics"]
+    assert topic["heldBackBy"] == [
+        {"namespace": "ns", "policy": "slow", "group": "slow", "partitions": 1}
+    ]
+    assert topic["cut"] == {
+        "rule": "deleteConsumed",
+        "proposed": "committed by mine",
+        "partitionsCut": 1,
+        "limits": [
+            {"guard": "group", "detail": "committed by mine", "partitions": 1},
+            {
+                "guard": "peer",
+                "detail": "held back by policy slow of this namespace, "
+                "at the committed offset of its group slow",
+                "partitions": 1,
+            },
+        ],
+    }
+
+
+def test_a_dry_runs_cut_counts_the_partitions_it_would_move() -> None:
+    kafka = FakeKafka()
+    kafka.logs[T0] = [0, 100]
+    kafka.logs[TopicPartition("t", 1)] = [0, 100]
+    kafka.commits = {"a": {T0: 50, TopicPartition("t", 1): 0}}
+    store = Store()
+    run_one(kafka, store, dryRun=True, deleteConsumed={"groups": ["a"]})
+    assert kafka.deletes == []
+    assert store.status["topics"][0]["cut"]["partitionsCut"] == 1

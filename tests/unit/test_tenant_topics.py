@@ -194,6 +194,16 @@ def test_a_reader_granted_protect_holds_the_owners_cut_and_is_named_in_its_statu
     # The reader's own run deletes nothing and says why.
     assert outcomes["analytics/reads"].ok
     assert "deletes nothing" in outcomes["analytics/reads"].message
+    # The owner's explained cut names the peer as far as heldBackBy does.
+    peers = [lim for lim in topics["orders.created"]["cut"]["limits"] if lim["guard"] == "peer"]
+    assert peers == [
+        {
+            "guard": "peer",
+            "detail": "held back by a policy in namespace analytics, "
+            "at the committed offset of its group analytics",
+            "partitions": 1,
+        }
+    ]
 
 
 def test_a_namespace_without_protect_on_a_topic_holds_no_cut_there() -> None:
@@ -350,3 +360,24 @@ def test_a_rows_time_lookups_are_read_again_and_never_raise_a_cut() -> None:
     plan = forged_plan([forged_row(ORDERS, 100, timeOffsets={str(now_ms - day): 100})], {})
     apply(spec, "team-orders/p", plan, kafka)
     assert kafka.deletes == [{ORDERS: 20}]
+
+
+def test_a_topic_the_pattern_matches_and_the_entry_protects_is_shown_withheld() -> None:
+    """team-orders' pattern matches orders.audit, which its entry protects: not cut, and
+    listed with the binding guard; billing's topic, outside its allow, is never named."""
+    kafka = kafka_with_commits()
+    audit = TopicPartition("orders.audit", 0)
+    kafka.logs[audit] = [0, 100]
+    kafka.commits["orders-enricher"][audit] = 90
+    rules = world()
+    rules.bindings["orders"]["tenants"][0]["topics"]["protect"] = ["orders\\.audit"]
+    policies = {
+        "team-orders/all": policy(
+            topics={"pattern": ".*"}, deleteConsumed={"groups": ["orders-enricher"]}
+        )
+    }
+    _, stores = run(kafka, rules, policies, list(policies))
+    assert kafka.deletes == [{ORDERS: 80}]
+    topics = {t["name"]: t for t in stores["team-orders/all"].status["topics"]}
+    assert set(topics) == {"orders.created", "orders.audit"}
+    assert [lim["guard"] for lim in topics["orders.audit"]["cut"]["limits"]] == ["binding"]

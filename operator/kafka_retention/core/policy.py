@@ -9,13 +9,18 @@ pass a group's committed offset; when they do, the plan says which group loses h
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_retention.core import rules
 from kafka_retention.core.conditions import timestamp
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.patterns import compile_pattern, first_match
+
+if TYPE_CHECKING:  # policy_spec imports this module
+    from kafka_retention.core.policy_spec import TopicSelector
 
 DELETE_CONSUMED = "deleteConsumed"
 DELETE_BEFORE = "deleteBefore"
@@ -35,6 +40,28 @@ class PolicyPlan:
     tombstones: list[dict[str, Any]] = field(default_factory=list)
     # What each group the policy names was read as (GroupType's values).
     group_types: dict[str, str] = field(default_factory=dict)
+    # Topics its pattern matches that its binding protects (withheld_by_binding): found
+    # by the operator from the cluster's topic list, never read back from a Spark run.
+    withheld: list[str] = field(default_factory=list)
+
+
+def withheld_by_binding(selector: TopicSelector, topics: Iterable[str]) -> list[str]:
+    """Topics `selector`'s pattern matches that its KafkaClusterBinding's protect list
+    keeps from it, among those the binding's allow list grants its namespace: what status
+    may name (a topic outside the allow list is outside what the namespace may see, so it
+    is not listed). A topic the spec names is refused before any run (services.tenancy)."""
+    if not selector.pattern or not selector.protect:
+        return []
+    regex = compile_pattern(selector.pattern)
+    return sorted(
+        t
+        for t in topics
+        if not t.startswith("__")
+        and t not in selector.exclude
+        and regex.fullmatch(t)
+        and first_match(selector.protect, t) is not None
+        and (not selector.allow or first_match(selector.allow, t) is not None)
+    )
 
 
 @dataclass(frozen=True)
@@ -95,10 +122,36 @@ class PartitionCut:
     reason: str
     notes: tuple[str, ...]
     groups: tuple[GroupImpact, ...]
+    # rules.Cut's guard tags: one per note, and the reason's (None: not a guard).
+    guards: tuple[str, ...] = ()
+    reason_guard: str | None = None
 
     @property
     def records_to_delete(self) -> int:
         return rules.records_deleted_by(self.target, self.log_start)
+
+    def row(self) -> dict[str, Any]:
+        """The cut's fields of a plan row, as the in-process planner writes them (the
+        Spark job writes the same columns, retention_jobs.transforms.PLANNED)."""
+        return {
+            "logStartOffset": self.log_start,
+            "highWatermark": self.high_watermark,
+            "targetOffset": self.target,
+            "rule": self.rule,
+            "reason": self.reason,
+            "reasonGuard": self.reason_guard,
+            "notes": list(self.notes),
+            "guards": list(self.guards),
+            "recordsToDelete": self.records_to_delete,
+            "groups": [
+                {
+                    "group": g.group,
+                    "committedOffset": g.committed_offset,
+                    "unconsumedToDelete": g.unconsumed_to_delete,
+                }
+                for g in self.groups
+            ],
+        }
 
 
 def _iso(epoch_ms: int) -> str:
@@ -147,6 +200,7 @@ def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -
             cut = cut.lowered(
                 first_young,
                 f"minRetention keeps records since {_iso(young_since)} (offset {first_young})",
+                rules.MIN_RETENTION,
             )
     cut = rules.at_most_high_watermark(cut, facts.high_watermark)
     target = max(cut.offset, facts.log_start)
@@ -168,4 +222,6 @@ def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -
         cut.reason,
         cut.notes,
         tuple(impacts),
+        cut.guards,
+        cut.reason_guard,
     )

@@ -12,7 +12,7 @@ import bisect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -232,7 +232,8 @@ def run_batch(
                 return key, retention_run.apply_plan(
                     item.run,
                     spec,
-                    plans[key],
+                    # The topics its binding withholds, from the operator's own read.
+                    replace(plans[key], withheld=selection.withheld.get(key, [])),
                     kafka,
                     peers,
                     started,

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
-from kafka_retention.core.policy import PolicyPlan, plan_partition
+from kafka_retention.core.policy import PolicyPlan, plan_partition, withheld_by_binding
 from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.services.fresh import answered, raise_if_retriable
 from kafka_retention.services.ports import PolicyKafka
@@ -44,6 +44,8 @@ class Selection:
     selected: dict[str, list[str]]  # policy key -> topics it matches
     partitions: dict[str, list[int]]  # topics that take DeleteRecords, with partitions
     problems: dict[str, str]  # topic -> why it is not planned
+    # policy key -> topics its pattern matches that its binding protects (for status).
+    withheld: dict[str, list[str]] = field(default_factory=dict)
 
     def partition_count(self) -> int:
         return sum(len(p) for p in self.partitions.values())
@@ -60,6 +62,7 @@ class Selection:
             selected,
             {t: p for t, p in self.partitions.items() if t in topics},
             {t: why for t, why in self.problems.items() if t in topics},
+            {k: v for k, v in self.withheld.items() if k in keep},
         )
 
 
@@ -76,7 +79,8 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     classes = topic_rules.classify_topics(configs)
     problems, deletable = classes.problems, classes.deletable
     partitions = answered(kafka.topic_partitions(deletable), problems)
-    return Selection(selected, partitions, problems)
+    withheld = {m.key: withheld_by_binding(m.spec.topics, names) for m in members}
+    return Selection(selected, partitions, problems, {k: v for k, v in withheld.items() if v})
 
 
 def plan_in_process(
@@ -219,21 +223,7 @@ def _row(
     cut = plan_partition(PartitionFacts(tp, start, end, committed, times), rules, now_ms)
     return {
         **row,
-        "logStartOffset": start,
-        "highWatermark": end,
-        "targetOffset": cut.target,
-        "rule": cut.rule,
-        "reason": cut.reason,
-        "notes": list(cut.notes),
-        "recordsToDelete": cut.records_to_delete,
-        "groups": [
-            {
-                "group": g.group,
-                "committedOffset": g.committed_offset,
-                "unconsumedToDelete": g.unconsumed_to_delete,
-            }
-            for g in cut.groups
-        ],
+        **cut.row(),
         "error": None,
         "timeOffsets": times,
     }

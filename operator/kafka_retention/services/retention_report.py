@@ -9,12 +9,27 @@ from datetime import datetime
 from typing import Any
 
 from kafka_retention.core import conditions as cond
+from kafka_retention.core import rules as guards
+from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.policy import PolicyPlan
+from kafka_retention.core.policy import (
+    DELETE_BEFORE,
+    DELETE_CONSUMED,
+    MAX_RETENTION,
+    NO_RULE,
+    PolicyPlan,
+)
 from kafka_retention.core.policy_spec import PolicySpec
 
 MAX_TOPICS_LISTED = 500
 MAX_LOSSES_LISTED = 100
+# status.topics[].cut: guards listed per topic, and the length of any sentence in it. A
+# plan's sentences may come back from Spark pods through ConfigMaps a tenant can write:
+# status takes them bounded, and only known rule and guard names.
+MAX_LIMITS_LISTED = 5
+MAX_SENTENCE_CHARS = 200
+_RULES = frozenset((DELETE_CONSUMED, DELETE_BEFORE, MAX_RETENTION, NO_RULE))
+_GUARDS = frozenset(guards.GUARDS)
 
 
 def losses(
@@ -43,6 +58,111 @@ def losses(
     return [{"group": g, "topic": t, "records": n} for (g, t), n in sorted(per.items())]
 
 
+def _sentence(text: Any) -> str:
+    out = str(text or "")
+    return out if len(out) <= MAX_SENTENCE_CHARS else out[: MAX_SENTENCE_CHARS - 1] + "…"
+
+
+@dataclass
+class CutTally:
+    """One topic's cuts, counted row by row (one pass over the plan, whatever its size):
+    which rule won on how many partitions and the reason it gave on the first, and each
+    guard that limited a cut, with its sentence from the first partition it limited."""
+
+    rules: dict[str, int] = field(default_factory=dict)
+    proposed: dict[str, str] = field(default_factory=dict)
+    # (guard, what it is about) -> [sentence, partitions]. A group guard is one entry per
+    # group (its reason sentence names it); other guards are one entry each, since their
+    # sentences differ by partition only in offsets.
+    limits: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        rule = row.get("rule")
+        rule = rule if rule in _RULES else NO_RULE
+        self.rules[rule] = self.rules.get(rule, 0) + 1
+        if rule not in self.proposed:
+            self.proposed[rule] = _sentence(row.get("reason"))
+        guard = row.get("reasonGuard")
+        if guard in (guards.GROUP, guards.NO_COMMIT):
+            reason = _sentence(row.get("reason"))
+            self.limit(guard, reason, reason)
+        for note, tag in zip(row.get("notes") or (), row.get("guards") or (), strict=False):
+            if tag in _GUARDS:
+                self.limit(tag, "", note)
+
+    def limit(self, guard: str, about: str, detail: Any, partitions: int = 1) -> None:
+        found = self.limits.get((guard, about))
+        if found is None:
+            self.limits[(guard, about)] = [_sentence(detail), partitions]
+        else:
+            found[1] += partitions
+
+    def status(self, partitions_cut: int) -> dict[str, Any]:
+        """status.topics[].cut: the rule that won on most partitions (the first listed on
+        a tie), its reason, and the guards that limited most partitions first."""
+        rule = max(self.rules, key=self.rules.__getitem__) if self.rules else NO_RULE
+        ranked = sorted(self.limits.items(), key=lambda kv: (-kv[1][1], kv[0]))
+        return {
+            "rule": rule,
+            "proposed": self.proposed.get(rule, "nothing planned"),
+            "partitionsCut": partitions_cut,
+            "limits": [
+                {"guard": guard, "detail": detail, "partitions": n}
+                for (guard, _), (detail, n) in ranked[:MAX_LIMITS_LISTED]
+            ],
+        }
+
+
+def peer_detail(holder: Mapping[str, Any]) -> str:
+    """A heldBackBy entry in words, naming no more than the entry does (the policy only
+    when it is of the asker's own namespace)."""
+    who = (
+        f"policy {holder['policy']} of this namespace"
+        if holder.get("policy")
+        else f"a policy in namespace {holder.get('namespace') or 'unknown'}"
+    )
+    by = (
+        f"at the committed offset of its group {holder['group']}"
+        if holder.get("group")
+        else "by its own rules"
+    )
+    return f"held back by {who}, {by}"
+
+
+def skip_guard(why: str) -> str:
+    """The guard of a topic the plan skipped: a compact-only topic (the broker refuses
+    DeleteRecords there, core.topics) or a config or metadata read that failed."""
+    return guards.COMPACTED if why.startswith(topic_rules.POLICY_VIOLATION) else guards.CONFIG
+
+
+def skipped_cut(why: str) -> dict[str, Any]:
+    return {
+        "rule": NO_RULE,
+        "proposed": "nothing planned: the topic was skipped",
+        "partitionsCut": 0,
+        "limits": [{"guard": skip_guard(why), "detail": _sentence(why), "partitions": 0}],
+    }
+
+
+def withheld_cut(binding: str | None) -> dict[str, Any]:
+    by = f"KafkaClusterBinding {binding}" if binding else "the KafkaClusterBinding"
+    return {
+        "rule": NO_RULE,
+        "proposed": "nothing planned: the binding withholds the topic",
+        "partitionsCut": 0,
+        "limits": [
+            {
+                "guard": guards.BINDING,
+                "detail": _sentence(
+                    f"spec.topics.pattern matches this topic, but {by} protects it "
+                    "from this namespace"
+                ),
+                "partitions": 0,
+            }
+        ],
+    }
+
+
 def topic_summary(
     previous: Sequence[Mapping[str, Any]],
     spec: PolicySpec,
@@ -52,17 +172,24 @@ def topic_summary(
     deleted_by_topic: Mapping[str, int],
     notes: Mapping[str, str],
     held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    cut_by_topic: Mapping[str, int] | None = None,
+    withheld: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """One entry per topic: partitions, how far the log start lags the slowest group,
-    records deleted last run and in total, a note where something needs saying, and who
-    held its cut back."""
+    records deleted last run and in total, a note where something needs saying, who held
+    its cut back, and its cut explained (`cut`: the rule, its reason, the guards that
+    limited it). `cut_by_topic`: partitions whose log start the run moved (or, in a dry
+    run, would move)."""
     before = {t["name"]: t for t in previous}
     per: dict[str, dict[str, Any]] = {}
+    tallies: dict[str, CutTally] = {}
     for row in rows:
-        topic = per.setdefault(
-            row["topic"], {"name": row["topic"], "partitions": 0, "logStartLag": 0}
-        )
+        topic = per.get(row["topic"])
+        if topic is None:
+            topic = per[row["topic"]] = {"name": row["topic"], "partitions": 0, "logStartLag": 0}
+            tallies[row["topic"]] = CutTally()
         topic["partitions"] += 1
+        tallies[row["topic"]].add(row)
         committed = [
             g["committedOffset"]
             for g in row.get("groups") or []
@@ -82,19 +209,34 @@ def topic_summary(
         )
         if name in notes:
             topic["note"] = notes[name]
+        tally = tallies[name]
         if held and held.get(name):
             topic["heldBackBy"] = [dict(h) for h in held[name]]
+            for h in held[name]:
+                tally.limit(guards.PEER, peer_detail(h), peer_detail(h), int(h["partitions"]))
+        topic["cut"] = tally.status((cut_by_topic or {}).get(name, 0))
         out.append(topic)
-    for name, why in skipped.items():
-        out.append(
-            {
-                "name": name,
-                "partitions": 0,
-                "recordsDeletedLastRun": 0,
-                "recordsDeletedTotal": int(before.get(name, {}).get("recordsDeletedTotal", 0)),
-                "note": f"skipped: {why}",
-            }
+
+    def unplanned(name: str, note: str, cut: dict[str, Any]) -> dict[str, Any]:
+        total = int(before.get(name, {}).get("recordsDeletedTotal", 0))
+        return {
+            "name": name,
+            "partitions": 0,
+            "recordsDeletedLastRun": 0,
+            "recordsDeletedTotal": total,
+            "note": note,
+            "cut": cut,
+        }
+
+    out += [unplanned(name, f"skipped: {why}", skipped_cut(why)) for name, why in skipped.items()]
+    out += [
+        unplanned(
+            name,
+            "not cut: protected by the policy's KafkaClusterBinding",
+            withheld_cut(spec.cluster.binding),
         )
+        for name in withheld
+    ]
     ranked = sorted(out, key=lambda t: (-int(t.get("recordsDeletedTotal", 0)), t["name"]))
     return ranked[:MAX_TOPICS_LISTED]
 
@@ -161,6 +303,21 @@ def deleted(
     return out
 
 
+def partitions_cut(
+    cuts: Mapping[TopicPartition, tuple[int, int]],
+    moved: Mapping[TopicPartition, tuple[int, int]],
+    dry_run: bool,
+) -> dict[str, int]:
+    """Per topic, partitions whose log start the run moved; in a dry run, those its cut
+    would move."""
+    out: dict[str, int] = {}
+    for tp, (before, target) in cuts.items():
+        after = target if dry_run else moved.get(tp, (before, before))[1]
+        if after > before:
+            out[tp.topic] = out.get(tp.topic, 0) + 1
+    return out
+
+
 def run_status(
     status: Mapping[str, Any],
     generation: int | None,
@@ -178,9 +335,11 @@ def run_status(
     next_run: datetime,
     degraded: str,
     held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    cut_by_topic: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The status a completed run writes (besides its watches' fields and conditions).
-    `held`: who held the cuts back, per topic (status.topics[].heldBackBy)."""
+    `held`: who held the cuts back, per topic (status.topics[].heldBackBy);
+    `cut_by_topic`: partitions cut (a dry run: that would be) per topic."""
     return {
         "observedGeneration": generation,
         "consecutiveFailures": 0,
@@ -207,6 +366,8 @@ def run_status(
             done.by_topic,
             notes,
             held or {},
+            cut_by_topic or {},
+            plan.withheld,
         ),
         "groups": list(groups),
         "groupsRead": groups_line(groups) or None,

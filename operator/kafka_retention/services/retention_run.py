@@ -203,6 +203,7 @@ def apply_plan(
                 notes,
                 groups,
                 held=held,
+                cut_by_topic=report.partitions_cut(cuts, moved, spec.dry_run),
                 started=started,
                 finished=finished,
                 next_run=finished + timedelta(seconds=interval),
