@@ -82,6 +82,7 @@ TENANT, READERS = "team-orders", "analytics"
 # The default install's admission policy (manifests/base, the chart's too): it refuses an
 # inline cluster at apply time, which `# expect: refused admission` blocks count on.
 ADMISSION_POLICY = REPO / "manifests" / "base" / "admission-policy.yaml"
+STRICT_LABEL = "kafka-retention.io/examples-strict"
 # A first policy run plans with a fresh Kafka connection per policy; on a loaded machine
 # with make test beside it, a minute is not always enough.
 VERDICT_TIMEOUT = 240
@@ -247,9 +248,9 @@ def brokers_of(brokers: dict[str, Any], strimzi: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def strict_admission(stack: Stack, suffix: str, probe_ns: str) -> Iterator[str]:
+def strict_admission(stack: Stack, suffix: str, probe_ns: str) -> Iterator[None]:
     """The default install's admission policy, bound as it ships (Deny) but only to the
-    namespaces carrying the label this yields (bound cluster-wide, it would refuse the
+    namespaces labelled STRICT_LABEL=suffix (bound cluster-wide, it would refuse the
     other tests' inline clusters), under names of this run's own; returns once the API
     server enforces it (it loads bindings from a watch), and removes both after."""
     policy, binding = [d for d in yaml.safe_load_all(ADMISSION_POLICY.read_text()) if d]
@@ -257,11 +258,12 @@ def strict_admission(stack: Stack, suffix: str, probe_ns: str) -> Iterator[str]:
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
     )
-    label = "kafka-retention.io/examples-strict"
     policy["metadata"]["name"] = f"{policy['metadata']['name']}-{suffix}"
     binding["metadata"]["name"] = policy["metadata"]["name"]
     binding["spec"]["policyName"] = policy["metadata"]["name"]
-    binding["spec"]["matchResources"] = {"namespaceSelector": {"matchLabels": {label: suffix}}}
+    binding["spec"]["matchResources"] = {
+        "namespaceSelector": {"matchLabels": {STRICT_LABEL: suffix}}
+    }
     stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([policy, binding]))
     try:
         probe = {
@@ -283,7 +285,7 @@ def strict_admission(stack: Stack, suffix: str, probe_ns: str) -> Iterator[str]:
         ):
             assert time.monotonic() < deadline, "admission policy not enforced in 60 s"
             time.sleep(0.2)
-        yield label
+        yield
     finally:
         for kind, obj in (
             ("validatingadmissionpolicybinding", binding),
@@ -377,9 +379,9 @@ def test_every_example_and_docs_block_is_accepted_or_refused_as_its_first_line_s
                 stack.kubectl("label", "namespace", ns, *pairs, "--overwrite")
     for ns in layout.open_ns.values():
         create_watched_namespace(stack, operator, ns)
-    with strict_admission(stack, layout.suffix, strict_used[0]) as label:
-        for ns in strict_used:
-            stack.kubectl("label", "namespace", ns, f"{label}={layout.suffix}", "--overwrite")
+    for ns in strict_used:
+        stack.kubectl("label", "namespace", ns, f"{STRICT_LABEL}={layout.suffix}", "--overwrite")
+    with strict_admission(stack, layout.suffix, strict_used[0]):
         check_every_snippet(stack, layout)
 
 
