@@ -21,17 +21,21 @@ _RULES = {
     "none": "no rule",
 }
 
-# What limited a cut (status.topics[].cut.limits[].guard), as the start of a sentence
-# that the partition count and the operator's own detail complete.
+# What limited a cut (status.topics[].cut.limits[].guard), as a sentence: `{on}` takes
+# "on N partitions", and the operator's own detail follows it.
 _GUARDS = {
-    "group": "held back by a group's committed offset (records it has not read stay)",
-    "noCommit": ("held back by a group with no committed offset: it protects the whole partition"),
-    "minRetention": "minRetention keeps the records younger than it, even once read",
-    "highWatermark": "the cut stops at the high watermark (nothing past the last readable record)",
-    "peer": "held back by another policy on the same topic (the more conservative cut applies)",
-    "binding": "the binding refuses the cut (its KafkaClusterBinding entry does not allow it)",
-    "compacted": "topic is compacted: cleanup.policy=compact, DeleteRecords is refused",
-    "config": "a topic or broker setting limits the cut",
+    "group": "held back{on} by a group's committed offset (records it has not read stay)",
+    "noCommit": (
+        "held back{on} by a group with no committed offset (it protects the whole partition)"
+    ),
+    "minRetention": "minRetention{floor} keeps the records younger than it{on}, even once read",
+    "highWatermark": (
+        "the cut stops at the high watermark{on} (nothing past the last readable record)"
+    ),
+    "peer": "held back{on} by another policy on the same topic (the more conservative cut applies)",
+    "binding": "the binding refuses the cut{on} (its KafkaClusterBinding entry does not allow it)",
+    "compacted": "topic is compacted: cleanup.policy=compact, DeleteRecords is refused{on}",
+    "config": "a topic or broker setting limits the cut{on}",
 }
 
 # A failing condition's reason, as the start of a sentence its message completes.
@@ -65,14 +69,12 @@ def _partitions(n: Any) -> str:
 def guard_sentence(limit: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -> str:
     """One status.topics[].cut.limits entry in words."""
     guard = str(limit.get("guard") or "unknown")
-    lead = _GUARDS.get(guard, f"limited by {guard}")
-    if guard == "minRetention":
-        floor = ((spec or {}).get("deleteConsumed") or {}).get("minRetention")
-        if floor:
-            lead = f"minRetention {floor} keeps the records younger than it, even once read"
-    where = f" on {_partitions(limit.get('partitions'))}" if limit.get("partitions") else ""
+    template = _GUARDS.get(guard, f"limited by {guard}{{on}}")
+    floor = ((spec or {}).get("deleteConsumed") or {}).get("minRetention")
+    on = f" on {_partitions(limit.get('partitions'))}" if limit.get("partitions") else ""
+    words = template.format(on=on, floor=f" {floor}" if floor else "")
     detail = str(limit.get("detail") or "").strip()
-    return f"{lead}{where}" + (f": {detail}" if detail else "")
+    return words + (f": {detail}" if detail else "")
 
 
 def holder_sentence(held: Mapping[str, Any], own_namespace: str = "") -> str:
@@ -186,7 +188,7 @@ def _topic_lines(topic: Mapping[str, Any], spec: Mapping[str, Any], namespace: s
     if note.startswith("skipped:"):
         why = note.removeprefix("skipped:").strip()
         if "compact" in why:
-            why = f"{_GUARDS['compacted']} ({why})"
+            why = f"{_GUARDS['compacted'].format(on='')} ({why})"
         return [f"  {name}: skipped, {why}"]
     lines = [
         f"  {name} ({_partitions(topic.get('partitions'))}): deleted "
