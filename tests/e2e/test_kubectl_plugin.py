@@ -17,6 +17,7 @@ import yaml
 
 from devstack.stack import Stack
 from kafka_retention.core.purge_states import Phase
+from tests.helpers.commits import commit
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import get, resource
 from tests.helpers.offsets import log_starts
@@ -105,6 +106,8 @@ def test_plan_shows_exactly_what_the_purge_then_deletes_and_deletes_nothing(
     topic = kafka.topic({0: 100, 1: 80, 2: 50})
     other = kafka.topic({0: 30})
     group = kafka.group_at(topic, "reader", {0: 70, 1: 30})  # nothing committed on 2
+    # protectGroups guards every partition of the purge: past the cut on `other`.
+    commit(kafka.bootstrap, group, other, {0: 28})
     spec = {
         "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
         "topics": [{"name": topic, "before": {"highWatermark": True}}],
