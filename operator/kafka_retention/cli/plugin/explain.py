@@ -214,7 +214,7 @@ def _topic_lines(topic: Mapping[str, Any], spec: Mapping[str, Any], namespace: s
             lines.append("    limited by: nothing, the proposed cut applied")
     held = topic.get("heldBackBy") or []
     if held:
-        lines.append("    held back by:")
+        lines.append("    who held it back:")
         lines += [f"      - {holder_sentence(h, namespace)}" for h in held]
     if note:
         lines.append(f"    note: {note}")
