@@ -607,6 +607,7 @@ def test_folded_results_are_read_from_the_results_configmaps() -> None:
     status_ = {
         "phase": "Succeeded",
         "results": [{"topic": "t", "partition": -1, "note": "summary of 2000 partitions"}],
+        "resultsRef": {"configMap": "kr-recordpurge-p-results"},
     }
     asked: list[str] = []
 
@@ -619,8 +620,12 @@ def test_folded_results_are_read_from_the_results_configmaps() -> None:
     assert entries[0]["requestedOffset"] == 5
 
 
-def test_a_purge_still_purging_is_read_from_its_stored_plan() -> None:
-    status_ = {"phase": "Purging", "planRef": {"configMap": "kr-recordpurge-p-plan"}}
+def test_a_purge_still_purging_is_read_from_its_stored_plan_even_with_folded_results() -> None:
+    status_ = {
+        "phase": "Purging",
+        "planRef": {"configMap": "kr-recordpurge-p-plan"},
+        "results": [{"topic": "t", "partition": -1, "note": "summary of 2000 partitions"}],
+    }
     asked: list[str] = []
 
     def load(suffix: str) -> str:
@@ -629,6 +634,12 @@ def test_a_purge_still_purging_is_read_from_its_stored_plan() -> None:
 
     plan.entries_of({"metadata": {"name": "p"}, "status": status_}, load)
     assert asked == ["plan"]
+
+
+def plan_now(cluster: FakeCluster, timeout: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """plan.run of purge_fixture() on the fake cluster, polling without a pause."""
+    quiet = Progress(io.StringIO())
+    return plan.run(cluster, purge_fixture(), "team-orders", timeout, quiet, poll=0)  # type: ignore[arg-type]
 
 
 def test_planning_creates_a_copy_waits_for_its_plan_and_deletes_it() -> None:
@@ -640,14 +651,7 @@ def test_planning_creates_a_copy_waits_for_its_plan_and_deletes_it() -> None:
             "status": {"phase": "Succeeded", "results": [dry("t", 0, 5, 5, 50)]},
         },
     ]
-    entries, final = plan.run(
-        cluster,  # type: ignore[arg-type]
-        purge_fixture(),
-        "team-orders",
-        timeout=30,
-        progress=Progress(io.StringIO()),
-        poll=0,
-    )
+    entries, final = plan_now(cluster, timeout=30)
     assert entries == [dry("t", 0, 5, 5, 50)]
     assert final["status"]["phase"] == "Succeeded"
     assert cluster.created["spec"]["dryRun"] is True
@@ -659,14 +663,7 @@ def test_a_plan_not_made_in_time_is_a_failure_and_the_copy_is_still_deleted() ->
     cluster = FakeCluster()
     cluster.after_create = [{"metadata": {"name": "x"}, "status": {}}] * 100
     with pytest.raises(PluginError, match="was not planned within 0s"):
-        plan.run(
-            cluster,  # type: ignore[arg-type]
-            purge_fixture(),
-            "team-orders",
-            timeout=0,
-            progress=Progress(io.StringIO()),
-            poll=0,
-        )
+        plan_now(cluster, timeout=0)
     assert cluster.calls[-1] == ("delete", "recordpurges", "drop-bad-plan-x1y2z")
 
 

@@ -67,6 +67,12 @@ def _connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> Non
     )
 
 
+def _output_flag(parser: argparse.ArgumentParser, choices: tuple[str, ...], rest: str) -> None:
+    parser.add_argument(
+        "-o", "--output", choices=choices, default="table", help=f"table (default), {rest}"
+    )
+
+
 def _seconds(value: str) -> float:
     """--timeout: seconds, or a duration as the CRDs spell them (90s, 5m)."""
     from kafka_retention.core.durations import parse_duration_ms
@@ -116,13 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument(
         "-A", "--all-namespaces", action="store_true", help="list every namespace's objects"
     )
-    status.add_argument(
-        "-o",
-        "--output",
-        choices=("table", "wide", "json"),
-        default="table",
-        help="table (default), wide (a few more columns) or json",
-    )
+    _output_flag(status, ("table", "wide", "json"), "wide (a few more columns) or json")
 
     explain = sub.add_parser(
         "explain",
@@ -160,12 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "-f", "--filename", metavar="FILE", help="a file holding the object ('-': stdin)"
     )
-    plan.add_argument(
-        "-o",
-        "--output",
-        choices=("table", "csv", "json"),
-        default="table",
-        help="table (default), csv, or json (kafka-delete-records.sh's offset JSON)",
+    _output_flag(
+        plan, ("table", "csv", "json"), "csv, or json (kafka-delete-records.sh's offset JSON)"
     )
     plan.add_argument(
         "--timeout",

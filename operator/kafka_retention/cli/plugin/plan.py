@@ -60,13 +60,14 @@ def folded(status: Mapping[str, Any]) -> bool:
 def entries_of(obj: Mapping[str, Any], load: Callable[[str], str | None]) -> list[dict[str, Any]]:
     """Every partition's entry of a purge: status.results, or when those are folded, the
     results ConfigMaps (`load(suffix)` returns a stored set's JSON lines); while it is still
-    purging, its stored plan."""
+    purging, its stored plan. A purge whose results could not be stored beside its status
+    has only the folded ones."""
     status = obj.get("status") or {}
     suffix = None
-    if folded(status):
+    if status.get("phase") == Phase.PURGING and status.get("planRef"):
+        suffix = "plan"  # the results ConfigMaps are written when it finishes
+    elif folded(status) and status.get("resultsRef"):
         suffix = "results"
-    elif status.get("phase") == Phase.PURGING and status.get("planRef"):
-        suffix = "plan"
     if suffix is None:
         return [dict(r) for r in status.get("results") or []]
     payload = load(suffix)

@@ -81,58 +81,70 @@ def _held_cell(found: Sequence[tuple[str, int]], shown: int = 2) -> str:
     return ", ".join(cells) or "-"
 
 
-def policy_row(obj: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def _row(
+    obj: Mapping[str, Any],
+    kind: str,
+    held: Sequence[tuple[str, int]],
+    figures: Mapping[str, Any],
+    cells: Sequence[str],
+    wide: Sequence[str],
+) -> dict[str, Any]:
+    """A row: what every kind shows around the kind's own figures and cells."""
     meta, status = obj.get("metadata") or {}, obj.get("status") or {}
-    last = status.get("lastRun") or {}
-    held = holders(status) or limits(status)
+    dry = bool((obj.get("spec") or {}).get("dryRun"))
+    namespace, name = meta.get("namespace", ""), meta.get("name", "")
     return {
-        "namespace": meta.get("namespace", ""),
-        "kind": POLICY,
-        "name": meta.get("name", ""),
+        "namespace": namespace,
+        "kind": kind,
+        "name": name,
+        **figures,
+        "dryRun": dry,
+        "heldBackBy": [{"by": by, "partitions": n} for by, n in held],
+        "conditions": _conditions(status),
+        "cells": [
+            namespace,
+            kind,
+            name,
+            *cells,
+            _held_cell(held),
+            text.conditions_line(status.get("conditions")),
+        ],
+        "wide": [*wide, _cluster(obj), "yes" if dry else "no"],
+    }
+
+
+def policy_row(obj: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    status = obj.get("status") or {}
+    last = status.get("lastRun") or {}
+    figures = {
         "lastRun": last.get("completedAt"),
         "partitionsCut": last.get("partitionsCut"),
         "recordsDeleted": last.get("recordsDeleted"),
         "recordsDeletedTotal": status.get("recordsDeletedTotal"),
         "bytesDeletedEstimate": last.get("bytesReclaimedEstimate"),
-        "dryRun": bool((obj.get("spec") or {}).get("dryRun")),
         "nextRun": status.get("nextRunAt"),
-        "heldBackBy": [{"by": name, "partitions": n} for name, n in held],
-        "conditions": _conditions(status),
-        "cells": [
-            meta.get("namespace", ""),
-            POLICY,
-            meta.get("name", ""),
-            text.relative(last.get("completedAt"), now),
-            text.count(last.get("recordsDeleted")),
-            text.count(status.get("recordsDeletedTotal")),
-            text.size(last.get("bytesReclaimedEstimate")),
-            text.relative(status.get("nextRunAt"), now),
-            _held_cell(held),
-            text.conditions_line(status.get("conditions")),
-        ],
-        "wide": [
-            str(status.get("topicCount", "-")),
-            f"{text.count(last.get('partitionsCut'))}/{text.count(last.get('partitionsPlanned'))}",
-            _cluster(obj),
-            "yes" if (obj.get("spec") or {}).get("dryRun") else "no",
-        ],
     }
+    cells = [
+        text.relative(last.get("completedAt"), now),
+        text.count(last.get("recordsDeleted")),
+        text.count(status.get("recordsDeletedTotal")),
+        text.size(last.get("bytesReclaimedEstimate")),
+        text.relative(status.get("nextRunAt"), now),
+    ]
+    cut = f"{text.count(last.get('partitionsCut'))}/{text.count(last.get('partitionsPlanned'))}"
+    wide = [str(status.get("topicCount", "-")), cut]
+    return _row(obj, POLICY, holders(status) or limits(status), figures, cells, wide)
 
 
 def purge_row(obj: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    status = obj.get("status") or {}
     summary = status.get("summary") or {}
-    dry = bool((obj.get("spec") or {}).get("dryRun"))
     phase = status.get("phase") or "Pending"
-    held = purge_holders(status.get("results") or [])
     deleted = summary.get("recordsDeleted")
     cell = text.count(deleted)
-    if dry and summary.get("recordsToDelete") is not None:
+    if (obj.get("spec") or {}).get("dryRun") and summary.get("recordsToDelete") is not None:
         cell = f"would {text.count(summary.get('recordsToDelete'))}"
-    return {
-        "namespace": meta.get("namespace", ""),
-        "kind": PURGE,
-        "name": meta.get("name", ""),
+    figures = {
         "lastRun": status.get("completedAt"),
         "phase": phase,
         "partitionsCut": summary.get("purged"),
@@ -140,29 +152,18 @@ def purge_row(obj: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "recordsDeletedTotal": deleted,
         "recordsToDelete": summary.get("recordsToDelete"),
         "bytesDeletedEstimate": summary.get("bytesToDeleteEstimate"),
-        "dryRun": dry,
         "nextRun": None,
-        "heldBackBy": [{"by": name, "partitions": n} for name, n in held],
-        "conditions": _conditions(status),
-        "cells": [
-            meta.get("namespace", ""),
-            PURGE,
-            meta.get("name", ""),
-            text.relative(status.get("completedAt"), now) if status.get("completedAt") else phase,
-            cell,
-            cell,
-            text.size(summary.get("bytesToDeleteEstimate")),
-            "-" if phase in FINAL_PHASES else phase,
-            _held_cell(held),
-            text.conditions_line(status.get("conditions")),
-        ],
-        "wide": [
-            "-",
-            f"{text.count(summary.get('purged'))}/{text.count(summary.get('partitions'))}",
-            _cluster(obj),
-            "yes" if dry else "no",
-        ],
     }
+    cells = [
+        text.relative(status.get("completedAt"), now) if status.get("completedAt") else phase,
+        cell,
+        cell,
+        text.size(summary.get("bytesToDeleteEstimate")),
+        "-" if phase in FINAL_PHASES else phase,
+    ]
+    cut = f"{text.count(summary.get('purged'))}/{text.count(summary.get('partitions'))}"
+    held = purge_holders(status.get("results") or [])
+    return _row(obj, PURGE, held, figures, cells, ["-", cut])
 
 
 def _cluster(obj: Mapping[str, Any]) -> str:
