@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from collections.abc import Mapping
@@ -10,13 +11,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import kubernetes
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from kafka_retention.cli import plugin
 from kafka_retention.cli.common import UsageError
-from kafka_retention.cli.plugin import explain, plan, status, text
+from kafka_retention.cli.plugin import explain, kube, plan, status, text
 from kafka_retention.cli.plugin.kube import PluginError
 from kafka_retention.cli.plugin.progress import Progress
+from kafka_retention.kube_objects import chunks
 
 NOW = datetime(2026, 11, 28, 12, 0, 0, tzinfo=UTC)
 
@@ -688,3 +692,108 @@ def test_progress_is_one_rewritten_line_on_a_terminal_and_nothing_when_piped() -
     assert piped.getvalue() == ""
     blank = " " * len("planning: Planning (2s)")
     assert terminal.getvalue() == (f"\rplanning: Pending (1s)\rplanning: Planning (2s)\r{blank}\r")
+
+
+def test_folded_results_whose_configmaps_were_not_stored_come_from_status() -> None:
+    folded = [{"topic": "t", "partition": -1, "note": "summary of 2000 partitions"}]
+    status_ = {"phase": "Succeeded", "results": folded, "resultsRef": None}
+
+    def load(suffix: str) -> str:
+        raise AssertionError(f"no {suffix} ConfigMaps to read")
+
+    assert plan.entries_of({"metadata": {"name": "p"}, "status": status_}, load) == folded
+
+
+# --- the API server -------------------------------------------------------------------
+
+
+class FakeCore:
+    """CoreV1Api over ConfigMaps as kube_objects.chunks writes them."""
+
+    def __init__(self, configmaps: list[dict[str, Any]]) -> None:
+        self.by_name = {cm["metadata"]["name"]: cm for cm in configmaps}
+
+    def read_namespaced_config_map(self, name: str, namespace: str) -> dict[str, Any]:
+        if name not in self.by_name:
+            raise ApiException(status=404, reason="Not Found")
+        return self.by_name[name]
+
+    def list_namespaced_config_map(
+        self, namespace: str, label_selector: str, limit: int
+    ) -> dict[str, Any]:
+        run = label_selector.split(",")[0].split("=")[1]
+        parts = [
+            cm
+            for cm in self.by_name.values()
+            if cm["metadata"]["labels"].get(chunks.RUN_LABEL) == run
+            and chunks.PART_LABEL in cm["metadata"]["labels"]
+        ]
+        return {"items": parts[:limit]}
+
+
+def fake_cluster_over(
+    monkeypatch: pytest.MonkeyPatch, configmaps: list[dict[str, Any]]
+) -> kube.Cluster:
+    core = FakeCore(configmaps)
+    monkeypatch.setattr(kubernetes.client, "CoreV1Api", lambda _api: core)
+    return kube.Cluster(kubernetes.client.ApiClient(), "team-orders")
+
+
+def test_a_chunked_set_the_operator_stored_reads_back_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    payload = "".join(json.dumps(dry("t", p, 5, 5, 50)) + "\n" for p in range(3000))
+    stored = chunks.sink_configmaps(
+        "kr-recordpurge-p", "team-orders", payload, suffix="results", compress=True
+    )
+    cluster = fake_cluster_over(monkeypatch, stored)
+    assert cluster.configmap_set("team-orders", "kr-recordpurge-p", "results") == payload
+    assert cluster.configmap_set("team-orders", "kr-recordpurge-p", "plan") is None
+
+
+def test_a_damaged_set_is_a_failure_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    stored = chunks.sink_configmaps("kr-recordpurge-p", "team-orders", "x\n", suffix="plan")
+    stored[0]["binaryData"]["part"] = base64.b64encode(b"y\n").decode()
+    cluster = fake_cluster_over(monkeypatch, stored)
+    with pytest.raises(PluginError, match=r"configmaps kr-recordpurge-p-plan\* cannot be read"):
+        cluster.configmap_set("team-orders", "kr-recordpurge-p", "plan")
+
+
+def test_the_api_servers_refusal_is_said_with_what_was_being_done() -> None:
+    body = json.dumps({"kind": "Status", "message": 'recordpurges is forbidden: User "u"'})
+    refused = ApiException(status=403, reason="Forbidden")
+    refused.body = body
+    with pytest.raises(PluginError) as raised, kube.answers("listing recordpurges"):
+        raise refused
+    assert (
+        str(raised.value) == 'listing recordpurges: recordpurges is forbidden: User "u" (HTTP 403)'
+    )
+
+
+def test_a_missing_crd_is_named_as_such() -> None:
+    missing = ApiException(status=404, reason="Not Found")
+    missing.body = json.dumps({"message": "the server could not find the requested resource"})
+    assert "are the CRDs installed?" in kube.api_message(missing)
+
+
+def test_a_context_names_the_default_namespace(tmp_path: Path) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [
+            {"name": "plain", "context": {"cluster": "c", "user": "u"}},
+            {
+                "name": "orders",
+                "context": {"cluster": "c", "user": "u", "namespace": "team-orders"},
+            },
+        ],
+        "current-context": "plain",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(config))
+    assert kube.connect(str(path), None).namespace == "default"
+    assert kube.connect(str(path), "orders").namespace == "team-orders"
+    with pytest.raises(PluginError, match="cannot use"):
+        kube.connect(str(path), "no-such-context")
