@@ -454,11 +454,64 @@ def test_a_policy_of_the_same_namespace_is_named_by_name() -> None:
 
 
 def test_a_compacted_topic_skipped_by_the_plan_is_explained() -> None:
+    skipped = {
+        "name": "cache",
+        "partitions": 0,
+        "note": "skipped: POLICY_VIOLATION: cleanup.policy is compact",
+        "cut": {
+            "rule": "none",
+            "proposed": "nothing planned: the topic was skipped",
+            "partitionsCut": 0,
+            "limits": [
+                {"guard": "compacted", "detail": "cleanup.policy is compact", "partitions": 0}
+            ],
+        },
+    }
+    out = explain.render_policy(policy_fixture(topics=[skipped]), NOW)
+    topic = out.split("Topics:\n")[1].splitlines()
+    assert topic == [
+        "  cache: not planned (POLICY_VIOLATION: cleanup.policy is compact)",
+        "    limited by:",
+        "      - topic is compacted: cleanup.policy=compact, DeleteRecords is refused: "
+        "cleanup.policy is compact",
+    ]
+
+
+def test_a_compacted_topic_is_explained_by_an_operator_without_cut_objects_too() -> None:
     skipped = {"name": "cache", "partitions": 0, "note": "skipped: cleanup.policy is compact"}
     out = explain.render_policy(policy_fixture(topics=[skipped]), NOW)
+    assert "- topic is compacted: cleanup.policy=compact, DeleteRecords is refused\n" in out
+
+
+def test_a_topic_the_binding_withholds_names_the_binding() -> None:
+    withheld = {
+        "name": "orders.audit",
+        "partitions": 0,
+        "note": "not cut: protected by the policy's KafkaClusterBinding",
+        "cut": {
+            "rule": "none",
+            "proposed": "nothing planned: the binding withholds the topic",
+            "partitionsCut": 0,
+            "limits": [{"guard": "binding", "detail": "orders-prod protects it", "partitions": 0}],
+        },
+    }
+    out = explain.render_policy(policy_fixture(topics=[withheld]), NOW)
+    assert "  orders.audit: not planned (protected by the policy's KafkaClusterBinding)" in out
+    assert "      - the binding refuses the cut (its KafkaClusterBinding entry does not " in out
+
+
+def test_holders_are_said_once_from_held_back_by_not_again_as_peer_guards() -> None:
+    held = {"namespace": "analytics", "group": "fraud", "partitions": 2}
+    peer = {
+        "guard": "peer",
+        "detail": "held back by a policy in namespace analytics",
+        "partitions": 2,
+    }
+    out = explain.render_policy(policy_fixture(topics=[topic_with(peer, heldBackBy=[held])]), NOW)
+    assert "by another policy" not in out
     assert (
-        "cache: skipped, topic is compacted: cleanup.policy=compact, DeleteRecords is refused "
-        "(cleanup.policy is compact)" in out
+        "      - held back on 2 partitions by group fraud in namespace analytics (its committed "
+        "offset)" in out
     )
 
 

@@ -185,19 +185,30 @@ def render_policy(obj: Mapping[str, Any], now: datetime | None = None) -> str:
 def _topic_lines(topic: Mapping[str, Any], spec: Mapping[str, Any], namespace: str) -> list[str]:
     name = topic.get("name")
     note = str(topic.get("note") or "")
-    if note.startswith("skipped:"):
-        why = note.removeprefix("skipped:").strip()
-        if "compact" in why:
-            why = f"{_GUARDS['compacted'].format(on='')} ({why})"
-        return [f"  {name}: skipped, {why}"]
-    lines = [
-        f"  {name} ({_partitions(topic.get('partitions'))}): deleted "
-        f"{text.count(topic.get('recordsDeletedLastRun'))} records last run, "
-        f"{text.count(topic.get('recordsDeletedTotal'))} in total"
-    ]
     cut = topic.get("cut") or {}
-    if cut:
-        rule = str(cut.get("rule") or "none")
+    held = topic.get("heldBackBy") or []
+    # Who held the cut back is said from heldBackBy, which names them; the peer guards in
+    # cut.limits are the same holders, said again.
+    found = [
+        limit for limit in cut.get("limits") or [] if not (held and limit.get("guard") == "peer")
+    ]
+    limited = [guard_sentence(limit, spec) for limit in found]
+    limited += [holder_sentence(h, namespace) for h in held]
+    unplanned = note.startswith(("skipped:", "not cut:")) and not topic.get("partitions")
+    if unplanned:
+        why = note.split(":", 1)[1].strip()
+        if not limited and "compact" in why:
+            # An operator from before status.topics[].cut: the note alone says why.
+            limited = [_GUARDS["compacted"].format(on="")]
+        lines = [f"  {name}: not planned ({why})"]
+    else:
+        lines = [
+            f"  {name} ({_partitions(topic.get('partitions'))}): deleted "
+            f"{text.count(topic.get('recordsDeletedLastRun'))} records last run, "
+            f"{text.count(topic.get('recordsDeletedTotal'))} in total"
+        ]
+    rule = str(cut.get("rule") or "none")
+    if cut and not unplanned:
         proposal = f"    proposed: {_RULES.get(rule, rule)}"
         if cut.get("proposed"):
             proposal += f": {cut['proposed']}"
@@ -206,17 +217,12 @@ def _topic_lines(topic: Mapping[str, Any], spec: Mapping[str, Any], namespace: s
         if moved is not None:
             verb = "would move" if spec.get("dryRun") else "moved"
             lines.append(f"    cut: {verb} the log start on {_partitions(moved)}")
-        found = cut.get("limits") or []
-        if found:
-            lines.append("    limited by:")
-            lines += [f"      - {guard_sentence(limit, spec)}" for limit in found]
-        elif rule != "none":
-            lines.append("    limited by: nothing, the proposed cut applied")
-    held = topic.get("heldBackBy") or []
-    if held:
-        lines.append("    who held it back:")
-        lines += [f"      - {holder_sentence(h, namespace)}" for h in held]
-    if note:
+    if limited:
+        lines.append("    limited by:")
+        lines += [f"      - {sentence}" for sentence in limited]
+    elif cut and rule != "none":
+        lines.append("    limited by: nothing, the proposed cut applied")
+    if note and not unplanned:
         lines.append(f"    note: {note}")
     if topic.get("logStartLag"):
         lines.append(
