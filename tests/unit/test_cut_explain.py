@@ -47,11 +47,12 @@ def cut_of(rows: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
 def test_the_slowest_group_is_the_proposal_and_limits_every_partition() -> None:
     policy = RetentionRules(consumed_groups=("fast", "slow"))
     rows = [row_of(facts(p, committed={"fast": 90, "slow": 20 + p}), policy) for p in range(3)]
-    cut = cut_of(rows, cut_by_topic={"t": 3})
+    cut = cut_of(rows, cut_by_topic={"t": report.TopicCut(3, 57)})
     assert cut == {
         "rule": "deleteConsumed",
         "proposed": "committed by slow",
         "partitionsCut": 3,
+        "records": 57,
         "limits": [{"guard": "group", "detail": "committed by slow", "partitions": 3}],
     }
 
@@ -161,10 +162,11 @@ def test_a_forged_row_gives_only_known_names_and_bounded_sentences() -> None:
 
 def test_partitions_cut_counts_moved_log_starts_or_a_dry_runs_targets() -> None:
     t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
-    cuts = {t0: (0, 50), t1: (0, 30)}
-    moved = {t0: (0, 50), t1: (0, 0)}  # the second delete failed
-    assert report.partitions_cut(cuts, moved, dry_run=False) == {"t": 1}
-    assert report.partitions_cut(cuts, {t0: (0, 0), t1: (0, 0)}, dry_run=True) == {"t": 2}
+    cuts = {t0: (0, 50), t1: (10, 30)}
+    moved = {t0: (0, 50), t1: (10, 10)}  # the second delete failed
+    assert report.partitions_cut(cuts, moved, dry_run=False) == {"t": report.TopicCut(1, 50)}
+    dry = report.partitions_cut(cuts, {t0: (0, 0), t1: (10, 10)}, dry_run=True)
+    assert dry == {"t": report.TopicCut(2, 70)}
 
 
 def test_guard_tags_name_every_lowering_in_order() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core import rules as guards
@@ -63,6 +63,13 @@ def _sentence(text: Any) -> str:
     return out if len(out) <= MAX_SENTENCE_CHARS else out[: MAX_SENTENCE_CHARS - 1] + "…"
 
 
+class TopicCut(NamedTuple):
+    """What a run's cuts moved on one topic (a dry run: what they would move)."""
+
+    partitions: int = 0
+    records: int = 0
+
+
 @dataclass
 class CutTally:
     """One topic's cuts, counted row by row (one pass over the plan, whatever its size):
@@ -97,15 +104,17 @@ class CutTally:
         else:
             found[1] += partitions
 
-    def status(self, partitions_cut: int) -> dict[str, Any]:
+    def status(self, done: TopicCut) -> dict[str, Any]:
         """status.topics[].cut: the rule that won on most partitions (the first listed on
-        a tie), its reason, and the guards that limited most partitions first."""
+        a tie), its reason, what the cut moved (a dry run: would move), and the guards
+        that limited most partitions first."""
         rule = max(self.rules, key=self.rules.__getitem__) if self.rules else NO_RULE
         ranked = sorted(self.limits.items(), key=lambda kv: (-kv[1][1], kv[0]))
         return {
             "rule": rule,
             "proposed": self.proposed.get(rule, "nothing planned"),
-            "partitionsCut": partitions_cut,
+            "partitionsCut": done.partitions,
+            "records": done.records,
             "limits": [
                 {"guard": guard, "detail": detail, "partitions": n}
                 for (guard, _), (detail, n) in ranked[:MAX_LIMITS_LISTED]
@@ -140,6 +149,7 @@ def skipped_cut(why: str) -> dict[str, Any]:
         "rule": NO_RULE,
         "proposed": "nothing planned: the topic was skipped",
         "partitionsCut": 0,
+        "records": 0,
         "limits": [{"guard": skip_guard(why), "detail": _sentence(why), "partitions": 0}],
     }
 
@@ -150,6 +160,7 @@ def withheld_cut(binding: str | None) -> dict[str, Any]:
         "rule": NO_RULE,
         "proposed": "nothing planned: the binding withholds the topic",
         "partitionsCut": 0,
+        "records": 0,
         "limits": [
             {
                 "guard": guards.BINDING,
@@ -172,7 +183,7 @@ def topic_summary(
     deleted_by_topic: Mapping[str, int],
     notes: Mapping[str, str],
     held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-    cut_by_topic: Mapping[str, int] | None = None,
+    cut_by_topic: Mapping[str, TopicCut] | None = None,
     withheld: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """One entry per topic: partitions, how far the log start lags the slowest group,
@@ -214,7 +225,7 @@ def topic_summary(
             topic["heldBackBy"] = [dict(h) for h in held[name]]
             for h in held[name]:
                 tally.limit(guards.PEER, peer_detail(h), peer_detail(h), int(h["partitions"]))
-        topic["cut"] = tally.status((cut_by_topic or {}).get(name, 0))
+        topic["cut"] = tally.status((cut_by_topic or {}).get(name, TopicCut()))
         out.append(topic)
 
     def unplanned(name: str, note: str, cut: dict[str, Any]) -> dict[str, Any]:
@@ -307,14 +318,15 @@ def partitions_cut(
     cuts: Mapping[TopicPartition, tuple[int, int]],
     moved: Mapping[TopicPartition, tuple[int, int]],
     dry_run: bool,
-) -> dict[str, int]:
-    """Per topic, partitions whose log start the run moved; in a dry run, those its cut
-    would move."""
-    out: dict[str, int] = {}
+) -> dict[str, TopicCut]:
+    """Per topic, partitions whose log start the run moved and the records it moved past;
+    in a dry run, those its cuts would move (what `kubectl kafka-retention plan` shows)."""
+    out: dict[str, TopicCut] = {}
     for tp, (before, target) in cuts.items():
         after = target if dry_run else moved.get(tp, (before, before))[1]
         if after > before:
-            out[tp.topic] = out.get(tp.topic, 0) + 1
+            had = out.get(tp.topic, TopicCut())
+            out[tp.topic] = TopicCut(had.partitions + 1, had.records + after - before)
     return out
 
 
@@ -335,7 +347,7 @@ def run_status(
     next_run: datetime,
     degraded: str,
     held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-    cut_by_topic: Mapping[str, int] | None = None,
+    cut_by_topic: Mapping[str, TopicCut] | None = None,
 ) -> dict[str, Any]:
     """The status a completed run writes (besides its watches' fields and conditions).
     `held`: who held the cuts back, per topic (status.topics[].heldBackBy);
