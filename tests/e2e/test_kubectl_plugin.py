@@ -153,6 +153,53 @@ def test_plan_shows_exactly_what_the_purge_then_deletes_and_deletes_nothing(
     assert csv.stdout == "topic,partition,offset,records,bytes\n"  # nothing left to cut
 
 
+def test_plan_of_a_policy_says_per_topic_what_its_run_then_deletes_and_deletes_nothing(
+    stack: Stack, e2e_ns: str, kafka: Kafka, tmp_path: Path
+) -> None:
+    topic = kafka.topic({0: 100, 1: 80})
+    fast = kafka.group_at(topic, "fast", {0: 90, 1: 80})
+    slow = kafka.group_at(topic, "slow", {0: 60, 1: 30})
+    spec = {
+        "cluster": {"bootstrapServers": stack.kafka.bootstrap_servers},
+        "topics": {"names": [topic]},
+        "interval": "1h",
+        "deleteConsumed": {"groups": [fast, slow]},
+        # A watch: the plan's copy leaves it out, its run is about cuts only.
+        "notify": {"groups": [slow]},
+    }
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(resource("RetentionPolicy", "consumed", e2e_ns, spec=spec)))
+
+    done = kubectl_plugin(stack, "plan", "-f", str(path), "-o", "json", "--timeout", "90s")
+    assert done.returncode == 0, done.stderr
+    planned = json.loads(done.stdout)
+    (row,) = planned["topics"]
+    assert (row["topic"], row["partitions"], row["partitionsCut"], row["records"]) == (
+        topic,
+        2,
+        2,
+        60 + 30,  # the slower group's commits: 60 and 30, from log starts 0
+    )
+    assert row["rule"] == "deleteConsumed"
+    assert row["limitedBy"] == [f"group: committed by {slow}"]
+    assert log_starts(kafka.admin, topic, 2) == [0, 0]  # planning deleted nothing
+    left = json.loads(stack.kubectl("get", "retentionpolicies", "-n", e2e_ns, "-o", "json").stdout)
+    assert all(c["metadata"].get("deletionTimestamp") for c in left["items"]), left
+
+    # The policy itself, for real: its first run deletes what the plan said.
+    stack.kubectl("apply", "-f", str(path))
+    obj = ran(stack, e2e_ns, "consumed")
+    (status_topic,) = obj["status"]["topics"]
+    assert status_topic["recordsDeletedLastRun"] == planned["records"]
+    assert log_starts(kafka.admin, topic, 2) == [60, 30]
+    again = kubectl_plugin(stack, "plan", "retentionpolicy/consumed", "-n", e2e_ns, "-o", "csv")
+    assert again.returncode == 0, again.stderr
+    assert (
+        again.stdout
+        == f"topic,partitions,partitionsCut,records,rule\n{topic},2,0,0,deleteConsumed\n"
+    )
+
+
 def test_explain_says_which_group_lowered_each_cut_of_a_purge(
     stack: Stack, e2e_ns: str, kafka: Kafka
 ) -> None:

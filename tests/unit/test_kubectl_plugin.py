@@ -230,17 +230,6 @@ def test_a_missing_object_is_a_failure_naming_the_namespace() -> None:
         plugin.resolve(FakeCluster(), "team-orders", "pod/x")  # type: ignore[arg-type]
 
 
-def test_planning_a_policy_without_its_module_says_so_and_exits_1(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(plugin, "POLICY_PLAN", "kafka_retention.cli.plugin.no_such_module")
-    monkeypatch.setattr(plugin, "_connect", lambda _args: FakeCluster())
-    path = tmp_path / "policy.yaml"
-    path.write_text(json.dumps(policy_fixture()))
-    assert plugin.main(["plan", "-f", str(path)]) == 1
-    assert capsys.readouterr().err.startswith("error: planning a RetentionPolicy needs ")
-
-
 def test_status_lists_both_kinds_of_the_contexts_namespace(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,7 +13,6 @@ failed), 2 a usage error. Expected errors are one line on stderr, never a traceb
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -28,8 +27,6 @@ from kafka_retention.cli.plugin.kube import Cluster, PluginError
 from kafka_retention.core.resources import GROUP, RECORD_PURGES, RETENTION_POLICIES
 
 PROG = "kubectl kafka-retention"
-# Planning a RetentionPolicy lives in its own module, imported only when asked for.
-POLICY_PLAN = "kafka_retention.cli.plugin.policy_plan"
 
 # How kubectl users name the two kinds: kind, singular, plural, short name.
 _KINDS = {
@@ -265,7 +262,6 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
 
     if (args.filename is None) == (args.ref is None):
         raise UsageError("plan takes either -f FILE or KIND/NAME|NAME")
-    name: str | None = None
     if args.filename is not None:
         document = read_document(args.filename, sys.stdin)
         given = (document.get("metadata") or {}).get("namespace")
@@ -278,10 +274,9 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         cluster = _connect(args)
         namespace = args.namespace or cluster.namespace
         plural, document = resolve(cluster, namespace, args.ref)
-        kind, name = _KIND_OF[plural], document["metadata"]["name"]
+        kind = _KIND_OF[plural]
     if kind == "RetentionPolicy":
-        # By name, the policy is the one on the cluster, which policy_plan reads itself.
-        return _plan_policy(cluster, namespace, name, None if name else document, args.output, out)
+        return _plan_policy(cluster, namespace, document, args, out)
     entries, copy = plan.run(cluster, document, namespace, args.timeout, Progress(sys.stderr))
     why = plan.failure(copy)
     if why is not None:
@@ -296,23 +291,16 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
 def _plan_policy(
     cluster: Cluster,
     namespace: str,
-    name: str | None,
-    document: Mapping[str, Any] | None,
-    output: str,
+    document: Mapping[str, Any],
+    args: argparse.Namespace,
     out: TextIO,
 ) -> int:
-    try:
-        policy_plan = importlib.import_module(POLICY_PLAN)
-    except ModuleNotFoundError as err:
-        if err.name != POLICY_PLAN:
-            raise
-        raise PluginError(
-            "planning a RetentionPolicy needs kafka_retention.cli.plugin.policy_plan, which "
-            "this installation lacks; plan a RecordPurge, or see `explain` for the policy's "
-            "last run"
-        ) from None
-    code: int = policy_plan.run(cluster.api, namespace, name, document, output, out)
-    return code
+    from kafka_retention.cli.plugin import policy_plan
+    from kafka_retention.cli.plugin.progress import Progress
+
+    copy = policy_plan.run(cluster, document, namespace, args.timeout, Progress(sys.stderr))
+    out.write(policy_plan.render(copy, document, args.output))
+    return 0
 
 
 _COMMANDS = {"status": _status, "explain": _explain, "plan": _plan}
