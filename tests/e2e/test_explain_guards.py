@@ -2,26 +2,23 @@
 topic of a RetentionPolicy, status.topics[].cut says which rule proposed the cut and which
 guard limited it. Five scenarios, each checked for the guard it must name.
 
-EXPECTED_GUARDS is the table the plugin's renderer can be run against: each scenario's
-policy object (status included) is written to $KAFKA_RETENTION_EXPLAIN_STATUS_DIR/
-<scenario>.json when that variable is set, so the renderer's words can be checked over
-the same objects.
+Each scenario also runs the plugin's renderer (`kubectl kafka-retention explain`) over the
+policy object the operator wrote, and checks it says the guard in words.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
+from kafka_retention.cli.plugin.explain import render_policy
 from tests.helpers import tenancy
 from tests.helpers.commits import commit
 from tests.helpers.conditions import ready, with_reason
@@ -46,18 +43,29 @@ EXPECTED_GUARDS: dict[str, tuple[str, str]] = {
     "compacted": ("cut", "compacted"),
 }
 
+# How `explain` says each guard (the plugin's words, written out here so that a renderer
+# that named another guard fails).
+GUARD_WORDS = {
+    "group": "by a group's committed offset",
+    "minRetention": "minRetention",
+    "peer": "held back",
+    "binding": "the binding refuses",
+    "compacted": "topic is compacted",
+}
+
 # Strict tenancy's operator watches namespaces of this prefix (a pytest-xdist worker adds
 # its number, as tests/e2e/conftest.py's prefix does).
 PREFIX = "explain" + os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
 EVERYTHING = "2100-01-01T00:00:00Z"
 
 
-def keep(scenario: str, obj: dict[str, Any]) -> None:
-    """The scenario's policy object, for the plugin's renderer (see the module's text)."""
-    where = os.environ.get("KAFKA_RETENTION_EXPLAIN_STATUS_DIR")
-    if where:
-        Path(where).mkdir(parents=True, exist_ok=True)
-        (Path(where) / f"{scenario}.json").write_text(json.dumps(obj, indent=2))
+def explained(scenario: str, obj: dict[str, Any], *words: str) -> None:
+    """`kubectl kafka-retention explain`'s text for the policy names the scenario's guard
+    in words, with what it is about (a group, a namespace, a field)."""
+    text = render_policy(obj)
+    guard = EXPECTED_GUARDS[scenario][1]
+    for expected in (GUARD_WORDS[guard], *words):
+        assert expected in text, f"{scenario}: {expected!r} not in:\n{text}"
 
 
 def cut_of(obj: dict[str, Any], topic: str) -> dict[str, Any]:
@@ -85,7 +93,7 @@ def test_a_lagging_group_is_the_proposal_and_the_guard(
     slow = kafka.group_at(topic, "slow", {0: 20, 1: 30})
     apply_policy_on(stack, e2e_ns, "lag", topic, deleteConsumed={"groups": [fast, slow]})
     obj = ran(stack, e2e_ns, "lag")
-    keep("lagging-group", obj)
+    explained("lagging-group", obj, slow, "on 2 partitions")
     assert log_starts(kafka.admin, topic, 2) == [20, 30]
     cut = cut_of(obj, topic)
     assert (cut["rule"], cut["proposed"], cut["partitionsCut"]) == (
@@ -108,7 +116,7 @@ def test_a_min_retention_floor_is_the_guard(stack: Stack, e2e_ns: str, kafka: Ka
         stack, e2e_ns, "young", topic, deleteConsumed={"groups": [group], "minRetention": "30m"}
     )
     obj = ran(stack, e2e_ns, "young")
-    keep("min-retention", obj)
+    explained("min-retention", obj, "offset 20")
     assert log_starts(kafka.admin, topic, 1) == [20]
     cut = cut_of(obj, topic)
     assert cut["rule"] == "deleteConsumed"
@@ -121,7 +129,7 @@ def test_a_compacted_topic_is_the_guard(stack: Stack, e2e_ns: str, kafka: Kafka)
     topic = kafka.topic({0: 10}, {"cleanup.policy": "compact"}, key=lambda p, i: b"k%d" % i)
     apply_policy_on(stack, e2e_ns, "compact", topic, maxRetention="1ms")
     obj = ran(stack, e2e_ns, "compact")
-    keep("compacted", obj)
+    explained("compacted", obj, topic)
     assert log_starts(kafka.admin, topic, 1) == [0]
     cut = cut_of(obj, topic)
     assert (cut["rule"], cut["partitionsCut"]) == ("none", 0)
@@ -185,7 +193,7 @@ def test_a_peer_in_another_namespace_is_the_guard_named_by_namespace_and_group(
         return any(t.get("heldBackBy") for t in o.get("status", {}).get("topics") or [])
 
     obj = wait_for(stack, "retentionpolicy", team, "trim", held, timeout=120)
-    keep("peer", obj)
+    explained("peer", obj, f"namespace {reader}", group)
     assert log_starts(kafka.admin, topic, 1) == [10]
     cut = cut_of(obj, topic)
     assert cut["rule"] == "deleteBefore"
@@ -213,7 +221,7 @@ def test_a_topic_the_binding_protects_is_the_guard_per_topic_or_in_the_condition
     apply_policy(stack, team, "wide", cluster=ref, topics={"pattern": pattern}, maxRetention="1ms")
     apply_policy_on(stack, team, "named", guarded, cluster=ref, maxRetention="1ms")
     obj = ran(stack, team, "wide")
-    keep("binding", obj)
+    explained("binding", obj, guarded)
     assert log_starts(kafka.admin, mine, 1) == [20]
     assert log_starts(kafka.admin, guarded, 1) == [0]
     cut = cut_of(obj, guarded)
@@ -223,7 +231,7 @@ def test_a_topic_the_binding_protects_is_the_guard_per_topic_or_in_the_condition
     refused = wait_for(
         stack, "retentionpolicy", team, "named", with_reason("NotPermitted", "Ready"), timeout=90
     )
-    keep("binding-named", refused)
+    explained("binding-named", refused, "spec.topics.names[0]")
     message = ready(refused)["message"]
     assert "spec.topics.names[0]" in message
     assert "protected by KafkaClusterBinding" in message
