@@ -42,11 +42,11 @@ def test_every_install_command_in_the_readme_is_admitted_by_the_api_server(
     stack: Stack,
 ) -> None:
     # What the README assumes is already there: Strimzi's and the Prometheus Operator's
-    # CRDs (minimal stand-ins here), and the Kafka's namespace the example goes into.
+    # CRDs (minimal stand-ins here), and the namespaces the Strimzi example names.
     for crds in ("strimzi-crds.yaml", "prometheusrule-crd.yaml"):
         stack.kubectl("apply", "--server-side", "-f", str(FIXTURES / crds))
     stack.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    for ns in ("kafka", "kafka-retention-system"):
+    for ns in ("kafka", "kafka-retention-system", "team-payments"):
         stack.kubectl("create", "namespace", ns, check=False)
     helm = build.helm()
     for argv in readme_commands():
