@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kafka_retention.cli import plugin
 from kafka_retention.cli.common import UsageError
-from kafka_retention.cli.plugin import explain, kube, plan, status, text
+from kafka_retention.cli.plugin import dry_copy, explain, kube, plan, status, text
 from kafka_retention.cli.plugin.kube import PluginError
 from kafka_retention.cli.plugin.progress import Progress
 from kafka_retention.kube_objects import chunks
@@ -642,7 +642,7 @@ def test_the_dry_run_copy_keeps_the_spec_only_and_turns_dry_run_on() -> None:
     assert copy["metadata"] == {
         "generateName": "drop-bad-plan-",
         "namespace": "team-orders",
-        "annotations": {plan.PLAN_OF: "drop-bad"},
+        "annotations": {dry_copy.PLAN_OF: "drop-bad"},
     }
     assert copy["spec"] == {**original["spec"], "dryRun": True}
     assert "status" not in copy

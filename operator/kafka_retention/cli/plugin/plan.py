@@ -12,40 +12,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kafka_retention.cli.plugin import text
+from kafka_retention.cli.plugin import dry_copy, text
 from kafka_retention.cli.plugin.kube import Cluster, PluginError
 from kafka_retention.cli.plugin.progress import Progress
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
-from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES
+from kafka_retention.core.resources import RECORD_PURGES
 from kafka_retention.kube_objects.chunks import set_base
-
-# Where the copy says which purge it plans (an annotation: a name may be longer than a
-# label value may be).
-PLAN_OF = f"{GROUP}/plan-of"
 
 
 def dry_run_copy(document: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    """The RecordPurge the operator plans for `document`: its spec with dryRun true, under a
-    generated name beside it. Nothing else of the original is kept (status, uid, owners)."""
-    name = str((document.get("metadata") or {}).get("name") or "recordpurge")
-    spec = document.get("spec")
-    if not isinstance(spec, Mapping):
-        raise PluginError(f"RecordPurge {name} has no spec")
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "RecordPurge",
-        "metadata": {
-            # 253 characters at most, 5 of them the generated suffix.
-            "generateName": f"{name[:200]}-plan-",
-            "namespace": namespace,
-            "annotations": {PLAN_OF: name},
-        },
-        "spec": {**spec, "dryRun": True},
-    }
+    """The RecordPurge the operator plans for `document`: its spec with dryRun true."""
+    return dry_copy.dry_run_copy(document, namespace, "RecordPurge")
 
 
 def folded(status: Mapping[str, Any]) -> bool:
@@ -175,33 +155,24 @@ def run(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Have the operator plan `document` (a RecordPurge) as a dry-run copy, and return the
     copy's entries and its final state; the copy is deleted whatever happens."""
-    made = cluster.create(RECORD_PURGES, namespace, dry_run_copy(document, namespace))
-    name = made["metadata"]["name"]
-    started = time.monotonic()
-    try:
-        obj = made
-        while (obj.get("status") or {}).get("phase") not in FINAL_PHASES:
-            waited = time.monotonic() - started
-            if waited > timeout:
-                raise PluginError(
-                    f"RecordPurge {namespace}/{name} was not planned within {timeout:g}s "
-                    f"(phase {(obj.get('status') or {}).get('phase') or 'none yet'}): is the "
-                    f"operator running and watching namespace {namespace}?"
-                )
-            phase = (obj.get("status") or {}).get("phase") or "waiting for the operator"
-            progress.show(f"planning {namespace}/{name}: {phase} ({waited:.0f}s)")
-            time.sleep(poll)
-            found = cluster.get(RECORD_PURGES, namespace, name)
-            if found is None:
-                raise PluginError(f"RecordPurge {namespace}/{name} was deleted while planning")
-            obj = found
-        progress.show(f"planning {namespace}/{name}: reading the plan")
+
+    def phase(obj: Mapping[str, Any]) -> str:
+        return str((obj.get("status") or {}).get("phase") or "waiting for the operator")
+
+    with dry_copy.planned(
+        cluster,
+        RECORD_PURGES,
+        dry_run_copy(document, namespace),
+        timeout,
+        progress,
+        done=lambda obj: phase(obj) in FINAL_PHASES,
+        waiting=phase,
+        poll=poll,
+    ) as obj:
+        name = obj["metadata"]["name"]
         base = set_base("RecordPurge", name)
         entries = entries_of(obj, lambda suffix: cluster.configmap_set(namespace, base, suffix))
         return entries, obj
-    finally:
-        progress.clear()
-        cluster.delete(RECORD_PURGES, namespace, name)
 
 
 def failure(obj: Mapping[str, Any]) -> str | None:

@@ -19,15 +19,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_retention.cli.plugin import text
-from kafka_retention.cli.plugin.kube import Cluster, PluginError
-from kafka_retention.cli.plugin.plan import PLAN_OF
+from kafka_retention.cli.plugin import dry_copy, text
+from kafka_retention.cli.plugin.kube import Cluster
 from kafka_retention.cli.plugin.progress import Progress
-from kafka_retention.core.resources import API_VERSION, RETENTION_POLICIES
+from kafka_retention.core.resources import RETENTION_POLICIES
 
 # The spec fields of watches that act beyond planning a cut (see the module's comment).
 _WATCHES = ("tombstones", "orphanPartitions", "notify")
@@ -47,22 +45,8 @@ _REFUSED = frozenset(
 
 def dry_run_copy(document: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     """The RetentionPolicy the operator runs for `document`: its cutting rules with dryRun
-    true, under a generated name beside it."""
-    name = str((document.get("metadata") or {}).get("name") or "retentionpolicy")
-    spec = document.get("spec")
-    if not isinstance(spec, Mapping):
-        raise PluginError(f"RetentionPolicy {name} has no spec")
-    kept = {k: v for k, v in spec.items() if k not in _WATCHES}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "RetentionPolicy",
-        "metadata": {
-            "generateName": f"{name[:200]}-plan-",
-            "namespace": namespace,
-            "annotations": {PLAN_OF: name},
-        },
-        "spec": {**kept, "dryRun": True},
-    }
+    true."""
+    return dry_copy.dry_run_copy(document, namespace, "RetentionPolicy", _WATCHES)
 
 
 def refusal(obj: Mapping[str, Any]) -> str | None:
@@ -71,6 +55,10 @@ def refusal(obj: Mapping[str, Any]) -> str | None:
         if c.get("type") == "Ready" and c.get("status") == "False" and c.get("reason") in _REFUSED:
             return f"{c.get('reason')}: {c.get('message')}"
     return None
+
+
+def ran(obj: Mapping[str, Any]) -> bool:
+    return bool(((obj.get("status") or {}).get("lastRun") or {}).get("completedAt"))
 
 
 def run(
@@ -84,31 +72,18 @@ def run(
 ) -> dict[str, Any]:
     """Have the operator run `document` (a RetentionPolicy) once as a dry-run copy; the
     copy once its run completed. The copy is deleted whatever happens."""
-    made = cluster.create(RETENTION_POLICIES, namespace, dry_run_copy(document, namespace))
-    name = made["metadata"]["name"]
-    started = time.monotonic()
-    try:
-        obj = made
-        while not ((obj.get("status") or {}).get("lastRun") or {}).get("completedAt"):
-            why = refusal(obj)
-            if why is not None:
-                raise PluginError(f"the operator could not plan it: {why}")
-            waited = time.monotonic() - started
-            if waited > timeout:
-                raise PluginError(
-                    f"RetentionPolicy {namespace}/{name} completed no run within "
-                    f"{timeout:g}s: is the operator running and watching namespace {namespace}?"
-                )
-            progress.show(f"planning {namespace}/{name} ({waited:.0f}s)")
-            time.sleep(poll)
-            found = cluster.get(RETENTION_POLICIES, namespace, name)
-            if found is None:
-                raise PluginError(f"RetentionPolicy {namespace}/{name} was deleted while planning")
-            obj = found
+    with dry_copy.planned(
+        cluster,
+        RETENTION_POLICIES,
+        dry_run_copy(document, namespace),
+        timeout,
+        progress,
+        done=ran,
+        refused=refusal,
+        waiting=lambda _obj: "waiting for its first run",
+        poll=poll,
+    ) as obj:
         return obj
-    finally:
-        progress.clear()
-        cluster.delete(RETENTION_POLICIES, namespace, name)
 
 
 def topics(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
