@@ -75,14 +75,18 @@ def readme_sample_output() -> str:
     return after.split("```text\n", 1)[1].split("```", 1)[0]
 
 
+# 6s, 3m, 1h (ages); 850ms, 1.21s, 2m05s (a purge's Took).
+DURATION = r"\d+(\.\d+)?(ms|s|m|h)|\d+m\d+s"
+
+
 def table_rows(output: str) -> list[list[str]]:
     """Each line of `kubectl get` tables as its cells, without the ones that say how long
-    ago (LAST RUN, AGE): headers, names, status, counts."""
+    ago or how long it took (LAST RUN, AGE, TOOK): headers, names, status, counts."""
     rows = []
     for line in output.splitlines():
         if line.strip():
             cells = line.split()
-            rows.append([c for c in cells if not re.fullmatch(r"\d+[smh]", c)])
+            rows.append([c for c in cells if not re.fullmatch(DURATION, c)])
     return rows
 
 

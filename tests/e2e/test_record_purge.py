@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -59,8 +60,19 @@ def test_explicit_offsets_delete_exactly_below_each_offset(
     reasons = {e["reason"] for e in events(stack, e2e_ns, "explicit")}
     assert {"PurgeStarted", "PurgeSucceeded"} <= reasons
     table = stack.kubectl("get", "recordpurge", "explicit", "-n", e2e_ns).stdout
-    assert table.split("\n")[0].split()[:5] == ["NAME", "PHASE", "PARTITIONS", "DELETED", "FAILED"]
-    assert table.split("\n")[1].split()[1:5] == ["Succeeded", "2", "110", "0"]
+    header, row = table.split("\n")[:2]
+    assert header.split()[:6] == ["NAME", "PHASE", "PARTITIONS", "DELETED", "FAILED", "TOOK"]
+    assert row.split()[1:6] == ["Succeeded", "2", "110", "0", obj["status"]["timings"]["took"]]
+    # Each stage's end, in order, and their durations summing to creation-to-end.
+    timings = obj["status"]["timings"]
+    marks = ["pickedUpAt", "plannedAt", "storedAt", "deletedAt", "completedAt"]
+    assert [m for m in marks if m in timings] == marks
+    assert [timings[m] for m in marks] == sorted(timings[m] for m in marks)
+    stages = ["pickUp", "planning", "storing", "deleting", "reporting"]
+    assert sum(timings["ms"][s] for s in stages) == timings["ms"]["total"]
+    created = datetime.fromisoformat(obj["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    ended = datetime.fromisoformat(timings["completedAt"].replace("Z", "+00:00"))
+    assert timings["ms"]["total"] == round((ended - created).total_seconds() * 1000)
     assert argocd_health(obj)[0] == "Healthy"  # what Argo CD shows (manifests/argocd)
 
 

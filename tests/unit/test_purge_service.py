@@ -6,7 +6,7 @@ import base64
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -149,6 +149,7 @@ def run(
     def connect(_: PurgeRequest) -> FakeKafka:
         return kafka
 
+    options.setdefault("now", lambda: NOW)
     return service.reconcile(
         service.Purge(
             spec=spec,
@@ -157,7 +158,6 @@ def run(
             store=store,
             blobs=store,
             connect=connect,
-            now=lambda: NOW,
             admit=None if limit is None else (lambda _spec, _request: limit),
             **options,
         )
@@ -1171,3 +1171,68 @@ def test_a_refused_progress_write_does_not_stop_the_purge() -> None:
     assert len(refused) == 3  # storing, then between the three rounds
     assert outcome.phase == Phase.SUCCEEDED
     assert all(kafka.logs[TopicPartition("t", p)][0] == 40 for p in range(3))
+
+
+class Ticking:
+    """A wall clock that moves 7 ms each time it is read."""
+
+    def __init__(self, start: datetime) -> None:
+        self.at = start
+
+    def __call__(self) -> datetime:
+        self.at += timedelta(milliseconds=7)
+        return self.at
+
+
+MARKS = ["pickedUpAt", "plannedAt", "storedAt", "deletedAt", "completedAt"]
+
+
+def test_the_timings_mark_every_stage_in_order_and_the_stages_sum_to_the_whole() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store()
+    created = NOW - timedelta(seconds=2)
+    run(explicit((0, 40)), kafka, store, now=Ticking(NOW), created=created)
+    timings = store.status["timings"]
+    assert [m for m in MARKS if m in timings] == MARKS
+    at = [datetime.fromisoformat(timings[m].replace("Z", "+00:00")) for m in MARKS]
+    assert at == sorted(at)
+    assert len(set(at)) == len(at)  # every stage took some time
+    ms = timings["ms"]
+    stages = ["pickUp", "planning", "storing", "deleting", "reporting"]
+    assert sorted(ms) == sorted([*stages, "total"])
+    assert sum(ms[s] for s in stages) == ms["total"]
+    assert ms["total"] == round((at[-1] - created).total_seconds() * 1000)
+    assert ms["pickUp"] >= 2000
+    assert timings["took"] == f"{ms['total'] / 1000:.2f}s"
+
+
+def test_a_dry_run_has_no_store_or_delete_marks_and_still_sums_to_the_whole() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store()
+    run(explicit((0, 40), dryRun=True), kafka, store, now=Ticking(NOW), created=NOW)
+    timings = store.status["timings"]
+    assert [m for m in MARKS if m in timings] == ["pickedUpAt", "plannedAt", "completedAt"]
+    ms = timings["ms"]
+    assert set(ms) == {"pickUp", "planning", "reporting", "total"}
+    assert ms["pickUp"] + ms["planning"] + ms["reporting"] == ms["total"]
+
+
+def test_a_resumed_purge_keeps_the_marks_of_the_stages_an_earlier_run_finished() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store()
+
+    class DownAtDelete(FakeKafka):
+        def delete_records(self, cuts: Mapping[TopicPartition, int]) -> Any:
+            raise KafkaUnavailable("_TRANSPORT: broker went away")
+
+    with pytest.raises(service.Retry):
+        run(explicit((0, 40)), DownAtDelete(kafka.logs), store, now=Ticking(NOW))
+    first = dict(store.status["timings"])
+    assert set(first) == {"pickedUpAt", "plannedAt", "storedAt"}
+    later = NOW + timedelta(minutes=5)
+    run(explicit((0, 40)), kafka, store, now=Ticking(later), created=NOW)
+    timings = store.status["timings"]
+    assert {m: timings[m] for m in first} == first
+    # The five minutes' wait for Kafka to come back counts in the delete stage, where it
+    # happened (the first run stored its plan a few ticks after NOW).
+    assert 5 * 60 * 1000 - 100 < timings["ms"]["deleting"] < 5 * 60 * 1000 + 100

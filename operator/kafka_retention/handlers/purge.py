@@ -126,6 +126,7 @@ def _purge(
                 admit=_admitter(rules, namespace),
                 now=lambda: datetime.now(UTC),
                 retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
+                created=_created(meta),
             )
         )
     except service.Retry as pending:
@@ -166,3 +167,14 @@ def remember(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -
         purge_ledger(memo).remove(key)
     else:
         purge_ledger(memo).put(key, purge_done(body))
+
+
+def _created(meta: kopf.Meta) -> datetime | None:
+    """metadata.creationTimestamp (whole seconds), where status.timings counts from."""
+    text = meta.get("creationTimestamp")
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -16,7 +16,7 @@ from kafka_retention.core.conditions import Reason
 from kafka_retention.core.failures import WriteRefused
 from kafka_retention.core.purge_entry import PurgeEntry, to_lines
 from kafka_retention.core.purge_states import Phase, State
-from kafka_retention.services.purge import report
+from kafka_retention.services.purge import report, timings
 from kafka_retention.services.purge.progress import CLEARED
 from kafka_retention.services.purge.store import NotPersisted, Purge, ready, write_status
 
@@ -146,6 +146,12 @@ def finish(
         **base,
         "phase": phase,
         "completedAt": cond.timestamp(now),
+        # A run that began marking its stages (pipeline.py): when each ended.
+        **(
+            {"timings": timings.final(base["timings"], purge.created, now)}
+            if base.get("timings")
+            else {}
+        ),
         "results": results,
         "summary": totals,
         "conditions": succeeded,

@@ -60,6 +60,7 @@ from kafka_retention.services.purge.store import (
     stored_plan,
     write_status,
 )
+from kafka_retention.services.purge.timings import Timings
 from kafka_retention.services.tenancy import BindingUnavailable, Refused
 
 __all__ = ["MAX_PLANNED_PARTITIONS", "reconcile", "too_large"]
@@ -81,9 +82,12 @@ def reconcile(purge: Purge) -> Outcome:
         outcome = refuse(purge, Reason.INVALID_SPEC, str(err), partitions=0)
         outcome.invalid_field = err.field
         return outcome
-    base = {
+    timings = Timings(purge.status.get("timings"), purge.now)
+    base: dict[str, Any] = {
         "observedGeneration": purge.generation,
         "startedAt": purge.status.get("startedAt") or cond.timestamp(purge.now()),
+        # The marks so far, written with every status write of this run (timings.py).
+        "timings": timings.marks,
     }
     progress = Progress(lambda p: _progress_written(purge, p), purge.now, purge.progress_every_s)
     try:
@@ -108,6 +112,7 @@ def reconcile(purge: Purge) -> Outcome:
                 purge, "status", {**base, "phase": phase, **progress.field(Stage.PLANNING)}
             )
             planned = plan(kafka, request)
+            timings.mark("plannedAt")
             entries, base["groups"] = planned.entries, planned.groups
             progress.report(Stage.STORING, 0, len(entries))
             if len(entries) > limit and not request.dry_run:
@@ -120,6 +125,7 @@ def reconcile(purge: Purge) -> Outcome:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-reads") as pool:
                 rereading = pool.submit(_reread, kafka, request, entries)
                 store_plan(purge, base, entries, progress.field(Stage.DELETING, 0, len(entries)))
+                timings.mark("storedAt")
                 # From here on the stored plan is what runs: a failure below must leave
                 # the phase at Purging, or the next run would plan anew from newer offsets.
                 phase = Phase.PURGING
@@ -135,6 +141,7 @@ def reconcile(purge: Purge) -> Outcome:
             progress=progress,
             round_size=purge.delete_round,
         )
+        timings.mark("deletedAt")
     except PlanLost as err:
         return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; no further records deleted", 0)
     except NotPersisted as err:

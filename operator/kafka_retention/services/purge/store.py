@@ -53,6 +53,8 @@ class Purge:
     # sent in one DeleteRecords call (progress.py).
     progress_every_s: float = PROGRESS_EVERY_S
     delete_round: int = DELETE_ROUND
+    # metadata.creationTimestamp: where status.timings counts the pick-up from.
+    created: datetime | None = None
 
 
 class Unresolved(Exception):
