@@ -36,3 +36,11 @@ def test_an_earlier_runs_completion_is_not_kept_as_a_mark() -> None:
     assert kept.marks == {"pickedUpAt": "2026-11-28T12:00:00.000Z"}
     with pytest.raises(ValueError, match="no stage"):
         kept.mark("startedAt")
+
+
+def test_a_mark_that_is_not_a_time_is_dropped_and_the_purge_still_finishes() -> None:
+    previous = {"pickedUpAt": "2026-11-28T12:00:00.000Z", "plannedAt": "yesterday", "x": "y"}
+    kept = timings.Timings(previous, lambda: T)
+    assert kept.marks == {"pickedUpAt": "2026-11-28T12:00:00.000Z"}
+    done = timings.final(kept.marks, None, T)
+    assert done["ms"] == {"reporting": 123, "total": 123}

@@ -40,6 +40,16 @@ def _ms(text: str) -> int:
     return round(moment.timestamp() * 1000)
 
 
+def _readable(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        _ms(value)
+    except ValueError:
+        return False
+    return True
+
+
 def took(ms: int) -> str:
     """A duration as the Took column shows it: 850ms, 1.93s, 2m05s."""
     if ms < 1000:
@@ -55,12 +65,13 @@ class Timings:
 
     def __init__(self, previous: Mapping[str, Any] | None, now: Callable[[], datetime]) -> None:
         self._now = now
-        # Only the marks of finished stages: an earlier run's completedAt would say the
-        # purge ended, and it has not.
+        # Only the marks of finished stages (an earlier run's completedAt would say the
+        # purge ended, and it has not), and only marks that read as times: status is
+        # informational here, and a mangled mark must not stop the purge from finishing.
         self.marks: dict[str, str] = {
-            k: str(v)
+            k: v
             for k, v in (previous or {}).items()
-            if k in _MARKS and k != "completedAt" and isinstance(v, str)
+            if k in _MARKS and k != "completedAt" and _readable(v)
         }
         self.marks.setdefault("pickedUpAt", stamp(now()))
 
