@@ -46,6 +46,7 @@ from devstack.stack import Stack
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.purge_states import FINAL_PHASES
 from kafka_retention.core.strimzi import StrimziRef
+from tests.helpers import tenancy
 from tests.helpers.conditions import conditions_of
 from tests.helpers.examples import (
     ADMISSION,
@@ -59,6 +60,7 @@ from tests.helpers.kube import create_watched_namespace, get
 from tests.helpers.paths import FIXTURES, REPO
 from tests.helpers.policies import completed
 from tests.helpers.topics import cluster_id
+from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.stack
 
@@ -94,9 +96,7 @@ def strict_operator(
 ) -> Iterator[OperatorProcess]:
     """The operator as installed by default: strict tenancy, no extra flags."""
     log = tmp_path_factory.mktemp("examples") / "operator.log"
-    proc = OperatorProcess(stack, [f"{PREFIX}-*"], log, tenancy="strict").start()
-    yield proc
-    assert proc.stop() == 0, f"operator log: {log}"
+    yield from tenancy.strict_operator(stack, log, PREFIX)
 
 
 @dataclass
@@ -276,15 +276,16 @@ def strict_admission(stack: Stack, suffix: str, probe_ns: str) -> Iterator[None]
                 "maxRetention": "7d",
             },
         }
-        deadline = time.monotonic() + 60
-        while (
-            stack.kubectl(
-                "create", "--dry-run=server", "-f", "-", stdin=json.dumps(probe), check=False
-            ).returncode
-            == 0
-        ):
-            assert time.monotonic() < deadline, "admission policy not enforced in 60 s"
-            time.sleep(0.2)
+        eventually(
+            lambda: (
+                stack.kubectl(
+                    "create", "--dry-run=server", "-f", "-", stdin=json.dumps(probe), check=False
+                ).returncode
+                != 0
+            ),
+            60,
+            "the admission policy enforced",
+        )
         yield
     finally:
         for kind, obj in (

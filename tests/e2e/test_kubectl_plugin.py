@@ -62,7 +62,7 @@ def test_kubectl_finds_the_plugin_and_its_help_speaks_as_kubectl(stack: Stack) -
 
 
 def test_status_lists_a_policy_and_a_purge_across_namespaces(
-    stack: Stack, e2e_ns: str, kafka: Kafka
+    stack: Stack, e2e_ns: str, kafka: Kafka, tmp_path: Path
 ) -> None:
     topic = kafka.topic({0: 100, 1: 100})
     group = kafka.group_at(topic, "g", {0: 60, 1: 40})
@@ -79,8 +79,18 @@ def test_status_lists_a_policy_and_a_purge_across_namespaces(
     mine = [line.split()[:3] for line in lines if line.startswith(e2e_ns + " ")]
     assert mine == [[e2e_ns, "RetentionPolicy", "consumed"], [e2e_ns, "RecordPurge", "once"]]
 
-    # The same through --context and -n, as JSON: the figures the operator wrote.
-    done = kubectl_plugin(stack, "status", "--context", "local", "-n", e2e_ns, "-o", "json")
+    # The same through --context and -n, as JSON: the figures the operator wrote. The
+    # kubeconfig's current context points nowhere, so only --context reaches the stack.
+    config = yaml.safe_load(stack.kube.kubeconfig.read_text())
+    config["clusters"].append({"name": "nowhere", "cluster": {"server": "https://127.0.0.1:9"}})
+    config["contexts"].append({"name": "nowhere", "context": {"cluster": "nowhere", "user": "x"}})
+    config["users"].append({"name": "x", "user": {}})
+    config["current-context"] = "nowhere"
+    elsewhere = tmp_path / "kubeconfig"
+    elsewhere.write_text(yaml.safe_dump(config))
+    args = ("status", "--kubeconfig", str(elsewhere), "-n", e2e_ns, "-o", "json")
+    assert kubectl_plugin(stack, *args).returncode == 1  # the current context: nothing there
+    done = kubectl_plugin(stack, *args, "--context", "local")
     assert done.returncode == 0, done.stderr
     items = {i["name"]: i for i in json.loads(done.stdout)["items"]}
     assert set(items) == {"consumed", "once"}

@@ -25,7 +25,7 @@ def _headings() -> set[str]:
 @pytest.mark.parametrize("reason", REASONS)
 def test_every_reason_has_a_troubleshooting_section(reason: str) -> None:
     # A heading that is the reason alone gets the anchor #<reason in lower case>, which
-    # other pages and the kubectl plugin link to.
+    # other pages link to.
     assert reason in _headings()
 
 
