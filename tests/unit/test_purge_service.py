@@ -1236,3 +1236,23 @@ def test_a_resumed_purge_keeps_the_marks_of_the_stages_an_earlier_run_finished()
     # The five minutes' wait for Kafka to come back counts in the delete stage, where it
     # happened (the first run stored its plan a few ticks after NOW).
     assert 5 * 60 * 1000 - 100 < timings["ms"]["deleting"] < 5 * 60 * 1000 + 100
+
+
+class RewindsAfterFirstDelete(FakeKafka):
+    """Group "audit" moves back on partition 1 as soon as the first round of deletes is
+    answered."""
+
+    def delete_records(self, cuts: Mapping[TopicPartition, int]) -> Any:
+        answer = super().delete_records(cuts)
+        self.committed_offsets["audit"][T1] = 20
+        return answer
+
+
+def test_each_round_of_deletes_reads_the_guard_groups_again_and_only_lowers() -> None:
+    kafka = RewindsAfterFirstDelete({T0: [0, 100], T1: [0, 100]})
+    kafka.committed_offsets = {"audit": {T0: 60, T1: 60}}
+    store = Store()
+    outcome = run(explicit((0, 50), (1, 50), protectGroups=["audit"]), kafka, store, delete_round=1)
+    assert outcome.phase == Phase.SUCCEEDED
+    # Round one cut partition 0 at 50; by round two the group had moved back to 20 there.
+    assert [kafka.logs[T0][0], kafka.logs[T1][0]] == [50, 20]

@@ -18,6 +18,7 @@ run finished are counted from there and not sent again.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
@@ -65,25 +66,42 @@ def execute(
     starts = _log_starts(kafka, list(pending)) if resumed else {}
     done: dict[TopicPartition, PurgeEntry] = {}
     cuts: dict[TopicPartition, int] = {}
+    known: dict[TopicPartition, PartitionFacts] = {}
+
+    def recheck_into(tp: TopicPartition, entry: PurgeEntry, facts: PartitionFacts) -> None:
+        entry = _rechecked(request, entry, facts)
+        if entry.target <= facts.log_start:
+            done[tp] = entry.purged(facts.log_start)  # the plan cuts nothing here
+            cuts.pop(tp, None)
+        else:
+            done[tp] = entry
+            cuts[tp] = entry.target
+
     for tp, entry in pending.items():
         # The offsets as planned (the broker holds the cut to its own), or the log start
         # read now when an earlier run may have moved it.
         planned = entry.as_plan()
         start = max(planned.log_start, starts.get(tp, planned.log_start))
-        facts = PartitionFacts(tp, start, planned.high_watermark, positions[tp])
-        entry = _rechecked(request, entry, facts)
-        if entry.target <= facts.log_start:
-            done[tp] = entry.purged(facts.log_start)  # the plan cut nothing here
-        else:
-            done[tp] = entry
-            cuts[tp] = entry.target
+        known[tp] = PartitionFacts(tp, start, planned.high_watermark, positions[tp])
+        recheck_into(tp, entry, known[tp])
     order = list(cuts)
     rounds = [order[i : i + round_size] for i in range(0, len(order), round_size)]
     # Done already: what an earlier run finished, and where the plan cuts nothing now.
     answered = len(entries) - len(cuts)
-    for i, tps in enumerate(rounds):
-        if i and progress is not None:
-            progress.report(Stage.DELETING, answered, len(entries))
+    for i, planned_round in enumerate(rounds):
+        tps = planned_round
+        if i:
+            if progress is not None:
+                progress.report(Stage.DELETING, answered, len(entries))
+            # Earlier rounds took time: the guard groups are read again for this round's
+            # partitions, and may only lower its cuts, as before the first.
+            fresh = guard_positions(kafka, request, [done[tp] for tp in planned_round])
+            for tp in planned_round:
+                recheck_into(tp, done[tp], replace(known[tp], committed=fresh[tp]))
+            tps = [tp for tp in planned_round if tp in cuts]
+            answered += len(planned_round) - len(tps)
+            if not tps:
+                continue
         applied = delete_and_verify(kafka, {tp: cuts[tp] for tp in tps}, lower=True)
         for tp, outcome in applied.items():
             done[tp] = _answered(done[tp], outcome)
