@@ -1256,3 +1256,23 @@ def test_each_round_of_deletes_reads_the_guard_groups_again_and_only_lowers() ->
     assert outcome.phase == Phase.SUCCEEDED
     # Round one cut partition 0 at 50; by round two the group had moved back to 20 there.
     assert [kafka.logs[T0][0], kafka.logs[T1][0]] == [50, 20]
+
+
+def test_a_progress_write_lost_on_the_way_does_not_stop_the_purge() -> None:
+    kafka = FakeKafka({TopicPartition("t", p): [0, 100] for p in range(3)})
+
+    class ResetOnProgress(ProgressStore):
+        def patch(self, status: Mapping[str, Any]) -> None:
+            if set(status) == {"progress"}:
+                raise ConnectionResetError("connection reset by peer")
+            super().patch(status)
+
+    outcome = run(
+        explicit(*((p, 40) for p in range(3))),
+        kafka,
+        ResetOnProgress(kafka),
+        progress_every_s=0,
+        delete_round=1,
+    )
+    assert outcome.phase == Phase.SUCCEEDED
+    assert all(kafka.logs[TopicPartition("t", p)][0] == 40 for p in range(3))

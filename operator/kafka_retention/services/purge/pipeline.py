@@ -25,7 +25,7 @@ in status.progress while it runs (progress.py).
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +64,8 @@ from kafka_retention.services.purge.timings import Timings
 from kafka_retention.services.tenancy import BindingUnavailable, Refused
 
 __all__ = ["MAX_PLANNED_PARTITIONS", "reconcile", "too_large"]
+
+log = logging.getLogger(__name__)
 
 # The largest purge the tests prove: 100,000 partitions through the service (unit test,
 # in-memory Kafka) and on a real 7-broker local cluster (`make bench`); 20,000 on the
@@ -163,10 +165,16 @@ def reconcile(purge: Purge) -> Outcome:
 
 
 def _progress_written(purge: Purge, progress: Mapping[str, Any]) -> None:
-    """A progress patch; one the API server refuses is left out (the run's next status
-    write, which must be stored, says whether the object is still there)."""
-    with contextlib.suppress(WriteRefused):
+    """A progress patch; one the API server refuses, or that never reaches it (a timeout,
+    a reset connection), is left out: it only informs, and between two rounds of deletes
+    it must not end the purge half-way. The run's next status write, which must be
+    stored, says whether the object and the API server are still there."""
+    try:
         purge.store.patch(progress)
+    except WriteRefused:
+        pass
+    except Exception as err:  # the status store's transport: any failure, not only Kafka's
+        log.warning("progress of a RecordPurge not written: %s", err)
 
 
 # How old the guard groups' re-read may be when the delete goes out, beyond what reading
