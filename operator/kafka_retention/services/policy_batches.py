@@ -94,14 +94,17 @@ class _BindingRanks:
     a batch from every policy the operator knows (a thousand policies: no n-squared)."""
 
     def __init__(self, others: Mapping[str, PolicySpec]) -> None:
-        self._keys: dict[tuple[str, str | None], list[str]] = {}
+        self._keys: dict[tuple[str, str | None], list[tuple[bool, str]]] = {}
         for key, spec in others.items():
-            self._keys.setdefault((namespace_of(key), spec.binding), []).append(key)
+            self._keys.setdefault((namespace_of(key), spec.binding), []).append((spec.dry_run, key))
         for keys in self._keys.values():
             keys.sort()
 
     def before(self, key: str, spec: PolicySpec) -> int:
-        return bisect.bisect_left(self._keys.get((namespace_of(key), spec.binding), []), key)
+        # Dry runs after every policy that cuts: a dry-run copy (`kubectl kafka-retention
+        # plan`) never takes a place in policiesPerNamespace from one that deletes or holds.
+        keys = self._keys.get((namespace_of(key), spec.binding), [])
+        return bisect.bisect_left(keys, (spec.dry_run, key))
 
 
 def _admitted(
