@@ -27,11 +27,23 @@ def _say(msg: str) -> None:
 
 def _atomic_dir(final: Path) -> Path:
     """A scratch directory beside `final`; renamed into place only when the build succeeded,
-    so an interrupted build is never mistaken for a finished one."""
-    scratch = final.with_name(final.name + ".partial")
+    so an interrupted build is never mistaken for a finished one. Named after this process:
+    two test workers on a fresh machine may build the same artefact at once."""
+    scratch = final.with_name(f"{final.name}.partial-{os.getpid()}")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     return scratch
+
+
+def _settle(scratch: Path, final: Path) -> None:
+    """Move a finished build into place, unless another process got there first: then
+    its copy stays and ours goes (both came from the same pins)."""
+    try:
+        scratch.rename(final)
+    except OSError:
+        if not final.exists():
+            raise
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def kafka_jars() -> Path:
@@ -81,7 +93,7 @@ def spark_home() -> Path:
             shutil.copy2(src, dst)
 
     shutil.copytree(paths.bundled_spark_home(), scratch, dirs_exist_ok=True, copy_function=link)
-    scratch.rename(home)
+    _settle(scratch, home)
     _prune(home, "spark-home-*")
     return home
 
@@ -111,7 +123,7 @@ def spark_class_archive(home: Path) -> Path:
     run([sys.executable, str(paths.SPARK_TRAINING)], env=env, what="Spark class archive")
     if not scratch.is_file():
         raise StackError(f"the Spark session exited without writing {scratch}")
-    scratch.parent.rename(archive.parent)
+    _settle(scratch.parent, archive.parent)
     _say(f"Spark class archive ready in {time.monotonic() - started:.0f}s: {archive}")
     _prune(archive.parent, "spark-cds-*")
     return archive
@@ -180,7 +192,7 @@ def _maven_jars(pom: Path, out: Path, then: Callable[[Path], None] | None = None
     )
     if then is not None:
         then(scratch)
-    scratch.parent.rename(out.parent)
+    _settle(scratch.parent, out.parent)
     _say(f"jars ready in {time.monotonic() - started:.0f}s: {out}")
     return out
 
@@ -207,7 +219,7 @@ def _etcd() -> Path:
         env=_go_env(),
         what="go build etcd",
     )
-    scratch.rename(out)
+    _settle(scratch, out)
     _say(f"etcd built in {time.monotonic() - started:.0f}s")
     return out
 
@@ -256,7 +268,7 @@ def _kubernetes(out: Path, module: Path, cmds: tuple[str, ...], takes: str) -> P
         ]
     )
     _go_build(module, ldflags, str(scratch) + "/", [f"k8s.io/kubernetes/cmd/{c}" for c in cmds])
-    scratch.rename(out)
+    _settle(scratch, out)
     _say(f"{names} built in {time.monotonic() - started:.0f}s")
     return out
 
@@ -294,7 +306,7 @@ def helm() -> Path:
         ]
     )
     _go_build(HELM_MODULE, ldflags, str(scratch / "helm"), ["helm.sh/helm/v4/cmd/helm"], cgo=False)
-    scratch.rename(out.parent)
+    _settle(scratch, out.parent)
     _say(f"helm built in {time.monotonic() - started:.0f}s")
     return out
 
