@@ -43,7 +43,7 @@ from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.spark import local_session
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import Member, PolicySpec, TopicSelector
-from kafka_retention.services.policy_planning import plan_in_process, select
+from kafka_retention.services.policy.planning import plan_in_process, select
 from kafka_retention.services.ports import PolicyKafka
 from retention_jobs import plan_job
 from retention_jobs.request import PlanRequest, Scans

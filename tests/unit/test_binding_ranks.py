@@ -4,7 +4,7 @@ run (the copy `kubectl kafka-retention plan` makes) ranks after every policy tha
 from __future__ import annotations
 
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
-from kafka_retention.services.policy_batches import _BindingRanks
+from kafka_retention.services.policy.batches import _BindingRanks
 
 
 def spec(dry_run: bool = False) -> PolicySpec:

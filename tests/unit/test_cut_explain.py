@@ -11,7 +11,7 @@ from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.policy import RetentionRules, plan_partition, withheld_by_binding
 from kafka_retention.core.policy_spec import TopicSelector, parse_policy_spec
 from kafka_retention.core.topics import classify_topics
-from kafka_retention.services import retention_report as report
+from kafka_retention.services.policy import report
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000

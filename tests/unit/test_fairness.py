@@ -14,11 +14,11 @@ import kopf
 import pytest
 
 from kafka_retention.handlers import purge as purge_handler
-from kafka_retention.services import fleet as fleet_module
 from kafka_retention.services.fair_slots import FairSlots
-from kafka_retention.services.fleet import Fleet, cluster_of
-from kafka_retention.services.policy_batches import Due, Environment
-from kafka_retention.services.retention_run import RunOutcome
+from kafka_retention.services.policy import fleet as fleet_module
+from kafka_retention.services.policy.batches import Due, Environment
+from kafka_retention.services.policy.fleet import Fleet, cluster_of
+from kafka_retention.services.policy.run import RunOutcome
 from kafka_retention.services.scheduler import Scheduled, Scheduler, interleave_namespaces
 from tests.helpers.fakes import MemoryStore
 

@@ -15,7 +15,7 @@ from kafka_retention.adapters import group_reader
 from kafka_retention.adapters.group_reader import GroupReaderError, parse_answer, request_lines
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.java_client import Unmappable, java_properties
-from kafka_retention.services.retention_report import group_summary, groups_line
+from kafka_retention.services.policy.report import group_summary, groups_line
 
 PEM = "-----BEGIN CERTIFICATE-----\r\nMIIB\tx%41\n-----END CERTIFICATE-----\n"
 ODD = "team\tA%20\nlegacy\r"  # a tab, a percent that looks encoded, LF, CR

@@ -16,7 +16,7 @@ from kafka_retention.core.purge_ledger import (
     PurgeLedger,
     purge_done,
 )
-from kafka_retention.services import loss_watch
+from kafka_retention.services.watch import loss as loss_watch
 
 TP = TopicPartition("t", 3)
 

@@ -22,7 +22,7 @@ from kafka_retention.adapters.broker_volumes import LocalVolumes
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.failures import ExecFailed
 from kafka_retention.core.policy_spec import parse_policy_spec
-from kafka_retention.services import orphan_watch
+from kafka_retention.services.watch import orphans as orphan_watch
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 LIVE_ID, OLD_ID = "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"

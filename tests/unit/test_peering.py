@@ -13,11 +13,11 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kafka_retention.core.peering import Peering, auto_priority, blockers
-from kafka_retention.services import fleet as fleet_module
-from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.leadership import Leadership
-from kafka_retention.services.policy_batches import Due, Environment
-from kafka_retention.services.retention_run import RunOutcome
+from kafka_retention.services.policy import fleet as fleet_module
+from kafka_retention.services.policy.batches import Due, Environment
+from kafka_retention.services.policy.fleet import Fleet
+from kafka_retention.services.policy.run import RunOutcome
 from tests.helpers.fakes import MemoryStore
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

@@ -16,10 +16,10 @@ from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Batch, Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done
-from kafka_retention.services import retention_run
-from kafka_retention.services.policy_batches import Due, Environment, run_batch
-from kafka_retention.services.policy_planning import plan_in_process, select
-from kafka_retention.services.retention_run import PolicyRun, RunOutcome
+from kafka_retention.services.policy import apply as policy_apply
+from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.planning import plan_in_process, select
+from kafka_retention.services.policy.run import PolicyRun, RunOutcome
 from retention_jobs.plan_job import ScanTimeoutError
 from tests.helpers.fakes import FakeLogs
 
@@ -231,7 +231,7 @@ def test_a_group_that_rewound_after_planning_lowers_the_cut() -> None:
     kafka.commits["a"][T0] = 25  # the group resets its offsets meanwhile
     store = Store()
     run = PolicyRun("ns/p", {}, 1, store, lambda: NOW)
-    retention_run.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
+    policy_apply.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
     assert kafka.deletes == [{T0: 25}]
 
 
@@ -289,7 +289,7 @@ def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
     assert plan.rows[0]["targetOffset"] == 100
     kafka.logs[T0] = [0, 80]  # an unclean leader election lost the last 20 records
     run = PolicyRun("ns/p", {}, 1, Store(), lambda: NOW)
-    outcome = retention_run.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
+    outcome = policy_apply.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
     assert kafka.deletes == [{T0: 80}]
     assert outcome.failures == []
 
@@ -312,7 +312,7 @@ def test_a_delete_answered_short_of_its_cut_is_counted_and_said() -> None:
     spec = parse_policy_spec(spec_of(maxRetention="1h"))
     plan = _plan(kafka, spec)
     run = PolicyRun("ns/p", {}, 1, Store(), lambda: NOW)
-    outcome = retention_run.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
+    outcome = policy_apply.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
     assert outcome.records_deleted == 50
     assert outcome.failures == ["t-0: low watermark answered as 50, expected 100"]
 
@@ -325,7 +325,7 @@ def test_a_log_start_already_past_the_planned_cut_deletes_nothing() -> None:
     plan = _plan(kafka, spec)
     kafka.logs[T0] = [70, 100]  # the broker's own retention went further meanwhile
     store = Store()
-    outcome = retention_run.apply_plan(
+    outcome = policy_apply.apply_plan(
         PolicyRun("ns/p", {}, 1, store, lambda: NOW), spec, plan, kafka, PeerIndex({}), NOW
     )
     assert kafka.deletes == []

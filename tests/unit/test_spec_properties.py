@@ -44,8 +44,8 @@ from kafka_retention.core.purge import (
 from kafka_retention.core.purge_entry import planned
 from kafka_retention.core.purge_states import State
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.policy.apply import _delete
 from kafka_retention.services.purge.execute import estimate
-from kafka_retention.services.retention_run import _delete
 
 REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP = "127.0.0.1:39091"

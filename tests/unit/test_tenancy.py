@@ -17,8 +17,8 @@ from kafka_retention.core.policy_spec import UNBOUND, parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError, labels
 from kafka_retention.services import purge as service
-from kafka_retention.services.policy_batches import Due, Environment, run_batch
-from kafka_retention.services.retention_run import PolicyRun
+from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.run import PolicyRun
 from kafka_retention.services.tenancy import (
     ClusterIdMismatch,
     Refused,
@@ -583,7 +583,7 @@ def test_a_policy_its_binding_refuses_holds_back_no_other_tenants_cut() -> None:
     matching every topic and a group that never commits: refused, it must not count as an
     overlapping policy of team B's, or team B's cuts would be held at the log start."""
     from kafka_retention.services.cluster_ids import ClusterIds
-    from kafka_retention.services.policy_batches import _admitted, _BindingRanks
+    from kafka_retention.services.policy.batches import _admitted, _BindingRanks
 
     spec = binding_spec(tenants=[{"namespaces": ["team-b"], "operations": ["retention"]}])
     rules = World({"orders": spec}).tenancy().once()
@@ -618,7 +618,7 @@ def test_a_policy_its_binding_refuses_holds_back_no_other_tenants_cut() -> None:
 
 
 def test_the_bindings_min_age_floor_holds_when_the_policy_leaves_min_age_to_the_broker() -> None:
-    from kafka_retention.services.orphan_watch import _min_age
+    from kafka_retention.services.watch.orphans import _min_age
 
     spec = binding_spec(
         tenants=[{"namespaces": ["team-a"], "operations": ["orphanCleanup"]}],

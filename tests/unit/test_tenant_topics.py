@@ -18,8 +18,8 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services.policy_batches import Due, Environment, run_batch
-from kafka_retention.services.retention_run import PolicyRun
+from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.run import PolicyRun
 from kafka_retention.services.tenancy import Refused
 from tests.helpers.paths import REPO
 from tests.unit.test_retention_service import NOW, FakeKafka, Store
@@ -317,12 +317,12 @@ def forged_row(tp: TopicPartition, target: int, **more: Any) -> dict[str, Any]:
 
 def apply(spec: dict[str, Any], key: str, plan: Any, kafka: FakeKafka) -> Store:
     from kafka_retention.core.overlap import PeerIndex
-    from kafka_retention.services import retention_run
+    from kafka_retention.services.policy import apply as policy_apply
 
     namespace = key.split("/", 1)[0]
     admitted = world().tenancy().admit_policy(namespace, parse_policy_spec(spec))
     store = Store()
-    retention_run.apply_plan(
+    policy_apply.apply_plan(
         PolicyRun(key, {}, 1, store, lambda: NOW), admitted, plan, kafka, PeerIndex({}), NOW
     )
     return store

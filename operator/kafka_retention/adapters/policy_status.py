@@ -1,4 +1,4 @@
-"""A RetentionPolicy's status as the policy scheduler writes it (services.fleet's store):
+"""A RetentionPolicy's status as the policy scheduler writes it (services.policy.fleet's store):
 merge patches of the status subresource, with what was written remembered."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import yaml
 from kafka_retention.cli.common import Progress, UsageError
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services.retention_report import group_summary
+from kafka_retention.services.policy.report import group_summary
 
 
 def read_policy(path: Path) -> Mapping[str, Any]:

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 from kafka_retention.core.facts import TopicPartition
 
+# Losses (and risks) a policy's status lists, the newest first.
+MAX_LOSSES_LISTED = 100
+
 BROKER_RETENTION = "brokerRetention"
 EXTERNAL = "external"
 

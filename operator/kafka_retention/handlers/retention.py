@@ -1,4 +1,4 @@
-"""Kopf glue for RetentionPolicy: the watch feeds one scheduler (services.fleet); each
+"""Kopf glue for RetentionPolicy: the watch feeds one scheduler (services.policy.fleet); each
 run's outcome becomes events and metrics here. No thread or daemon is held per policy."""
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES,
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.handlers.common import purge_ledger, tenancy
 from kafka_retention.services.cluster_ids import ClusterIds
-from kafka_retention.services.fleet import Fleet
 from kafka_retention.services.leadership import Leadership
-from kafka_retention.services.orphan_watch import OrphanReport, VolumeFinder
-from kafka_retention.services.policy_batches import Environment
+from kafka_retention.services.policy.batches import Environment
+from kafka_retention.services.policy.fleet import Fleet
+from kafka_retention.services.policy.run import RunOutcome
 from kafka_retention.services.ports import BrokerVolumes
-from kafka_retention.services.retention_run import RunOutcome
-from kafka_retention.services.tombstone_watch import TombstoneReport
+from kafka_retention.services.watch.orphans import OrphanReport, VolumeFinder
+from kafka_retention.services.watch.tombstones import TombstoneReport
 
 KIND = "RetentionPolicy"
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Run a batch: the RetentionPolicies on one cluster that are due together.
 
-The batch is planned once (services.policy_planning), small policies first in this
+The batch is planned once (services.policy.planning), small policies first in this
 process and the rest in one Spark job, so a huge topic delays only the policies planned
 with it; then each policy's plan is checked again and applied on a small thread pool,
 each with its own status, so one policy's trouble is its own.
@@ -24,12 +24,12 @@ from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import Batch, Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services import retention_run
 from kafka_retention.services.cluster_ids import ClusterIds
-from kafka_retention.services.orphan_watch import VolumeFinder
-from kafka_retention.services.policy_planning import BatchPlanner, plan_in_process, select
+from kafka_retention.services.policy import apply as policy_apply
+from kafka_retention.services.policy import run as retention_run
+from kafka_retention.services.policy.planning import BatchPlanner, plan_in_process, select
+from kafka_retention.services.policy.run import PolicyRun, RunOutcome
 from kafka_retention.services.ports import PolicyKafka
-from kafka_retention.services.retention_run import PolicyRun, RunOutcome
 from kafka_retention.services.scheduler import interleave_namespaces, namespace_of
 from kafka_retention.services.tenancy import (
     BindingUnavailable,
@@ -38,6 +38,7 @@ from kafka_retention.services.tenancy import (
     Tenancy,
     check_cluster_id,
 )
+from kafka_retention.services.watch.orphans import VolumeFinder
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +215,7 @@ def run_batch(
         kafka = env.connect(bootstrap, config)
         if env.cluster_ids is not None or first.spec.cluster_id is not None:
             cluster_id = kafka.cluster_id()
-            # Every member of a batch names the same binding (services.fleet.cluster_of).
+            # Every member of a batch names the same binding (services.policy.fleet.cluster_of).
             check_cluster_id(first.spec.binding, first.spec.cluster_id, cluster_id)
             if env.cluster_ids is not None:
                 env.cluster_ids.remember(first.namespace, first.spec.cluster, cluster_id)
@@ -232,7 +233,7 @@ def run_batch(
         def one(key: str) -> tuple[str, RunOutcome]:
             item, spec = specs[key]
             try:
-                return key, retention_run.apply_plan(
+                return key, policy_apply.apply_plan(
                     item.run,
                     spec,
                     # The topics its binding withholds, from the operator's own read.

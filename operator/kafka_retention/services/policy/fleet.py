@@ -26,9 +26,9 @@ from kafka_retention.core.failures import Abandoned, WriteRefused
 from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.leadership import Leadership
-from kafka_retention.services.policy_batches import Due, Environment, run_batch
+from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.run import PolicyRun, RunOutcome, set_schedule
 from kafka_retention.services.ports import PolicyStore, PolicyStores
-from kafka_retention.services.retention_run import PolicyRun, RunOutcome, set_schedule
 from kafka_retention.services.scheduler import Scheduled, Scheduler
 
 log = logging.getLogger(__name__)

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from kafka_retention.core import conditions as cond
+from kafka_retention.core import loss
 from kafka_retention.core import rules as guards
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
@@ -22,7 +23,6 @@ from kafka_retention.core.policy import (
 from kafka_retention.core.policy_spec import PolicySpec
 
 MAX_TOPICS_LISTED = 500
-MAX_LOSSES_LISTED = 100
 # status.topics[].cut: guards listed per topic, and the length of any sentence in it. A
 # plan's sentences may come back from Spark pods through ConfigMaps a tenant can write:
 # status takes them bounded, and only known rule and guard names.
@@ -365,7 +365,7 @@ def run_status(
             "partitionsCut": done.partitions_cut,
             "recordsDeleted": done.records,
             "bytesReclaimedEstimate": done.bytes_estimate,
-            "unconsumedDeleted": list(lost[:MAX_LOSSES_LISTED]),
+            "unconsumedDeleted": list(lost[: loss.MAX_LOSSES_LISTED]),
             # A merge patch keeps fields it does not name: null clears an old error.
             "error": degraded or None,
         },

@@ -15,7 +15,6 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import RECORD_PURGE, PurgeLedger
-from kafka_retention.services import retention_report as report
 from kafka_retention.services.ports import PolicyKafka
 
 # Keys shown per loss in status and events (the plan may hold more).
@@ -88,7 +87,7 @@ def watch(
     entries = [_entry(lost, detected_at) for lost in found]
     risks = _at_risk(spec, rows, moved, kafka, int(finished.timestamp() * 1000))
     total = int(status.get("unconsumedLostTotal") or 0) + sum(lost.records for lost in found)
-    listed = (entries[::-1] + list(status.get("losses") or []))[: report.MAX_LOSSES_LISTED]
+    listed = (entries[::-1] + list(status.get("losses") or []))[: loss.MAX_LOSSES_LISTED]
     return LossReport(
         found,
         {
@@ -104,7 +103,7 @@ def watch(
                     "withinSeconds": risk.within_ms // 1000,
                     "by": risk.by,
                 }
-                for risk in risks[: report.MAX_LOSSES_LISTED]
+                for risk in risks[: loss.MAX_LOSSES_LISTED]
             ],
         },
         risks,

@@ -26,7 +26,8 @@ from kafka_retention.core import conditions as cond
 from kafka_retention.core import orphan_guards as guards
 from kafka_retention.core import orphans as core
 from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
-from kafka_retention.services.orphan_removal import (
+from kafka_retention.services.ports import BrokerVolumes, OrphanKafka
+from kafka_retention.services.watch.orphan_removal import (
     LogDir,
     Removed,
     Seen,
@@ -34,7 +35,6 @@ from kafka_retention.services.orphan_removal import (
     remove_due,
     said,
 )
-from kafka_retention.services.ports import BrokerVolumes, OrphanKafka
 
 MAX_LISTED = 300
 MAX_BLOCKS_IN_MESSAGE = 5

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.facts import TopicPartition
@@ -15,11 +15,10 @@ from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
-from kafka_retention.services import loss_watch, orphan_watch, tombstone_watch
 from kafka_retention.services.ports import PolicyKafka
-
-if TYPE_CHECKING:
-    from kafka_retention.services.retention_run import PolicyRun
+from kafka_retention.services.watch import loss as loss_watch
+from kafka_retention.services.watch import orphans as orphan_watch
+from kafka_retention.services.watch import tombstones as tombstone_watch
 
 
 @dataclass
@@ -64,7 +63,8 @@ class Watches:
 
 
 def watch(
-    run: PolicyRun,
+    key: str,
+    status: Mapping[str, Any],
     spec: PolicySpec,
     plan: PolicyPlan,
     rows: Sequence[Mapping[str, Any]],
@@ -78,18 +78,18 @@ def watch(
     problems: list[str] = []
     losses = loss_watch.watch(
         spec,
-        run.status,
+        status,
         rows,
         moved,
         kafka,
         finished,
         purges,
-        peers.cluster(run.key, spec),
-        namespace=run.key.split("/", 1)[0],
+        peers.cluster(key, spec),
+        namespace=key.split("/", 1)[0],
     )
     tombstones = tombstone_watch.watch(
         spec,
-        run.status,
+        status,
         {r["topic"] for r in rows} | set(plan.skipped),
         kafka,
         finished,
@@ -97,12 +97,13 @@ def watch(
     )
     if tombstones is not None:
         problems += tombstones.problems
-    orphans = _orphans(run, spec, kafka, find_volumes, finished, problems)
+    orphans = _orphans(key, status, spec, kafka, find_volumes, finished, problems)
     return Watches(losses, tombstones, orphans, problems)
 
 
 def _orphans(
-    run: PolicyRun,
+    key: str,
+    status: Mapping[str, Any],
     spec: PolicySpec,
     kafka: PolicyKafka,
     find_volumes: orphan_watch.VolumeFinder | None,
@@ -117,8 +118,8 @@ def _orphans(
         failures.append("orphanPartitions: this operator has no access to broker volumes")
         return None
     try:
-        volumes = find_volumes(spec.orphans, run.key.split("/", 1)[0])
-        report = orphan_watch.check(spec, run.status, kafka, volumes, now)
+        volumes = find_volumes(spec.orphans, key.split("/", 1)[0])
+        report = orphan_watch.check(spec, status, kafka, volumes, now)
     except Exception as err:  # Kafka or the Kubernetes API: nothing was removed
         failures.append(f"orphanPartitions: {err}")
         return None
