@@ -9,6 +9,7 @@ from typing import Any, cast
 from kafka_retention.core import loss
 from kafka_retention.core import tombstones as ts
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge_ledger import (
     OTHER_NAMESPACE_PURGE,
@@ -86,10 +87,12 @@ def test_time_left_is_the_first_window_whose_boundary_passed_the_next_unread_rec
 
 def test_the_nearest_time_retention_decides_and_none_without_one() -> None:
     deleting = {"cleanup.policy": "delete", "retention.ms": "7200000"}
-    assert loss.retention_of(deleting, None) == (7_200_000, "brokerRetention")
-    assert loss.retention_of(deleting, 3_600_000) == (3_600_000, "maxRetention")
-    assert loss.retention_of({"cleanup.policy": "compact", "retention.ms": "1"}, None) is None
-    assert loss.retention_of({"retention.ms": "-1"}, None) is None
+    none = RetentionRules(consumed_groups=("g",), delete_before_ms=0)
+    assert loss.retention_of(deleting, none) == (7_200_000, "brokerRetention")
+    capped = RetentionRules(max_retention_ms=3_600_000)
+    assert loss.retention_of(deleting, capped) == (3_600_000, "maxRetention")
+    assert loss.retention_of({"cleanup.policy": "compact", "retention.ms": "1"}, none) is None
+    assert loss.retention_of({"retention.ms": "-1"}, none) is None
     assert loss.windows(3_600_000) == (0, 900_000, 1_800_000, 2_700_000, 3_600_000)
 
 

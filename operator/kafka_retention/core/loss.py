@@ -7,9 +7,9 @@ reports only [max(committed, cursor), log start). A cursor is dropped once the g
 committed past it, since no later loss can overlap what it covers.
 
 The cause is named where it can be known: the policy's own cut in this run (the rule that
-made it), else a RecordPurge that left the log start inside the lost range
-(core.purge_ledger), else the broker's retention when the topic's settings make that
-plausible, else "external" (a manual DeleteRecords, another tool).
+made it, by its name in core.retention_rules), else a RecordPurge that left the log start
+inside the lost range (core.purge_ledger), else the broker's retention when the topic's
+settings make that plausible, else "external" (a manual DeleteRecords, another tool).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.retention_rules.registry import RetentionRules
 
 # Losses (and risks) a policy's status lists, the newest first.
 MAX_LOSSES_LISTED = 100
@@ -200,14 +201,14 @@ def time_left(committed: int, offsets_at: Mapping[int, int | None]) -> int | Non
     return None
 
 
-def retention_of(config: Mapping[str, str], max_retention_ms: int | None) -> tuple[int, str] | None:
+def retention_of(config: Mapping[str, str], rules: RetentionRules) -> tuple[int, str] | None:
     """The time retention that reaches a topic's records first: the broker's retention.ms
-    (on a topic that deletes) or the policy's maxRetention; None when neither applies."""
+    (on a topic that deletes) or a rule of the policy's that deletes by age, read or not
+    (maxRetention), by its name; None when neither applies."""
     found: list[tuple[int, str]] = []
     if "delete" in config.get("cleanup.policy", "delete"):
         broker = int(config.get("retention.ms", "-1"))
         if broker >= 0:
             found.append((broker, BROKER_RETENTION))
-    if max_retention_ms is not None:
-        found.append((max_retention_ms, "maxRetention"))
+    found += rules.retentions()
     return min(found) if found else None

@@ -1,30 +1,33 @@
 """Continuous retention rules (RetentionPolicy, and the Spark plan job): one partition's cut.
 
 The combination is the safe one: the cut is the largest offset any deleting rule allows
-(deleteConsumed, deleteBefore, maxRetention), then lowered by the minRetention floor and
-the high watermark, and never below the log start. Only deleteBefore and maxRetention can
-pass a group's committed offset; when they do, the plan says which group loses how much.
+(the registry's proposers: deleteConsumed, deleteBefore, maxRetention), then lowered by
+the floors (minRetention) and the high watermark, and never below the log start. Only the
+rules that pass groups (deleteBefore, maxRetention) can pass a group's committed offset;
+when they do, the plan says which group loses how much. The rules themselves are
+core.retention_rules, one module each.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kafka_retention.core import rules
-from kafka_retention.core.conditions import timestamp
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.patterns import compile_pattern, first_match
+from kafka_retention.core.retention_rules import delete_before, delete_consumed, max_retention
+
+# Its home is the registry; planners import it from here.
+from kafka_retention.core.retention_rules.registry import RetentionRules as RetentionRules
 
 if TYPE_CHECKING:  # policy_spec imports this module
     from kafka_retention.core.policy_spec import TopicSelector
 
-DELETE_CONSUMED = "deleteConsumed"
-DELETE_BEFORE = "deleteBefore"
-MAX_RETENTION = "maxRetention"
+DELETE_CONSUMED = delete_consumed.RULE.name
+DELETE_BEFORE = delete_before.RULE.name
+MAX_RETENTION = max_retention.RULE.name
 NO_RULE = "none"
 
 
@@ -62,46 +65,6 @@ def withheld_by_binding(selector: TopicSelector, topics: Iterable[str]) -> list[
         and first_match(selector.protect, t) is not None
         and (not selector.allow or first_match(selector.allow, t) is not None)
     )
-
-
-@dataclass(frozen=True)
-class RetentionRules:
-    consumed_groups: tuple[str, ...] = ()
-    min_retention_ms: int | None = None
-    delete_before_ms: int | None = None
-    max_retention_ms: int | None = None
-    # Groups watched for unread-record loss (spec.notify.groups): read, never protecting.
-    notify_groups: tuple[str, ...] = ()
-
-    def lookup_times(self, now_ms: int) -> tuple[int, ...]:
-        """The times whose offsets (ListOffsets for a timestamp) the plan needs."""
-        times = []
-        if self.delete_before_ms is not None:
-            times.append(self.delete_before_ms)
-        if self.max_retention_ms is not None:
-            times.append(now_ms - self.max_retention_ms)
-        if self.min_retention_ms is not None:
-            times.append(now_ms - self.min_retention_ms)
-        return tuple(sorted(set(times)))
-
-    def groups(self) -> tuple[str, ...]:
-        """Groups whose committed offsets the plan reads, and whose losses it counts."""
-        return _groups(self.consumed_groups, self.notify_groups)
-
-    def deletes(self) -> bool:
-        """False for a watch-only policy (notify alone): it plans no cut."""
-        return bool(
-            self.consumed_groups
-            or self.delete_before_ms is not None
-            or self.max_retention_ms is not None
-        )
-
-
-@functools.lru_cache(maxsize=1024)
-def _groups(consumed: tuple[str, ...], notify: tuple[str, ...]) -> tuple[str, ...]:
-    # Asked once a partition by every planner: at fleet size (a million rows in the Spark
-    # job) sorting the same few names again each time was a tenth of the core's cost.
-    return tuple(sorted(set(consumed) | set(notify)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,54 +117,16 @@ class PartitionCut:
         }
 
 
-def _iso(epoch_ms: int) -> str:
-    return timestamp(datetime.fromtimestamp(epoch_ms / 1000, tz=UTC))
-
-
 def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -> PartitionCut:
-    proposals: list[tuple[str, rules.Cut]] = []
-    if policy.consumed_groups:
-        proposals.append(
-            (
-                DELETE_CONSUMED,
-                rules.consumed_by(facts.committed, policy.consumed_groups, facts.log_start),
-            )
-        )
-    if policy.delete_before_ms is not None:
-        proposals.append(
-            (
-                DELETE_BEFORE,
-                rules.before_timestamp(
-                    facts.offset_for_time(policy.delete_before_ms),
-                    facts.high_watermark,
-                    _iso(policy.delete_before_ms),
-                ),
-            )
-        )
-    if policy.max_retention_ms is not None:
-        oldest_kept = now_ms - policy.max_retention_ms
-        proposals.append(
-            (
-                MAX_RETENTION,
-                rules.before_timestamp(
-                    facts.offset_for_time(oldest_kept), facts.high_watermark, _iso(oldest_kept)
-                ),
-            )
-        )
-    if proposals:
+    rule, cut = NO_RULE, rules.Cut(facts.log_start, "no deleting rule")
+    proposed = False
+    for proposer, value in policy.proposers:
+        proposal = proposer.propose(value, facts, now_ms)
         # The furthest cut wins; on a tie the first rule listed names it.
-        rule, cut = max(proposals, key=lambda rc: rc[1].offset)
-    else:
-        rule, cut = NO_RULE, rules.Cut(facts.log_start, "no deleting rule")
-    if policy.min_retention_ms is not None:
-        young_since = now_ms - policy.min_retention_ms
-        first_young = facts.offset_for_time(young_since)
-        if first_young is not None:
-            cut = cut.lowered(
-                first_young,
-                f"minRetention keeps records since {_iso(young_since)} (offset {first_young})",
-                rules.MIN_RETENTION,
-            )
+        if not proposed or proposal.offset > cut.offset:
+            rule, cut, proposed = proposer.name, proposal, True
+    for floor, value in policy.floors:
+        cut = floor.lower(value, cut, facts, now_ms)
     cut = rules.at_most_high_watermark(cut, facts.high_watermark)
     target = max(cut.offset, facts.log_start)
     # Once per group and partition: plain comparisons rather than max() calls, the

@@ -8,6 +8,8 @@ from typing import Any
 
 from kafka_retention.core.patterns import PatternError, compile_pattern, first_match
 from kafka_retention.core.policy import RetentionRules
+from kafka_retention.core.retention_rules import registry
+from kafka_retention.core.retention_rules.rule import Watch
 from kafka_retention.core.specs import (
     STRIMZI_FIELDS,
     BrokerAccess,
@@ -24,7 +26,6 @@ from kafka_retention.core.specs import (
     obj,
     parse_brokers,
     parse_cluster,
-    parse_time,
     text,
 )
 from kafka_retention.core.strimzi import StrimziRef
@@ -162,7 +163,8 @@ class Batch:
     now_ms: int
 
 
-# The fields of a RetentionPolicy spec, as the CRD defines them (test_crds compares).
+# The fields of a RetentionPolicy spec, as the CRD defines them (test_crds compares): the
+# policy's own, with each rule's (core.retention_rules) in the CRD's order.
 POLICY_FIELDS: Shape = {
     "cluster": {
         "clusterRef": None,
@@ -178,9 +180,7 @@ POLICY_FIELDS: Shape = {
     },
     "topics": {"names": None, "pattern": None, "exclude": None},
     "interval": None,
-    "deleteConsumed": {"groups": None, "minRetention": None},
-    "deleteBefore": None,
-    "maxRetention": None,
+    **registry.merged_shape(r.shape for r in registry.RULES if not isinstance(r, Watch)),
     "dryRun": None,
     "tombstones": {
         "groups": None,
@@ -195,8 +195,17 @@ POLICY_FIELDS: Shape = {
         "strayDirs": None,
         "dryRun": None,
     },
-    "notify": {"groups": None, "atRiskWithin": None},
+    # The watches' fields last, with notify's look-ahead (a setting of the policy's).
+    **registry.merged_shape(
+        [
+            *(r.shape for r in registry.RULES if isinstance(r, Watch)),
+            {"notify": {"atRiskWithin": None}},
+        ]
+    ),
 }
+
+# Keys of the spec that make a policy more than orphan cleanup (it then needs topics).
+_TOPIC_KEYS = (*dict.fromkeys(r.path.split(".")[0] for r in registry.standalone()), "tombstones")
 
 
 def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
@@ -218,61 +227,20 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         except PatternError as err:
             raise SpecError("spec.topics.pattern", str(err)) from None
     orphans = _orphans(spec, cluster.strimzi)
-    only_orphans = orphans is not None and not any(
-        spec.get(k) is not None
-        for k in ("deleteConsumed", "deleteBefore", "maxRetention", "notify", "tombstones")
-    )
+    only_orphans = orphans is not None and not any(spec.get(k) is not None for k in _TOPIC_KEYS)
     if not topic_names and not pattern and not (only_orphans and not topics):
         raise SpecError("spec.topics", "needs names or a pattern")
 
-    consumed = spec.get("deleteConsumed")
-    groups: tuple[str, ...] = ()
-    min_retention = None
-    if consumed is not None:
-        consumed = obj(consumed, "spec.deleteConsumed")
-        groups = group_ids(consumed.get("groups"), "spec.deleteConsumed.groups")
-        if not groups:
-            raise SpecError("spec.deleteConsumed.groups", "needs at least one group")
-        if consumed.get("minRetention") is not None:
-            min_retention = duration(consumed["minRetention"], "spec.deleteConsumed.minRetention")
-    delete_before = None
-    if spec.get("deleteBefore") is not None:
-        when = parse_time(spec["deleteBefore"], "spec.deleteBefore")
-        delete_before = int(when.timestamp() * 1000)
-    max_retention = None
-    if spec.get("maxRetention") is not None:
-        max_retention = duration(spec["maxRetention"], "spec.maxRetention")
-        if max_retention <= 0:
-            raise SpecError("spec.maxRetention", "must be longer than zero")
+    rules = registry.parse(spec)
     notify = spec.get("notify")
-    notify_groups: tuple[str, ...] = ()
-    if notify is not None:
-        notify = obj(notify, "spec.notify")
-        notify_groups = group_ids(notify.get("groups"), "spec.notify.groups")
-        if not notify_groups:
-            raise SpecError("spec.notify.groups", "needs at least one group")
     at_risk_within = DEFAULT_AT_RISK_WITHIN_MS
     if notify is not None and notify.get("atRiskWithin") is not None:
         at_risk_within = duration(notify["atRiskWithin"], "spec.notify.atRiskWithin")
     tombstones = _tombstones(spec.get("tombstones"))
-    if (
-        not groups
-        and delete_before is None
-        and max_retention is None
-        and not notify_groups
-        and tombstones is None
-        and orphans is None
-    ):
-        raise SpecError(
-            "spec",
-            "needs deleteConsumed, deleteBefore, maxRetention, notify, tombstones or "
-            "orphanPartitions",
-        )
-    if min_retention is not None and max_retention is not None and min_retention > max_retention:
-        raise SpecError(
-            "spec.deleteConsumed.minRetention",
-            "is longer than spec.maxRetention; records could never be deleted",
-        )
+    if not rules.acts() and tombstones is None and orphans is None:
+        standalone = ", ".join(r.path for r in registry.standalone())
+        raise SpecError("spec", f"needs {standalone}, tombstones or orphanPartitions")
+    registry.check(rules)
     interval = duration(spec.get("interval", "5m"), "spec.interval")
     if interval < MIN_INTERVAL_MS:
         raise SpecError("spec.interval", "must be at least 10s")
@@ -280,13 +248,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         bootstrap_servers=cluster.bootstrap_servers,
         client_config_secret=cluster.client_config_secret,
         topics=TopicSelector(topic_names, pattern, exclude),
-        rules=RetentionRules(
-            consumed_groups=groups,
-            min_retention_ms=min_retention,
-            delete_before_ms=delete_before,
-            max_retention_ms=max_retention,
-            notify_groups=notify_groups,
-        ),
+        rules=rules,
         interval_ms=interval,
         dry_run=flag(spec.get("dryRun"), "spec.dryRun", False),
         at_risk_within_ms=at_risk_within,

@@ -270,32 +270,24 @@ class Tenancy:
 
 
 def _acts_on_topics(spec: PolicySpec) -> bool:
-    rules = spec.rules
-    return bool(
-        rules.consumed_groups
-        or rules.delete_before_ms is not None
-        or rules.max_retention_ms is not None
-        or rules.notify_groups
-        or spec.tombstones is not None
-    )
+    return spec.rules.acts() or spec.tombstones is not None
 
 
 def _reader_only(spec: PolicySpec, binding: str, namespace: str) -> None:
-    """Refuse what a reader's policy (protect without retention) asks beyond holding."""
-    asks = (
-        ("spec.deleteBefore", spec.rules.delete_before_ms is not None),
-        ("spec.maxRetention", spec.rules.max_retention_ms is not None),
-        ("spec.tombstones", spec.tombstones is not None),
-    )
-    for field, asked in asks:
-        if asked:
-            raise Refused(
-                field,
-                Reason.NOT_PERMITTED,
-                f"KafkaClusterBinding {binding} grants namespace {namespace} protect, not "
-                "retention: its policies hold other namespaces' cuts back by "
-                "spec.deleteConsumed.groups and delete or change nothing",
-            )
+    """Refuse what a reader's policy (protect without retention) asks beyond holding: a
+    rule whose cut may pass a group's position (the registry's time rules), or the
+    tombstone remedy."""
+    fields = [rule.field for rule in spec.rules.asked() if rule.passes_groups]
+    if spec.tombstones is not None:
+        fields.append("spec.tombstones")
+    if fields:
+        raise Refused(
+            fields[0],
+            Reason.NOT_PERMITTED,
+            f"KafkaClusterBinding {binding} grants namespace {namespace} protect, not "
+            "retention: its policies hold other namespaces' cuts back by "
+            "spec.deleteConsumed.groups and delete or change nothing",
+        )
 
 
 def _bound_orphans(binding: Binding, grant: Grant, orphans: OrphanSpec | None) -> OrphanSpec | None:

@@ -174,7 +174,7 @@ def _at_risk(
         config = configs.get(tp.topic)
         found = loss.retention_of(
             {} if isinstance(config, KafkaFailure) or config is None else config,
-            spec.rules.max_retention_ms,
+            spec.rules,
         )
         if found is None:
             continue
