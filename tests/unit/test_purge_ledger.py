@@ -53,12 +53,12 @@ def test_a_deleted_purge_is_no_longer_named() -> None:
         "ops/trim",
         purge_done(body({"topic": "t", "partition": 0, "state": "Purged", "lowWatermark": 30})),
     )
-    assert ledger.cause("k:9092", T0, 10, 30, None) == "ops/trim"
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, None) == "ops/trim"
     # The log start it left must lie in (start, end]: a range it did not reach is not its.
-    assert ledger.cause("k:9092", T0, 30, 50, None) is None
-    assert ledger.cause("other:9092", T0, 10, 30, None) is None
+    assert ledger.on_cluster("k:9092").cause(T0, 30, 50, None) is None
+    assert ledger.on_cluster("other:9092").cause(T0, 10, 30, None) is None
     ledger.remove("ops/trim")
-    assert ledger.cause("k:9092", T0, 10, 30, None) is None
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, None) is None
 
 
 def test_a_purge_is_named_on_a_policy_that_names_its_cluster_another_way() -> None:
@@ -70,9 +70,9 @@ def test_a_purge_is_named_on_a_policy_that_names_its_cluster_another_way() -> No
     # The purge says k:9092; the policy says the same brokers as k:9092,j:9092.
     ids = {"k:9092": "id-1", "k:9092,j:9092": "id-1", "x:9092": "id-2"}
     ledger.resolve_with(lambda ns, ref: ids.get(ref.identity(ns)))
-    assert ledger.cause("id-1", T0, 10, 30, None) == "ops/trim"
-    assert ledger.cause("id-2", T0, 10, 30, None) is None
-    assert ledger.cause(None, T0, 10, 30, None) is None  # unknown: no false cause
+    assert ledger.on_cluster("id-1").cause(T0, 10, 30, None) == "ops/trim"
+    assert ledger.on_cluster("id-2").cause(T0, 10, 30, None) is None
+    assert ledger.on_cluster(None).cause(T0, 10, 30, None) is None  # unknown: no false cause
 
 
 def test_a_purge_of_another_namespace_is_named_without_its_namespace_or_name() -> None:
@@ -81,16 +81,16 @@ def test_a_purge_of_another_namespace_is_named_without_its_namespace_or_name() -
         "ops/trim",
         purge_done(body({"topic": "t", "partition": 0, "state": "Purged", "lowWatermark": 30})),
     )
-    assert ledger.cause("k:9092", T0, 10, 30, None, "ops") == "ops/trim"
-    other = ledger.cause("k:9092", T0, 10, 30, None, "team")
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, None, "ops") == "ops/trim"
+    other = ledger.on_cluster("k:9092").cause(T0, 10, 30, None, "team")
     assert other == OTHER_NAMESPACE_PURGE
     assert "ops" not in other
     assert "trim" not in other
     # A namespace whose name starts like the purge's is another one.
-    assert ledger.cause("k:9092", T0, 10, 30, None, "op") == OTHER_NAMESPACE_PURGE
-    assert ledger.cause("k:9092", T0, 10, 30, None, "ops-2") == OTHER_NAMESPACE_PURGE
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, None, "op") == OTHER_NAMESPACE_PURGE
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, None, "ops-2") == OTHER_NAMESPACE_PURGE
     # A caller that does not say whose status it writes gets the key (before tenancy).
-    assert ledger.cause("k:9092", T0, 10, 30, None) == "ops/trim"
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, None) == "ops/trim"
     assert seen_from("ops", "ops/trim") == "ops/trim"
 
 
@@ -101,8 +101,8 @@ def test_a_folded_purge_of_another_namespace_is_not_named_either() -> None:
         purge_done(body({"topic": "t", "partition": -1, "state": "Purged", "note": "summary"})),
     )
     since = 1_795_348_000_000  # before the purge completed
-    assert ledger.cause("k:9092", T0, 10, 30, since, "team") == OTHER_NAMESPACE_PURGE
-    assert ledger.cause("k:9092", T0, 10, 30, since, "ops") == "ops/trim"
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, since, "team") == OTHER_NAMESPACE_PURGE
+    assert ledger.on_cluster("k:9092").cause(T0, 10, 30, since, "ops") == "ops/trim"
 
 
 def test_each_namespace_and_cluster_reference_is_resolved_once_per_lookup() -> None:

@@ -317,7 +317,7 @@ class SparkBatchPlanner:
                 _session.sparkContext.cancelAllJobs()
 
     def __call__(self, batch: Batch) -> dict[str, PolicyPlan]:
-        from retention_jobs.request import PlanRequest, Scans
+        from kafka_retention.core.plan_request import PlanRequest, Scans
 
         members, bootstrap, now_ms = batch.members, batch.bootstrap, batch.now_ms
         client_config = dict(batch.client_config)

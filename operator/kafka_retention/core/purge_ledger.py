@@ -128,18 +128,6 @@ class PurgeLedger:
                 done.append(d)
         return PurgesOnCluster(tuple(sorted(done, key=lambda d: (-(d.completed_ms or 0), d.key))))
 
-    def cause(
-        self,
-        cluster: str | None,
-        tp: TopicPartition,
-        start: int,
-        end: int,
-        since_ms: int | None,
-        namespace: str | None = None,
-    ) -> str | None:
-        """PurgesOnCluster.cause, for one loss; a run with several asks on_cluster once."""
-        return self.on_cluster(cluster).cause(tp, start, end, since_ms, namespace)
-
 
 @dataclass(frozen=True)
 class PurgesOnCluster:
