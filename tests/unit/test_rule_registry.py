@@ -4,9 +4,11 @@ and loss attribution take what they know of rules from it."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +23,7 @@ from kafka_retention.core.specs import SpecError
 
 TP = TopicPartition("t", 0)
 NOW = 1_800_000_000_000
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_each_value_of_the_rules_belongs_to_exactly_one_rule() -> None:
@@ -49,9 +52,20 @@ def test_the_deleting_rules_are_the_proposers_and_only_the_time_rules_pass_group
     proposers = [r.name for r in registry.RULES if isinstance(r, Proposer)]
     assert proposers == ["deleteConsumed", "deleteBefore", "maxRetention"]
     assert [r.name for r in registry.RULES if r.passes_groups] == ["deleteBefore", "maxRetention"]
-    for rule in registry.RULES:
-        if isinstance(rule, Floor):
-            assert rule.guard in guards.GUARDS
+    floors = [r.guard for r in registry.RULES if isinstance(r, Floor)]
+    assert floors == ["minRetention"]
+
+
+def test_the_crd_lists_every_guard_tag_a_cut_may_carry() -> None:
+    """The floors' own tags beside core.rules': a tag the CRD's enum lacked would make the
+    API server refuse the status of every policy whose cut that floor limited."""
+    assert set(guards.GUARDS) < set(registry.GUARDS)
+    assert len(set(registry.GUARDS)) == len(registry.GUARDS)
+    crd = yaml.safe_load((REPO / "crds" / "retentionpolicies.kafka-retention.io.yaml").read_text())
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    cut = status["properties"]["topics"]["items"]["properties"]["cut"]["properties"]
+    enum = cut["limits"]["items"]["properties"]["guard"]["enum"]
+    assert sorted(enum) == sorted(registry.GUARDS)
 
 
 def test_on_a_tie_the_first_rule_listed_names_the_cut() -> None:

@@ -5,9 +5,11 @@ ceilings (protected groups, the high watermark) only ever lower it; the log star
 is the floor below which a cut means "nothing to do". Each function returns the new cut
 and, when it changed something, a sentence saying why, for status and events.
 
-Each sentence also carries a guard tag (GROUP, NO_COMMIT, MIN_RETENTION, ...): what kind
+Each sentence also carries a guard tag (GROUP, NO_COMMIT, HIGH_WATERMARK, ...): what kind
 of thing proposed or lowered the cut, so status can count cuts by guard without reading
-the sentences (`kubectl kafka-retention explain`).
+the sentences (`kubectl kafka-retention explain`). A policy's own floors (minRetention)
+declare their tags in their rule modules; core.retention_rules.registry.GUARDS is the
+whole list.
 """
 
 from __future__ import annotations
@@ -15,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-# Guard tags: what limited a cut (status.topics[].cut.limits[].guard in the CRD).
+# Guard tags: what limited a cut (status.topics[].cut.limits[].guard in the CRD), but
+# for the registry's floors.
 GROUP = "group"  # a group's committed offset
 NO_COMMIT = "noCommit"  # a group with no committed offset keeps the partition
-MIN_RETENTION = "minRetention"
 HIGH_WATERMARK = "highWatermark"
 PEER = "peer"  # another policy on the same partition (core.overlap)
 BINDING = "binding"  # the KafkaClusterBinding's protect list or allow list
 COMPACTED = "compacted"  # cleanup.policy without delete: DeleteRecords is refused
 CONFIG = "config"  # the topic's config could not be read
-GUARDS = (GROUP, NO_COMMIT, MIN_RETENTION, HIGH_WATERMARK, PEER, BINDING, COMPACTED, CONFIG)
+GUARDS = (GROUP, NO_COMMIT, HIGH_WATERMARK, PEER, BINDING, COMPACTED, CONFIG)
 
 
 @dataclass(frozen=True)

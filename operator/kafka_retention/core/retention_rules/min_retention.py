@@ -20,7 +20,7 @@ class MinRetention(Floor[int | None]):
     path = "deleteConsumed.minRetention"
     attr = "min_retention_ms"
     shape: ClassVar[Shape] = {"deleteConsumed": {"minRetention": None}}
-    guard = rules.MIN_RETENTION
+    guard = "minRetention"
 
     def parse(self, spec: Mapping[str, Any]) -> int | None:
         # deleteConsumed itself was checked by its own rule, listed first.

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kafka_retention.core import rules
 from kafka_retention.core.retention_rules import (
     delete_before,
     delete_consumed,
@@ -32,6 +33,10 @@ RULES: tuple[Rule[Any], ...] = (
     max_retention.RULE,
     notify.RULE,
 )
+
+# Every guard tag a cut may carry (status.topics[].cut.limits[].guard): core.rules' own
+# and each floor's.
+GUARDS: tuple[str, ...] = (*rules.GUARDS, *(r.guard for r in RULES if isinstance(r, Floor)))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ the field. A rule is one of three kinds:
 - a `Proposer` proposes a cut (deleteConsumed, deleteBefore, maxRetention): the furthest
   proposal wins, the first rule listed on a tie;
 - a `Floor` only ever lowers the winning cut (minRetention), with a note and a guard tag
-  (core.rules) saying why;
+  of its own saying why (registry.GUARDS lists them beside core.rules');
 - a `Watch` cuts nothing; it only needs groups read (notify).
 
 `passes_groups` marks a rule whose cut may pass a group's committed offset (a time rule):
@@ -85,7 +85,8 @@ class Proposer(Rule[T]):
 
 
 class Floor(Rule[T]):
-    """A guard of the policy's own: it only lowers the cut, tagging its note `guard`."""
+    """A guard of the policy's own: it only lowers the cut, tagging its note `guard` (a
+    tag of status.topics[].cut.limits[].guard, listed in the CRD's enum)."""
 
     guard: ClassVar[str]
 

@@ -21,6 +21,7 @@ from kafka_retention.core.policy import (
     PolicyPlan,
 )
 from kafka_retention.core.policy_spec import PolicySpec
+from kafka_retention.core.retention_rules import registry
 
 MAX_TOPICS_LISTED = 500
 # status.topics[].cut: guards listed per topic, and the length of any sentence in it. A
@@ -29,7 +30,7 @@ MAX_TOPICS_LISTED = 500
 MAX_LIMITS_LISTED = 5
 MAX_SENTENCE_CHARS = 200
 _RULES = frozenset((DELETE_CONSUMED, DELETE_BEFORE, MAX_RETENTION, NO_RULE))
-_GUARDS = frozenset(guards.GUARDS)
+_GUARDS = frozenset(registry.GUARDS)
 
 
 def losses(
