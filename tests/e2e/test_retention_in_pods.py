@@ -188,6 +188,53 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         assert operator.stop() == 0
 
 
+def test_minRecords_crosses_to_the_driver_and_its_plan_keeps_the_last_records(
+    stack: Stack,
+    spark: Any,
+    namespace: str,
+    kafka: Kafka,
+    tmp_path: Path,
+    playing_driver: None,
+) -> None:
+    """spec.minRecords reaches the driver in the run's request ConfigMap (PlanRequest's
+    JSON), and the plan made there keeps the last 15 records of a partition its group read
+    to the end. The plan is checked as the driver made it, before the operator's own
+    fresh re-check (which would lower the cut by the same rule) can hide a rule lost on
+    the way; then the operator applies it and status names the guard."""
+    topic = kafka.topic({0: 50, 1: 50})
+    group = kafka.group_at(topic, "g", {0: 50, 1: 20})
+    operator = spark_operator_mode(stack, namespace, tmp_path)
+    try:
+        app = apply_policy_and_wait_for_run(
+            stack, namespace, "buffer", "1h", topic, group, minRecords=15
+        )
+        planned: dict[int, tuple[int, list[str]]] = {}
+
+        def look(results: dict[str, PolicyPlan]) -> None:
+            (result,) = results.values()
+            planned.update({r["partition"]: (r["targetOffset"], r["guards"]) for r in result.rows})
+
+        request = play_driver(stack, spark, namespace, app, before_write=look)
+        (policy,) = request.policies
+        assert policy.rules.min_records == 15
+        complete(stack, namespace, app["metadata"]["name"])
+        assert planned == {0: (35, ["minRecords"]), 1: (20, [])}
+        obj = plan_applied(stack, namespace, "buffer")
+        assert log_starts(kafka.admin, topic, 2) == [35, 20]
+        assert obj["status"]["lastRun"]["recordsDeleted"] == 55
+        (summary,) = obj["status"]["topics"]
+        limits = {lim["guard"]: lim for lim in summary["cut"]["limits"]}
+        assert limits["minRecords"]["partitions"] == 1
+        assert limits["minRecords"]["detail"] == (
+            "minRecords keeps the last 15 records (from offset 35)"
+        )
+    finally:
+        stack.kubectl(
+            "delete", "retentionpolicy", "buffer", "-n", namespace, "--timeout=60s", check=False
+        )
+        assert operator.stop() == 0
+
+
 def test_an_operator_stopped_while_its_spark_application_runs_exits_at_once(
     stack: Stack, namespace: str, kafka: Kafka, tmp_path: Path
 ) -> None:

@@ -150,6 +150,36 @@ def test_min_retention_holds_back_a_cut_on_recent_records(spark: Any, kafka: Kaf
 
 
 @pytest.mark.stack
+def test_minRecords_keeps_the_last_records_in_spark_and_in_process_plans(
+    spark: Any, kafka: Kafka
+) -> None:
+    topic = kafka.topic({0: 100, 1: 10})
+    group = f"{topic}-reader"
+    commit(kafka.bootstrap, group, topic, {0: 100, 1: 10})  # everything read
+    now = int(time.time() * 1000)
+    fields: dict[str, Any] = {
+        "topics": {"names": [topic]},
+        "deleteConsumed": {"groups": [group]},
+        "minRecords": 25,
+    }
+    by_spark = plan(spark, kafka.bootstrap, now_ms=now, **fields)
+    adapter = KafkaAdmin(kafka.bootstrap)
+    members = [
+        Member(
+            "ns/p", parse_policy_spec({"cluster": {"bootstrapServers": kafka.bootstrap}, **fields})
+        )
+    ]
+    by_core = plan_in_process(adapter, members, select(adapter, members), now)["ns/p"]
+    for planned in (by_spark, by_core):
+        rows = by_partition(planned, topic)
+        # Partition 1 holds fewer than 25 records: they all stay.
+        assert {p: rows[p]["targetOffset"] for p in (0, 1)} == {0: 75, 1: 0}
+        assert [rows[p]["guards"] for p in (0, 1)] == [["minRecords"], ["minRecords"]]
+        assert rows[0]["notes"] == ["minRecords keeps the last 25 records (from offset 75)"]
+        assert rows[0]["rule"] == "deleteConsumed"
+
+
+@pytest.mark.stack
 def test_max_retention_past_an_idle_group_counts_and_samples_what_it_loses(
     spark: Any, kafka: Kafka
 ) -> None:

@@ -53,7 +53,7 @@ def test_the_deleting_rules_are_the_proposers_and_only_the_time_rules_pass_group
     assert proposers == ["deleteConsumed", "deleteBefore", "maxRetention"]
     assert [r.name for r in registry.RULES if r.passes_groups] == ["deleteBefore", "maxRetention"]
     floors = [r.guard for r in registry.RULES if isinstance(r, Floor)]
-    assert floors == ["minRetention"]
+    assert floors == ["minRetention", "minRecords"]
 
 
 def test_the_crd_lists_every_guard_tag_a_cut_may_carry() -> None:

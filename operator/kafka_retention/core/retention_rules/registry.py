@@ -18,6 +18,7 @@ from kafka_retention.core.retention_rules import (
     delete_before,
     delete_consumed,
     max_retention,
+    min_records,
     min_retention,
     notify,
 )
@@ -31,6 +32,7 @@ RULES: tuple[Rule[Any], ...] = (
     min_retention.RULE,
     delete_before.RULE,
     max_retention.RULE,
+    min_records.RULE,
     notify.RULE,
 )
 
@@ -51,6 +53,8 @@ class RetentionRules:
     max_retention_ms: int | None = None
     # Groups watched for unread-record loss (spec.notify.groups): read, never protecting.
     notify_groups: tuple[str, ...] = ()
+    # The last records of each partition kept (spec.minRecords; 0: no buffer).
+    min_records: int = 0
 
     def of(self, rule: Rule[T]) -> T:
         value: T = getattr(self, rule.attr)
