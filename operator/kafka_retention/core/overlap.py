@@ -35,7 +35,8 @@ class Peer:
 
     rules: RetentionRules
     # A bound policy of another namespace: it holds back only by its deleteConsumed
-    # groups' committed offsets, not by its own time rules or minRetention.
+    # groups' committed offsets, not by its own time rules or floors (minRetention,
+    # minRecords).
     groups_only: bool = False
     # Whether its group without a committed offset on a partition holds the partition.
     uncommitted_hold: bool = True
