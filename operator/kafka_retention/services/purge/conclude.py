@@ -20,12 +20,12 @@ from kafka_retention.services.purge.outcomes import Finished, Pending, Run
 from kafka_retention.services.purge.store import store_results
 
 
-def pending(purge: Purge, run: Run, entries: Sequence[PurgeEntry]) -> Pending:
+def pending(run: Run, entries: Sequence[PurgeEntry]) -> Pending:
     """A run that left partitions to retry."""
     retrying = [e for e in entries if e.state == State.RETRYING]
     names = ", ".join(f"{e.topic}-{e.partition}" for e in retrying[:10])
     message = f"{len(retrying)} partitions still pending ({names}): {retrying[0].error}"
-    return Pending(run, entries, message, purge.retry_delay)
+    return Pending(run, entries, message)
 
 
 def finish(purge: Purge, run: Run, entries: Sequence[PurgeEntry], *, dry_run: bool) -> Finished:

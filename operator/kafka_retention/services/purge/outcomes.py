@@ -82,8 +82,7 @@ class NotReady:
 class Pending:
     run: Run
     entries: Sequence[PurgeEntry]
-    message: str
-    delay: float  # seconds until the next run
+    message: str  # which partitions are left, and the first one's error
 
 
 @dataclass(frozen=True)

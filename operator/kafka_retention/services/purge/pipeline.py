@@ -151,7 +151,7 @@ def reconcile(purge: Purge) -> Outcome:
         reason = Reason.KAFKA_UNAVAILABLE if isinstance(err, KafkaUnavailable) else err.reason
         raise status.retry(purge, NotReady(run, phase, reason, str(err))) from err
     if any(e.state == State.RETRYING for e in entries):
-        raise status.retry(purge, pending(purge, run, entries))
+        raise status.retry(purge, pending(run, entries))
     return status.end(purge, finish(purge, run, entries, dry_run=False))
 
 

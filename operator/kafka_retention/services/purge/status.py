@@ -99,7 +99,7 @@ def retry(purge: Purge, waiting: NotReady | Pending) -> Retry:
             purge, NotReady(waiting.run, Phase.PURGING, Reason.STATE_NOT_PERSISTED, str(err))
         )
         message += f"; {err}"
-    return Retry(message, waiting.delay)
+    return Retry(message, purge.retry_delay)
 
 
 def write_progress(purge: Purge, progress: ProgressMark) -> None:
