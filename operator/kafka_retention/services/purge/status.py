@@ -6,7 +6,8 @@ the status patch here, and nowhere else in the purge is the StatusStore written.
     end ........... Refusal, Finished: the purge's final status; the handler's Outcome
     retry ......... NotReady, Pending: the status of a run to be tried again; its Retry
     write_progress  status.progress between rounds of deletes: informational, so a
-                    failure to write it is logged and skipped
+                    write that fails is skipped (a refusal quietly, any other failure
+                    with a warning in the log)
 
 A final status the API server refuses is never left to a silent retry: the cause goes
 into the Ready condition at once, beside the counts of what was deleted.
