@@ -60,7 +60,8 @@ def parse(raw: Mapping[str, Any]) -> PolicySpec | SpecError:
     try:
         return parse_policy_spec(raw)
     except SpecError as err:
-        return err
+        # Kept for as long as the spec is: without the parser's frames.
+        return err.with_traceback(None)
 
 
 @dataclass(frozen=True)
