@@ -41,12 +41,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack.stack import Stack
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.spark import local_session
+from kafka_retention.core.plan_request import PlanRequest, Scans
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import Member, PolicySpec, TopicSelector
 from kafka_retention.services.policy.planning import plan_in_process, select
 from kafka_retention.services.ports import PolicyKafka
 from retention_jobs import plan_job
-from retention_jobs.request import PlanRequest, Scans
 
 GROUPS = ("bench-fast", "bench-slow")  # committed at offsets 3 and 1 everywhere
 PER_TOPIC = 200

@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import paths
 from devstack.stack import Stack
 from kafka_retention.adapters.spark import local_session
+from kafka_retention.core.plan_request import Connection
 from retention_jobs import kafka_source, scans
-from retention_jobs.request import Connection
 
 SCAN_RECORDS = int(os.environ.get("BENCH_SCAN_RECORDS", "1000000"))
 RUNS = int(os.environ.get("BENCH_SCAN_RUNS", "3"))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
-from retention_jobs.request import Connection
+from kafka_retention.core.plan_request import Connection
 
 FactsRow = tuple[
     str, int, int | None, int | None, dict[int, int | None], dict[str, int | None], str | None

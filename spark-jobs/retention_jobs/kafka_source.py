@@ -33,8 +33,8 @@ from pyspark.sql import functions as F
 
 from kafka_retention.adapters.kafka_records import RECORD_OVERHEAD_BYTES
 from kafka_retention.core.java_client import Unmappable, java_properties
+from kafka_retention.core.plan_request import Connection
 from retention_jobs import schemas
-from retention_jobs.request import Connection
 from retention_jobs.scans import first_keys
 
 log = logging.getLogger(__name__)

@@ -29,11 +29,11 @@ from kafka_retention.adapters.kafka_groups import COMMITTED_PER_REQUEST
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
+from kafka_retention.core.plan_request import Connection, PlanRequest
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
 from retention_jobs import extract, kafka_source, scans, schemas, sinks, transforms
-from retention_jobs.request import Connection, PlanRequest
 
 log = logging.getLogger(__name__)
 

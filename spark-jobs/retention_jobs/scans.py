@@ -11,7 +11,7 @@ from kafka_retention.adapters.kafka_records import (
     key_text,
 )
 from kafka_retention.core.facts import TopicPartition
-from retention_jobs.request import Connection
+from kafka_retention.core.plan_request import Connection
 
 SizeRow = tuple[str, int, float | None]
 LagRow = tuple[str, int, str, int | None]

@@ -23,9 +23,9 @@ import pytest
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.adapters import kube
+from kafka_retention.core.plan_request import PlanRequest
 from kafka_retention.core.policy import PolicyPlan
 from retention_jobs import plan_job, sinks
-from retention_jobs.request import PlanRequest
 from tests.helpers import tenancy
 from tests.helpers.commits import commit
 from tests.helpers.forgery import forge_plan, run_configmaps, tenant_account

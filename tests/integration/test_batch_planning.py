@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.core.plan_request import PlanRequest, Scans
 from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy.planning import plan_in_process, select
 from retention_jobs.plan_job import run_batch
-from retention_jobs.request import PlanRequest, Scans
 from tests.helpers.commits import commit
 from tests.helpers.records import produce
 from tests.helpers.topics import TopicFactory

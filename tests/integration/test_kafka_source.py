@@ -17,8 +17,8 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.kafka import SASL_PASSWORD, SASL_USER
 from devstack.stack import Stack
+from kafka_retention.core.plan_request import Connection
 from retention_jobs import kafka_source, scans
-from retention_jobs.request import Connection
 from tests.helpers.topics import TopicFactory
 
 HOUR = 3_600_000

@@ -13,11 +13,11 @@ from confluent_kafka import Producer
 
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.plan_request import PlanRequest, Scans
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy.planning import plan_in_process, select
 from retention_jobs.plan_job import ScanTimeoutError, run
-from retention_jobs.request import PlanRequest, Scans
 from tests.helpers.cli import kafka_retention, policy_file
 from tests.helpers.commits import commit
 from tests.helpers.kafka import Kafka

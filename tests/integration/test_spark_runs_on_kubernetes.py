@@ -18,12 +18,12 @@ from kafka_retention.adapters.spark import (
     plan_in_pods,
     read_plan,
 )
+from kafka_retention.core.plan_request import PlanRequest
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.kube_objects.chunks import RUN_LABEL, SinkError
 from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.kube_objects.spark_runs import RunSpec, run_name
 from retention_jobs import sinks
-from retention_jobs.request import PlanRequest
 from tests.helpers.kube import install_spark_operator_crd
 
 

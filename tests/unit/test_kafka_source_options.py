@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from kafka_retention.core.java_client import Unmappable
+from kafka_retention.core.plan_request import Connection
 from retention_jobs.kafka_source import (
     MIN_TASK_RECORDS,
     java_options,
@@ -19,7 +20,6 @@ from retention_jobs.kafka_source import (
     source_missing,
     task_records,
 )
-from retention_jobs.request import Connection
 
 
 def test_plaintext_reads_committed_records_like_librdkafka() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from kafka_retention.core.plan_request import PlanRequest, Scans
 from retention_jobs import plan_job
-from retention_jobs.request import PlanRequest, Scans
 
 
 def _slow(x: int) -> int:

@@ -262,7 +262,7 @@ def test_a_policy_batch_asks_spark_for_no_time_lags_and_for_tombstones_only_when
 ) -> None:
     """A run uses no group time lag (they are for `kafka-retention plan`), and each one
     costs a record read per partition and group; unread ranges are still scanned."""
-    from retention_jobs.request import PlanRequest
+    from kafka_retention.core.plan_request import PlanRequest
 
     asked: list[PlanRequest] = []
 

@@ -22,12 +22,12 @@ from typing import Any, Protocol
 from kafka_retention.adapters import kube
 from kafka_retention.config import SparkConfig
 from kafka_retention.core.failures import Abandoned
+from kafka_retention.core.plan_request import PlanRequest, Scans
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.core.resources import API_VERSION
 from kafka_retention.kube_objects import chunks, spark_runs
 from kafka_retention.kube_objects.owners import Owner
-from retention_jobs.request import PlanRequest, Scans
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 import yaml
 
 from kafka_retention.cli.common import Progress, UsageError
+from kafka_retention.core.plan_request import PlanRequest
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.policy.report import group_summary
@@ -42,7 +43,6 @@ def run_plan(
     """Plan and print; the stages go to `progress` (on a terminal, or with -v)."""
     from kafka_retention.adapters.spark import local_session
     from retention_jobs.plan_job import load, run
-    from retention_jobs.request import PlanRequest
 
     try:
         policy = parse_policy_spec(read_policy(path))

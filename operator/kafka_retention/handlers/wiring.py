@@ -16,6 +16,7 @@ from kafka_retention.adapters.kube_exec import exec_in_pod, running_pods
 from kafka_retention.adapters.policy_status import PolicyStatus
 from kafka_retention.adapters.spark import SparkBatchPlanner
 from kafka_retention.config import OperatorConfig
+from kafka_retention.core.plan_request import PlanRequest
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import UNBOUND, OrphanSpec
 from kafka_retention.core.purge_ledger import PurgeLedger
@@ -28,7 +29,6 @@ from kafka_retention.services.policy.batches import Environment
 from kafka_retention.services.policy.fleet import Fleet, FleetReport
 from kafka_retention.services.ports import BrokerVolumes
 from kafka_retention.services.watch.orphans import VolumeFinder
-from retention_jobs.request import PlanRequest
 
 
 def plan_job(spark: Any, request: PlanRequest) -> dict[str, PolicyPlan]:

@@ -1,8 +1,18 @@
-"""What a plan run is asked to compute; JSON-serialisable so spark-submit can carry it."""
+"""What a plan run is asked to compute; JSON-serialisable so spark-submit can carry it.
+
+The operator writes a request with to_json and a Spark driver (in this process or in a
+pod) reads it back with from_json. Both are derived from the dataclasses, so a field
+added to RetentionRules, TopicSelector or Scans crosses to a pod with no codec edit: a
+hand-written decoder once left a new rule field out, and pod runs silently planned with
+its default.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -99,31 +109,43 @@ class PlanRequest:
 
     @classmethod
     def from_json(cls, text: str) -> PlanRequest:
-        raw: dict[str, Any] = json.loads(text)
-        return cls(
-            Connection(**raw["connection"]),
-            tuple(_policy_from(p) for p in raw["policies"]),
-            raw["now_ms"],
-            Scans(**raw["scans"]),
-        )
+        request = decode(cls, json.loads(text))
+        assert isinstance(request, PlanRequest)
+        return request
 
 
-def _policy_from(raw: Mapping[str, Any]) -> PolicyRequest:
-    topics, rules = raw["topics"], raw["rules"]
-    return PolicyRequest(
-        raw["id"],
-        TopicSelector(
-            tuple(topics["names"]),
-            topics["pattern"],
-            tuple(topics["exclude"]),
-            tuple(topics.get("allow") or ()),
-            tuple(topics.get("protect") or ()),
-        ),
-        RetentionRules(
-            consumed_groups=tuple(rules["consumed_groups"]),
-            min_retention_ms=rules["min_retention_ms"],
-            delete_before_ms=rules["delete_before_ms"],
-            max_retention_ms=rules["max_retention_ms"],
-            notify_groups=tuple(rules.get("notify_groups") or ()),
-        ),
-    )
+def decode(tp: Any, raw: Any) -> Any:
+    """`raw` (as json.loads gives it) as a value of type `tp`, following the dataclasses'
+    own field types: JSON arrays back to tuples, objects back to nested dataclasses.
+
+    A key missing from `raw` takes its field's default (a request from an operator that
+    predates the field); a key the dataclass does not know is refused, since dropping it
+    would plan with less than the operator asked."""
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"{tp.__name__}: expected an object, got {raw!r}")
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp) if f.init}
+        unknown = sorted(set(raw) - names)
+        if unknown:
+            raise ValueError(f"{tp.__name__}: unknown fields {unknown}")
+        return tp(**{name: decode(hints[name], raw[name]) for name in names if name in raw})
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if raw is None and type(None) in args:
+            return None
+        (inner,) = (a for a in args if a is not type(None))
+        return decode(inner, raw)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(decode(args[0], v) for v in raw)
+        return tuple(decode(a, v) for a, v in zip(args, raw, strict=True))
+    if origin is list:
+        return [decode(args[0], v) for v in raw]
+    if origin is dict:
+        return {decode(args[0], k): decode(args[1], v) for k, v in raw.items()}
+    if tp is float and isinstance(raw, int) and not isinstance(raw, bool):
+        return float(raw)
+    if tp is Any or isinstance(raw, tp):
+        return raw
+    raise ValueError(f"expected {tp}, got {raw!r}")
