@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.services.policy.run import RunOutcome
 
 
 class MemoryStore:
@@ -20,6 +21,32 @@ class MemoryStore:
 
     def patch(self, status: Mapping[str, Any]) -> None:
         self.status.update(status)
+
+
+class Unreported:
+    """A fleet's reports (services.policy.fleet.FleetReport) dropped, as a test of the
+    scheduling itself wants them; handlers.retention.Reporting is the real one."""
+
+    def run(self, body: Mapping[str, Any], outcome: RunOutcome) -> None:
+        pass
+
+    def acting(self, acting: bool) -> None:
+        pass
+
+    def policies(self, count: int) -> None:
+        pass
+
+    def tick(self, queue_depth: int, running: int, late: int) -> None:
+        pass
+
+    def standing_by(self) -> None:
+        pass
+
+    def batch_started(self, late_by: Sequence[float]) -> None:
+        pass
+
+    def batch_ended(self, seconds: float) -> None:
+        pass
 
 
 class FakeLogs:

@@ -20,7 +20,7 @@ from kafka_retention.services.policy.batches import Due, Environment
 from kafka_retention.services.policy.fleet import Fleet, cluster_of
 from kafka_retention.services.policy.run import RunOutcome
 from kafka_retention.services.scheduler import Scheduled, Scheduler, interleave_namespaces
-from tests.helpers.fakes import MemoryStore
+from tests.helpers.fakes import MemoryStore, Unreported
 
 
 def add(s: Scheduler, key: str, cluster: str, interval: float = 60, due: float = 0) -> None:
@@ -237,7 +237,7 @@ def test_the_fleet_starts_no_more_batches_than_workers_and_namespaces_in_turn(
 
     monkeypatch.setattr(fleet_module, "run_batch", run_batch)
     env = Environment(connection=lambda s, n: ("", {}), connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
-    fleet = Fleet(env, lambda b, o: None, workers=2, window=0, status_store=MemoryStore)
+    fleet = Fleet(env, Unreported(), workers=2, window=0, status_store=MemoryStore)
 
     def body(namespace: str, name: str, bootstrap: str) -> dict[str, Any]:
         return {

@@ -13,12 +13,13 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kafka_retention.core.peering import Peering, auto_priority, blockers
+from kafka_retention.handlers.retention import Reporting
 from kafka_retention.services.leadership import Leadership
 from kafka_retention.services.policy import fleet as fleet_module
 from kafka_retention.services.policy.batches import Due, Environment
 from kafka_retention.services.policy.fleet import Fleet
 from kafka_retention.services.policy.run import RunOutcome
-from tests.helpers.fakes import MemoryStore
+from tests.helpers.fakes import MemoryStore, Unreported
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ME = Peering("kr", "me", priority=100, lifetime_s=10, clusterwide=True)
@@ -150,7 +151,7 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
     env = Environment(connection=lambda s, n: ("", {}), connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
     fleet = Fleet(
         env,
-        lambda b, o: None,
+        Unreported(),
         window=0,
         leadership=role,  # type: ignore[arg-type]
         resync=lambda: listed,
@@ -188,7 +189,7 @@ def test_a_standing_by_replica_runs_nothing_and_resumes_from_a_fresh_list(
 
 def test_the_acting_gauge_says_which_replica_runs_the_policies() -> None:
     env = Environment(connection=lambda s, n: ("", {}), connect=lambda b, c: None, spark=None)  # type: ignore[arg-type,return-value]
-    Fleet(env, lambda b, o: None, leadership=Role(), resync=list, status_store=MemoryStore)  # type: ignore[arg-type]
+    Fleet(env, Reporting(), leadership=Role(), resync=list, status_store=MemoryStore)  # type: ignore[arg-type]
     assert REGISTRY.get_sample_value("kafka_retention_acting") == 0  # peered: not yet
-    Fleet(env, lambda b, o: None, status_store=MemoryStore)
+    Fleet(env, Reporting(), status_store=MemoryStore)
     assert REGISTRY.get_sample_value("kafka_retention_acting") == 1  # standalone

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import threading
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from kafka_retention.cli.common import Progress as Line
 from kafka_retention.cli.plan import spark_tasks
 from kafka_retention.cli.purge import progress_line
-from kafka_retention.services.purge.progress import Progress, Stage
+from kafka_retention.services.purge.progress import Progress, ProgressMark, Stage
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
@@ -27,8 +26,8 @@ class Clock:
         return self.t
 
 
-def reporter(every_s: float = 2.0) -> tuple[Progress, list[Mapping[str, Any]], Clock]:
-    written: list[Mapping[str, Any]] = []
+def reporter(every_s: float = 2.0) -> tuple[Progress, list[ProgressMark], Clock]:
+    written: list[ProgressMark] = []
     clock = Clock()
     return Progress(written.append, lambda: NOW, every_s, clock), written, clock
 
@@ -40,7 +39,7 @@ def test_progress_is_written_at_most_once_every_interval() -> None:
         clock.t += 0.125  # a round of deletes every 1/8 s
         progress.report(Stage.DELETING, done, 100_000)
     # 12.4 s of reports: the first, then one every 2 s (16 rounds).
-    assert [w["progress"]["partitionsDone"] for w in written] == [
+    assert [w.done for w in written] == [
         0,
         16_000,
         32_000,
@@ -49,21 +48,19 @@ def test_progress_is_written_at_most_once_every_interval() -> None:
         80_000,
         96_000,
     ]
-    assert written[0] == {
-        "progress": {
-            "stage": "deleting",
-            "partitionsDone": 0,
-            "partitionsTotal": 100_000,
-            "updatedAt": "2026-11-28T12:00:00Z",
-        }
+    assert written[0].to_status() == {
+        "stage": "deleting",
+        "partitionsDone": 0,
+        "partitionsTotal": 100_000,
+        "updatedAt": "2026-11-28T12:00:00Z",
     }
 
 
 def test_progress_riding_on_a_status_write_counts_as_a_write() -> None:
     progress, written, clock = reporter(every_s=2.0)
-    field = progress.field(Stage.PLANNING)
-    assert field["progress"]["stage"] == "planning"
-    assert "partitionsTotal" not in field["progress"]  # not known while planning
+    field = progress.field(Stage.PLANNING).to_status()
+    assert field["stage"] == "planning"
+    assert "partitionsTotal" not in field  # not known while planning
     clock.t += 1.0
     progress.report(Stage.STORING, 0, 10)
     assert written == []

@@ -17,7 +17,7 @@ from kafka_retention.core.overlap import PeerIndex
 from kafka_retention.core.policy_spec import Batch, Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done
 from kafka_retention.services.policy import apply as policy_apply
-from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.batches import Due, Environment, parse, run_batch
 from kafka_retention.services.policy.planning import plan_in_process, select
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome
 from retention_jobs.plan_job import ScanTimeoutError
@@ -172,7 +172,8 @@ def spec_of(**fields: Any) -> dict[str, Any]:
 
 
 def due(store: Store, key: str = "ns/p", **fields: Any) -> Due:
-    return Due(PolicyRun(key, dict(store.status), 1, store, lambda: NOW), spec_of(**fields))
+    raw = spec_of(**fields)
+    return Due(PolicyRun(key, dict(store.status), 1, store, lambda: NOW), raw, parse(raw))
 
 
 def env(kafka: FakeKafka, spark: Any = None, line: int = 2000) -> Environment:
@@ -648,10 +649,8 @@ def test_a_run_that_started_past_its_slack_says_it_was_late() -> None:
     kafka = FakeKafka()
     kafka.logs[T0] = [0, 100]
     store = Store()
-    item = Due(
-        PolicyRun("ns/p", {}, 1, store, lambda: NOW, late_by=95, slack=30),
-        spec_of(maxRetention="1d"),
-    )
+    raw = spec_of(maxRetention="1d")
+    item = Due(PolicyRun("ns/p", {}, 1, store, lambda: NOW, late_by=95, slack=30), raw, parse(raw))
     run_batch([item], {}, env(kafka), lambda: NOW)
     schedule = {c["type"]: c for c in store.status["conditions"]}["OnSchedule"]
     assert (schedule["status"], schedule["reason"]) == ("False", "Late")

@@ -263,16 +263,14 @@ def test_a_policy_batch_asks_spark_for_no_time_lags_and_for_tombstones_only_when
     """A run uses no group time lag (they are for `kafka-retention plan`), and each one
     costs a record read per partition and group; unread ranges are still scanned."""
     from kafka_retention.core.plan_request import PlanRequest
-    from retention_jobs import plan_job
 
     asked: list[PlanRequest] = []
 
-    def run_batch(_: object, request: PlanRequest) -> dict[str, object]:
+    def run_batch(_: object, request: PlanRequest) -> dict[str, PolicyPlan]:
         asked.append(request)
         return {}
 
     monkeypatch.setattr(spark, "local_session", lambda *_, **__: None)
-    monkeypatch.setattr(plan_job, "run_batch", run_batch)
     body: dict[str, object] = {
         "cluster": {"bootstrapServers": "k:9092"},
         "topics": {"names": ["t"]},
@@ -281,7 +279,7 @@ def test_a_policy_batch_asks_spark_for_no_time_lags_and_for_tombstones_only_when
     if inventory:
         body["tombstones"] = {"groups": ["g"], "inventory": True}
     member = Member("team-a/p", parse_policy_spec(body), "uid", 1)
-    spark.SparkBatchPlanner(SparkConfig(mode="local"))(Batch([member], "k:9092", {}, 0))
+    spark.SparkBatchPlanner(SparkConfig(mode="local"), run_batch)(Batch([member], "k:9092", {}, 0))
     (request,) = asked
     scans = request.scans
     assert (scans.time_lag, scans.unconsumed, scans.tombstones) == (False, True, inventory)
@@ -316,8 +314,14 @@ def member(key: str, binding: str | None, uid: str = "uid") -> Member:
     return Member(key, dataclasses.replace(policy, binding=binding), uid, 1)
 
 
+def no_local_job(_: object, request: object) -> dict[str, PolicyPlan]:
+    raise AssertionError("a batch in pods is planned in pods, not in this process")
+
+
 def pod_planner() -> spark.SparkBatchPlanner:
-    return spark.SparkBatchPlanner(SparkConfig(mode="kubernetes", namespace=OPERATOR_NS))
+    return spark.SparkBatchPlanner(
+        SparkConfig(mode="kubernetes", namespace=OPERATOR_NS), no_local_job
+    )
 
 
 def test_a_bound_batch_runs_in_the_operators_namespace_and_is_owned_by_no_policy() -> None:

@@ -17,7 +17,7 @@ from kafka_retention.core.policy_spec import UNBOUND, parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError, labels
 from kafka_retention.services import purge as service
-from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.batches import Due, Environment, parse, run_batch
 from kafka_retention.services.policy.run import PolicyRun
 from kafka_retention.services.tenancy import (
     ClusterIdMismatch,
@@ -430,18 +430,18 @@ def test_refused_policies_never_reach_the_connection_of_their_batch() -> None:
         tenancy=world.tenancy(),
     )
     stores = {key: Store() for key in ("team-b/p", "team-a/inline")}
+    bound = {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"}
+    inline = {
+        "cluster": {"bootstrapServers": "victim:9092"},
+        "topics": {"names": ["t"]},
+        "maxRetention": "1d",
+    }
     items = [
-        Due(
-            PolicyRun("team-b/p", {}, 1, stores["team-b/p"], lambda: NOW),
-            {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"},
-        ),
+        Due(PolicyRun("team-b/p", {}, 1, stores["team-b/p"], lambda: NOW), bound, parse(bound)),
         Due(
             PolicyRun("team-a/inline", {}, 1, stores["team-a/inline"], lambda: NOW),
-            {
-                "cluster": {"bootstrapServers": "victim:9092"},
-                "topics": {"names": ["t"]},
-                "maxRetention": "1d",
-            },
+            inline,
+            parse(inline),
         ),
     ]
     outcomes = run_batch(items, {}, env, lambda: NOW)
@@ -499,7 +499,6 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
     from kafka_retention.adapters import spark
     from kafka_retention.config import SparkConfig
     from kafka_retention.core.policy_spec import Batch, Member
-    from retention_jobs import plan_job
 
     where: list[str] = []
 
@@ -511,7 +510,6 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
         return record
 
     monkeypatch.setattr(spark, "local_session", lambda *_, **__: None)
-    monkeypatch.setattr(plan_job, "run_batch", ran("local"))
     monkeypatch.setattr(spark, "plan_in_pods", ran("pods"))
     policy = parse_policy_spec(
         {
@@ -521,7 +519,8 @@ def test_a_bindings_credentials_never_go_to_pods_in_a_tenant_namespace(
         }
     )
     member = Member("team-a/p", replace(policy, binding=binding), "uid", 1)
-    spark.SparkBatchPlanner(SparkConfig(mode="kubernetes"))(Batch([member], "k:9092", config, 0))
+    planner = spark.SparkBatchPlanner(SparkConfig(mode="kubernetes"), ran("local"))
+    planner(Batch([member], "k:9092", config, 0))
     assert where == (["pods"] if in_pods else ["local"])
 
 
@@ -549,11 +548,9 @@ def test_a_batch_reads_its_binding_once_however_many_policies_share_it() -> None
     world = World({"orders": spec}, {"team-a": {"team": "a"}})
 
     env = unreachable_cluster(world)
+    raw = {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"}
     items = [
-        Due(
-            PolicyRun(f"team-a/p{i:04d}", {}, 1, Store(), lambda: NOW),
-            {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"},
-        )
+        Due(PolicyRun(f"team-a/p{i:04d}", {}, 1, Store(), lambda: NOW), raw, parse(raw))
         for i in range(1000)
     ]
     outcomes = run_batch(items, {}, env, lambda: NOW)
@@ -568,7 +565,7 @@ def test_only_the_first_policies_by_name_fit_the_namespace_quota_in_a_batch() ->
     raw = {"cluster": {"clusterRef": "orders"}, "topics": {"names": ["t"]}, "maxRetention": "1d"}
     keys = ["team-a/c", "team-a/a", "team-a/b", "team-b/z"]
     others = {key: parse_policy_spec(raw) for key in keys}
-    items = [Due(PolicyRun(key, {}, 1, Store(), lambda: NOW), raw) for key in keys]
+    items = [Due(PolicyRun(key, {}, 1, Store(), lambda: NOW), raw, parse(raw)) for key in keys]
     outcomes = run_batch(items, others, env, lambda: NOW)
     assert {key: o.reason for key, o in outcomes.items()} == {
         "team-a/a": "KafkaUnavailable",

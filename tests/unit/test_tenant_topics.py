@@ -18,7 +18,7 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.batches import Due, Environment, parse, run_batch
 from kafka_retention.services.policy.run import PolicyRun
 from kafka_retention.services.tenancy import Refused
 from tests.helpers.paths import REPO
@@ -83,7 +83,10 @@ def run(
 ) -> tuple[dict[str, Any], dict[str, Store]]:
     """Run the `due` policies of `policies` (every one known to the operator)."""
     stores = {key: Store() for key in due}
-    items = [Due(PolicyRun(k, {}, 1, stores[k], lambda: NOW), policies[k]) for k in due]
+    items = [
+        Due(PolicyRun(k, {}, 1, stores[k], lambda: NOW), policies[k], parse(policies[k]))
+        for k in due
+    ]
     others = {k: parse_policy_spec(v) for k, v in policies.items()}
     env = Environment(
         connection=lambda s, _ns: ("kafka-a:9092", {}),

@@ -1,7 +1,10 @@
 """The Spark launcher. Local mode (the default): one SparkSession kept for the life of the
 process, so a reconcile does not pay JVM start-up (about 8 s on two cores) every time.
 Kubernetes mode: spark-submit in cluster mode. spark-operator mode: a SparkApplication.
-The pod modes carry the plan back through ConfigMaps (kube_objects.chunks), never pod logs."""
+The pod modes carry the plan back through ConfigMaps (kube_objects.chunks), never pod logs.
+
+What the job computes is spark-jobs' (retention_jobs.plan_job), which imports the adapters:
+the wiring passes its entry point in (`PlanJob`), so no adapter imports a job."""
 
 from __future__ import annotations
 
@@ -14,11 +17,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kafka_retention.adapters import kube
 from kafka_retention.config import SparkConfig
 from kafka_retention.core.failures import Abandoned
+from kafka_retention.core.plan_request import PlanRequest, Scans
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.core.resources import API_VERSION
@@ -225,15 +229,6 @@ def _bundled_spark_submit() -> str:
     return str(Path(home) / "bin" / "spark-submit")
 
 
-def plan_locally(request: Any, progress: Any = None) -> Any:
-    """Run the plan job on the process-wide local session; returns its PolicyPlans."""
-    from retention_jobs import plan_job
-
-    if progress is None:
-        return plan_job.run(local_session(), request)
-    return plan_job.run(local_session(), request, progress)
-
-
 class RunGone(RuntimeError):
     """The run's driver or SparkApplication disappeared before it wrote its plan."""
 
@@ -299,13 +294,21 @@ def _discard_ownerless(runs: KubernetesRuns | SparkOperatorRuns, spec: spark_run
     kube.delete_configmaps(spec.namespace, f"{chunks.RUN_LABEL}={spec.name}")
 
 
+class PlanJob(Protocol):
+    """The plan job run on a SparkSession of this process: every policy of the request
+    planned in one job (retention_jobs.plan_job.run_batch, which the wiring passes in)."""
+
+    def __call__(self, spark: Any, request: PlanRequest, /) -> dict[str, PolicyPlan]: ...
+
+
 class SparkBatchPlanner:
     """Plans a batch of policies (one cluster, one tick) in one Spark job, where the
-    operator's --spark-mode says: the local session, spark-submit pods, or a
-    SparkApplication. Called with (members, client config, now in ms)."""
+    operator's --spark-mode says: the local session (through `plan_job`), spark-submit
+    pods, or a SparkApplication. Called with a Batch: its members, client config, now."""
 
-    def __init__(self, cfg: SparkConfig) -> None:
+    def __init__(self, cfg: SparkConfig, plan_job: PlanJob) -> None:
         self.cfg = cfg
+        self.plan_job = plan_job
         self.stopping = threading.Event()
 
     def stop(self) -> None:
@@ -317,8 +320,6 @@ class SparkBatchPlanner:
                 _session.sparkContext.cancelAllJobs()
 
     def __call__(self, batch: Batch) -> dict[str, PolicyPlan]:
-        from kafka_retention.core.plan_request import PlanRequest, Scans
-
         members, bootstrap, now_ms = batch.members, batch.bootstrap, batch.now_ms
         client_config = dict(batch.client_config)
         specs = {m.key: m.spec for m in members}
@@ -339,11 +340,9 @@ class SparkBatchPlanner:
         # namespace, see run_spec, but the driver would not know the binding's Secret.)
         bound_secrets = bool(client_config) and any(m.spec.binding for m in members)
         if self.cfg.mode == "local" or bound_secrets:
-            from retention_jobs import plan_job
-
             request = PlanRequest.for_policies(bootstrap, client_config, specs, now_ms, scans)
             try:
-                results = plan_job.run_batch(local_session(), request)
+                results = self.plan_job(local_session(), request)
             except Exception as err:
                 if self.stopping.is_set():
                     raise Abandoned("operator stopping; the local Spark job was cancelled") from err

@@ -1,120 +1,39 @@
-"""Kopf glue for RetentionPolicy: the watch feeds one scheduler (services.policy.fleet); each
-run's outcome becomes events and metrics here. No thread or daemon is held per policy."""
+"""Kopf glue for RetentionPolicy: the watch feeds one scheduler (services.policy.fleet, built
+in handlers.wiring); what the fleet reports (each run's outcome, the scheduler's state)
+becomes events and metrics here. No thread or daemon is held per policy."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
-from datetime import UTC, datetime
-from functools import partial
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import kopf
 
 from kafka_retention import metrics
-from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
-from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import drop_finalizer, list_custom_objects, read_peering
-from kafka_retention.adapters.kube_clusters import resolve_cluster
-from kafka_retention.adapters.kube_exec import exec_in_pod, running_pods
-from kafka_retention.adapters.policy_status import PolicyStatus
-from kafka_retention.adapters.spark import SparkBatchPlanner
+from kafka_retention.adapters.kube import drop_finalizer
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.loss import Loss, Risk
-from kafka_retention.core.policy_spec import UNBOUND, OrphanSpec
-from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES, VERSION
-from kafka_retention.core.specs import ClusterRef
-from kafka_retention.handlers.common import purge_ledger, tenancy
-from kafka_retention.services.cluster_ids import ClusterIds
-from kafka_retention.services.leadership import Leadership
-from kafka_retention.services.policy.batches import Environment
+from kafka_retention.handlers.common import purge_ledger
+from kafka_retention.handlers.wiring import build_fleet
 from kafka_retention.services.policy.fleet import Fleet
 from kafka_retention.services.policy.run import RunOutcome
-from kafka_retention.services.ports import BrokerVolumes
-from kafka_retention.services.watch.orphans import OrphanReport, VolumeFinder
+from kafka_retention.services.watch.orphans import OrphanReport
 from kafka_retention.services.watch.tombstones import TombstoneReport
 
 KIND = "RetentionPolicy"
 log = logging.getLogger(__name__)
 
 
-def _volume_finder(cfg: OperatorConfig) -> VolumeFinder:
-    def find(want: OrphanSpec, namespace: str) -> list[BrokerVolumes]:
-        brokers = want.brokers
-        if brokers.access == UNBOUND:
-            # services.tenancy fills in the binding's brokers when it admits a run; a spec
-            # that reaches here without them must not fall back to anything.
-            raise PermissionError("the policy's KafkaClusterBinding brokers were not applied")
-        if brokers.access == "local":
-            if not cfg.local_broker_volumes:
-                raise PermissionError(
-                    "spec.cluster.brokers.access local is off in this operator "
-                    "(run it with --local-broker-volumes)"
-                )
-            return [LocalVolumes()]
-        ns = brokers.namespace or namespace
-        pods = running_pods(ns, dict(brokers.match_labels))
-        if not pods:
-            raise LookupError(f"no running pod in {ns} matches {dict(brokers.match_labels)}")
-        return [ExecVolumes(partial(exec_in_pod, ns, pod, brokers.container)) for pod in pods]
-
-    return find
-
-
-def build_fleet(cfg: OperatorConfig, purges: PurgeLedger | None = None) -> Fleet:
-    sched = cfg.scheduling
-    rules = tenancy(cfg)
-    # Overlap and loss blame compare clusters by Kafka's own id, not by how specs name them.
-    ids = ClusterIds(resolve_cluster, KafkaAdmin)
-
-    def cluster_of(namespace: str, ref: ClusterRef) -> str | None:
-        # A bound resource's id is its binding's: no Secret read, no connection, and none
-        # at all for a namespace the binding does not admit.
-        if ref.binding is not None:
-            return rules.bound_cluster_id(namespace, ref)
-        return ids.of(namespace, ref)
-
-    if purges is not None:
-        purges.resolve_with(cluster_of)
-    env = Environment(
-        connection=lambda spec, namespace: rules.connection(namespace, spec.cluster),
-        tenancy=rules,
-        connect=KafkaAdmin,
-        spark=SparkBatchPlanner(cfg.spark),
-        in_process_max_partitions=cfg.in_process_max_partitions(),
-        apply_workers=sched.apply_workers,
-        purges=purges,
-        find_volumes=_volume_finder(cfg),
-        cluster_ids=ids,
-    )
-    leadership, resync = None, None
-    if cfg.peering is not None:
-        me = cfg.peering
-        leadership = Leadership(me, read_peering, lambda: datetime.now(UTC))
-
-        def resync() -> list[dict[str, Any]]:
-            return [b for ns in me.scopes for b in list_custom_objects(RETENTION_POLICIES, ns)]
-
-    return Fleet(
-        env,
-        report,
-        workers=sched.workers,
-        window=sched.batch_window_s,
-        per_namespace=cfg.spark.mode != "local",
-        leadership=leadership,
-        resync=resync,
-        status_store=PolicyStatus,
-    )
-
-
 @kopf.on.startup()
 async def start_scheduler(memo: kopf.Memo, **_: Any) -> None:
     if "fleet" not in memo:
-        memo["fleet"] = build_fleet(memo.get("config") or OperatorConfig(), purge_ledger(memo))
+        cfg = memo.get("config") or OperatorConfig()
+        memo["fleet"] = build_fleet(cfg, Reporting(), purge_ledger(memo))
 
 
 @kopf.on.cleanup()
@@ -144,6 +63,36 @@ async def watch(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any
             )
     else:
         fleet.upsert(dict(body))
+
+
+class Reporting:
+    """The fleet's reports (services.policy.fleet.FleetReport) as metrics, and each run's
+    outcome as events and metrics (`report`)."""
+
+    def run(self, body: Mapping[str, Any], outcome: RunOutcome) -> None:
+        report(body, outcome)
+
+    def acting(self, acting: bool) -> None:
+        metrics.ACTING.set(1 if acting else 0)
+
+    def policies(self, count: int) -> None:
+        metrics.POLICIES.set(count)
+
+    def tick(self, queue_depth: int, running: int, late: int) -> None:
+        metrics.QUEUE_DEPTH.set(queue_depth)
+        metrics.RUNNING.set(running)
+        metrics.LATE.set(late)
+
+    def standing_by(self) -> None:
+        metrics.QUEUE_DEPTH.set(0)
+
+    def batch_started(self, late_by: Sequence[float]) -> None:
+        for seconds in late_by:
+            metrics.LATENESS.observe(seconds)
+        metrics.BATCH_SIZE.observe(len(late_by))
+
+    def batch_ended(self, seconds: float) -> None:
+        metrics.RUN_SECONDS.labels(KIND).observe(seconds)
 
 
 def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:

@@ -32,9 +32,6 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
         prefix=ANNOTATIONS_PREFIX, key="last-handled-configuration"
     )
     settings.posting.level = logging.INFO  # INFO and above become Kubernetes Events
-    # Policy daemons leave their wait at once when stopped; let Kopf see that at once
-    # too, rather than at its next polling of exiting daemons.
-    settings.background.instant_exit_timeout = 3.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     # Again after the command's own settle (cli.main): Kopf, the Kubernetes client and

@@ -45,11 +45,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Due:
-    """A policy the scheduler hands over: its spec as stored and where its status goes."""
+    """A policy the scheduler hands over: where its status goes, its spec as stored (strict
+    tenancy judges the cluster as written) and that spec parsed (`parse`, once: the fleet
+    parses a policy when it hears of it, for the overlap rule too)."""
 
     run: PolicyRun
-    spec: Mapping[str, Any]
+    raw: Mapping[str, Any]
+    spec: PolicySpec | SpecError
     uid: str = ""
+
+
+def parse(raw: Mapping[str, Any]) -> PolicySpec | SpecError:
+    """A policy's spec, or what is wrong with it (its runs say so, and it holds nobody back)."""
+    try:
+        return parse_policy_spec(raw)
+    except SpecError as err:
+        # Kept for as long as the spec is: without the parser's frames.
+        return err.with_traceback(None)
 
 
 @dataclass(frozen=True)
@@ -154,18 +166,18 @@ def run_batch(
     tenancy = env.tenancy.once() if env.tenancy is not None else None
     ranks = _BindingRanks(others)
     for item in due:
-        try:
-            if tenancy is not None:
-                tenancy.check_spec(item.spec)
-            spec = parse_policy_spec(item.spec)
-        except Refused as err:
-            outcomes[item.run.key] = retention_run.invalid(
-                item.run, err.as_spec_error(), err.reason
-            )
+        if tenancy is not None:
+            try:
+                tenancy.check_spec(item.raw)
+            except Refused as err:
+                outcomes[item.run.key] = retention_run.invalid(
+                    item.run, err.as_spec_error(), err.reason
+                )
+                continue
+        if isinstance(item.spec, SpecError):
+            outcomes[item.run.key] = retention_run.invalid(item.run, item.spec)
             continue
-        except SpecError as err:
-            outcomes[item.run.key] = retention_run.invalid(item.run, err)
-            continue
+        spec = item.spec
         if tenancy is not None:
             try:
                 spec = tenancy.admit_policy(

@@ -3,9 +3,10 @@ loop: no thread or task per policy, a bounded pool of workers for batches.
 
 The loop wakes at least once a second, starts the batches the scheduler hands out (one
 per cluster, no more than workers are free, namespaces in turn: services.scheduler),
-marks policies that wait past their slack as late (a condition and a metric), and keeps
-queue depth, running and lateness metrics current. A batch waiting for a worker is not
-running: its policies count in the queue depth and are reported late past their slack.
+marks policies that wait past their slack as late (a condition), and reports queue
+depth, running and lateness as they change (`FleetReport`: the handler layer turns each
+report into metrics and events; no service emits them). A batch waiting for a worker is
+not running: its policies count in the queue depth and are reported late past their slack.
 """
 
 from __future__ import annotations
@@ -15,24 +16,50 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
-from kafka_retention import metrics
 from kafka_retention.core.durations import parse_duration_ms
 from kafka_retention.core.failures import Abandoned, WriteRefused
-from kafka_retention.core.policy_spec import PolicySpec, parse_policy_spec
+from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.leadership import Leadership
-from kafka_retention.services.policy.batches import Due, Environment, run_batch
+from kafka_retention.services.policy.batches import Due, Environment, parse, run_batch
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome, set_schedule
 from kafka_retention.services.ports import PolicyStore, PolicyStores
 from kafka_retention.services.scheduler import Scheduled, Scheduler
 
 log = logging.getLogger(__name__)
-Report = Callable[[Mapping[str, Any], RunOutcome], None]
+
+
+class FleetReport(Protocol):
+    """What the fleet says happened, for the handler layer to turn into events and
+    metrics (handlers.retention.Reporting). The fleet calls it from the event loop, and
+    `acting` from its constructor too."""
+
+    def run(self, body: Mapping[str, Any], outcome: RunOutcome) -> None:
+        """A policy's run ended (`body`: the policy as the fleet last heard of it)."""
+
+    def acting(self, acting: bool) -> None:
+        """Whether this replica runs the policies now (standalone: from the start)."""
+
+    def policies(self, count: int) -> None:
+        """How many policies the fleet schedules, after each change."""
+
+    def tick(self, queue_depth: int, running: int, late: int) -> None:
+        """An acting replica's loop went round: policies due and not started, policies
+        running, and policies waiting past their slack."""
+
+    def standing_by(self) -> None:
+        """A standing-by replica's loop went round: it queues nothing."""
+
+    def batch_started(self, late_by: Sequence[float]) -> None:
+        """A batch started: how late (s) each of its policies starts."""
+
+    def batch_ended(self, seconds: float) -> None:
+        """A batch ended, however it ended, after `seconds`."""
 
 
 def cluster_of(spec: Mapping[str, Any], namespace: str, per_namespace: bool) -> Hashable:
@@ -77,7 +104,7 @@ class Fleet:
     def __init__(
         self,
         env: Environment,
-        report: Report,
+        report: FleetReport,
         workers: int = 4,
         window: float = 5.0,
         per_namespace: bool = False,
@@ -96,7 +123,7 @@ class Fleet:
         self.leadership, self.resync, self.check_every = leadership, resync, check_every
         self._acting = leadership is None
         self._checked = -math.inf
-        metrics.ACTING.set(1 if self._acting else 0)  # standalone: the only replica acts
+        report.acting(self._acting)  # standalone: the only replica acts
         self.per_namespace = per_namespace
         # At most `workers` batches in flight (the pool never queues one), namespaces in
         # turn; a batch on a cluster namespaces share takes at most `max_per_namespace`
@@ -108,7 +135,9 @@ class Fleet:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="policy")
         # Status chores (late marks) never queue behind busy batch workers.
         self.chores = ThreadPoolExecutor(max_workers=1, thread_name_prefix="policy-chores")
-        self.valid: dict[str, PolicySpec] = {}
+        # Each policy's spec, parsed once when the fleet hears of it (a SpecError: its
+        # runs say so); batches take it from here.
+        self.specs: dict[str, PolicySpec | SpecError] = {}
         self.stores: dict[str, PolicyStore] = {}
         self._wake = asyncio.Event()
         # Set by stop(): asyncio.wait_for (before Python 3.12) swallows a cancellation
@@ -123,10 +152,7 @@ class Fleet:
         meta, spec = body.get("metadata") or {}, body.get("spec") or {}
         namespace, name = str(meta.get("namespace")), str(meta.get("name"))
         key = f"{namespace}/{name}"
-        try:
-            self.valid[key] = parse_policy_spec(spec)
-        except SpecError:
-            self.valid.pop(key, None)
+        self.specs[key] = parse(spec)
         status = body.get("status") or {}
         if key not in self.stores:
             self.stores[key] = self.status_store(namespace, name, status)
@@ -145,22 +171,22 @@ class Fleet:
             self.clock(),
             resume_at=resume_at,
         )
-        metrics.POLICIES.set(len(self.scheduler.entries))
+        self.report.policies(len(self.scheduler.entries))
         self._wake.set()
 
     def _forget(self) -> None:
         self.scheduler.forget_all()
-        self.valid.clear()
+        self.specs.clear()
         self.stores.clear()
-        metrics.POLICIES.set(0)
+        self.report.policies(0)
 
     def remove(self, body: Mapping[str, Any]) -> None:
         meta = body.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         self.scheduler.remove(key)
-        self.valid.pop(key, None)
+        self.specs.pop(key, None)
         self.stores.pop(key, None)
-        metrics.POLICIES.set(len(self.scheduler.entries))
+        self.report.policies(len(self.scheduler.entries))
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -206,13 +232,13 @@ class Fleet:
             log.info("standing by: %s", self.leadership.why)
             self._forget()
         self._acting = acting
-        metrics.ACTING.set(1 if acting else 0)
+        self.report.acting(acting)
         return acting
 
     async def _run(self) -> None:
         while not self._stopping:
             if not await self._still_acting():
-                metrics.QUEUE_DEPTH.set(0)
+                self.report.standing_by()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.check_every)
                 self._wake.clear()
@@ -227,10 +253,11 @@ class Fleet:
                 await asyncio.get_running_loop().run_in_executor(
                     self.chores, self._say_late, late, now
                 )
-            metrics.QUEUE_DEPTH.set(self.scheduler.queue_depth(now))
-            metrics.RUNNING.set(sum(1 for e in self.scheduler.entries.values() if e.running))
-            metrics.LATE.set(
-                sum(1 for e in self.scheduler.entries.values() if e.late_reported and not e.running)
+            entries = self.scheduler.entries.values()
+            self.report.tick(
+                self.scheduler.queue_depth(now),
+                sum(1 for e in entries if e.running),
+                sum(1 for e in entries if e.late_reported and not e.running),
             )
             wait = min(1.0, self.check_every, max(0.05, self.scheduler.next_due() - self.clock()))
             self._wake.clear()
@@ -261,9 +288,10 @@ class Fleet:
         cluster = batch[0].cluster
         started = self.clock()
         due = []
+        lateness = []
         for entry in batch:
             late_by = max(0.0, started - entry.due)
-            metrics.LATENESS.observe(late_by)
+            lateness.append(late_by)
             store = self.stores[entry.key]
             meta = entry.body.get("metadata") or {}
             run = PolicyRun(
@@ -275,9 +303,10 @@ class Fleet:
                 late_by=late_by,
                 slack=entry.slack,
             )
-            due.append(Due(run, dict(entry.body.get("spec") or {}), str(meta.get("uid", ""))))
-        metrics.BATCH_SIZE.observe(len(due))
-        others = dict(self.valid)
+            raw = dict(entry.body.get("spec") or {})
+            due.append(Due(run, raw, self.specs[entry.key], str(meta.get("uid", ""))))
+        self.report.batch_started(lateness)
+        others = {k: s for k, s in self.specs.items() if isinstance(s, PolicySpec)}
         outcomes: dict[str, RunOutcome] = {}
         try:
             outcomes = await asyncio.get_running_loop().run_in_executor(
@@ -293,8 +322,7 @@ class Fleet:
                 d.run.key: RunOutcome(False, f"RunFailed: {err}", next_run_in=30.0) for d in due
             }
         finally:
-            elapsed = self.clock() - started
-            metrics.RUN_SECONDS.labels("RetentionPolicy").observe(elapsed)
+            self.report.batch_ended(self.clock() - started)
             self.scheduler.finish(
                 cluster,
                 {
@@ -307,4 +335,4 @@ class Fleet:
         for entry in batch:
             outcome = outcomes.get(entry.key)
             if outcome is not None and entry.key in self.scheduler.entries:
-                self.report(entry.body, outcome)
+                self.report.run(entry.body, outcome)

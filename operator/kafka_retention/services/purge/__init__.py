@@ -1,9 +1,11 @@
 """The RecordPurge service: `reconcile` one purge through its named stages (see
-reconcile.py); the handler and the CLI wire in the stores and the Kafka connection."""
+pipeline.py), each returning a value that status.py, the one status writer, turns into
+the status patch; the handler and the CLI wire in the stores and the Kafka connection
+(inputs.Purge)."""
 
-from kafka_retention.services.purge.outcome import Outcome, Retry
+from kafka_retention.services.purge.inputs import Purge, Unresolved
+from kafka_retention.services.purge.outcomes import Outcome, Retry
 from kafka_retention.services.purge.pipeline import MAX_PLANNED_PARTITIONS, reconcile, too_large
-from kafka_retention.services.purge.store import Purge, Unresolved
 
 __all__ = [
     "MAX_PLANNED_PARTITIONS",

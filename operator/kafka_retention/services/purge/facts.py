@@ -24,18 +24,27 @@ from kafka_retention.services.ports import KafkaPlanner
 
 
 @dataclass(frozen=True)
+class NamedGroup:
+    """A group the spec names, and the type it was read as (one entry of status.groups;
+    "none": no such group)."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
 class Planned:
     """The plan, and the type each named group was read as (status.groups)."""
 
     entries: list[PurgeEntry]
-    groups: list[dict[str, str]]
+    groups: tuple[NamedGroup, ...]
 
 
 def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
     given, group_types = gather_facts(kafka, request)
     entries = [planned(p) for p in plan_purge(request, given)]
     named = request.all_groups()
-    return Planned(entries, [{"name": g, "type": group_types.get(g, "none")} for g in named])
+    return Planned(entries, tuple(NamedGroup(g, group_types.get(g, "none")) for g in named))
 
 
 def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput, dict[str, str]]:

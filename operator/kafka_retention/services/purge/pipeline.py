@@ -12,12 +12,16 @@ stored, and is read again if its answer is more than FRESH_WITHIN_S old when the
 ends. State that cannot be stored stops the
 purge before any delete, with the API server's answer in a condition.
 
-`reconcile` reads as the stages, top to bottom, each in its own module:
+`reconcile` reads as the stages, top to bottom, each in its own module; each returns a
+value (outcomes.py), and status.py alone writes status from it:
 
-    1-2. gather facts, plan ........ facts.plan
-    3.   persist the plan .......... store.store_plan
-    4-6. re-check, delete, fold .... execute.execute
-    7.   status .................... outcome.finish / pending / refuse
+    0.   the purge handed in ......... inputs.Purge
+    1-2. gather facts, plan .......... facts.plan
+    3.   persist the plan ............ store.store_plan
+    4-6. re-check, delete, fold ...... execute.execute
+    7.   how the run ends ............ conclude.finish / conclude.pending
+         (or, before that, a Refusal or NotReady, outcomes.py)
+    -    status ...................... status.write / end / retry, write_progress
 
 Each partition travels as a frozen core.purge_entry.PurgeEntry. How far a run has got is
 in status.progress while it runs (progress.py).
@@ -25,47 +29,38 @@ in status.progress while it runs (progress.py).
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import replace
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.failures import KafkaUnavailable, WriteRefused
+from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError
 from kafka_retention.core.stored_plan import problems, refusal
+from kafka_retention.services import tenancy
 from kafka_retention.services.ports import KafkaCutter
+from kafka_retention.services.purge import status
+from kafka_retention.services.purge.conclude import finish, pending
 from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
 from kafka_retention.services.purge.facts import plan, stored_plan_facts
-from kafka_retention.services.purge.outcome import (
+from kafka_retention.services.purge.inputs import Purge, Unresolved
+from kafka_retention.services.purge.outcomes import (
+    NotPersisted,
+    NotReady,
     Outcome,
-    Retry,
-    finish,
-    not_ready,
-    pending,
-    refuse,
+    Planning,
+    Refusal,
+    Run,
 )
 from kafka_retention.services.purge.progress import Progress, Stage
-from kafka_retention.services.purge.store import (
-    NotPersisted,
-    PlanLost,
-    Purge,
-    Unresolved,
-    store_plan,
-    stored_plan,
-    write_status,
-)
+from kafka_retention.services.purge.store import PlanLost, store_plan, stored_plan
 from kafka_retention.services.purge.timings import Timings
-from kafka_retention.services.tenancy import BindingUnavailable, Refused
 
 __all__ = ["MAX_PLANNED_PARTITIONS", "reconcile", "too_large"]
-
-log = logging.getLogger(__name__)
 
 # The largest purge the tests prove: 100,000 partitions through the service (unit test,
 # in-memory Kafka) and on a real 7-broker local cluster (`make bench`); 20,000 on the
@@ -75,23 +70,20 @@ MAX_PLANNED_PARTITIONS = 100_000
 
 
 def reconcile(purge: Purge) -> Outcome:
-    phase = purge.status.get("phase")
+    phase: str | None = purge.status.get("phase")
     if phase in FINAL_PHASES:
         return Outcome(str(phase), "already complete")
     try:
         request = parse_spec(purge.spec)
     except SpecError as err:
-        outcome = refuse(purge, Reason.INVALID_SPEC, str(err), partitions=0)
-        outcome.invalid_field = err.field
-        return outcome
+        return status.end(purge, Refusal(Reason.INVALID_SPEC, str(err), 0, err.field))
     timings = Timings(purge.status.get("timings"), purge.now)
-    base: dict[str, Any] = {
-        "observedGeneration": purge.generation,
-        "startedAt": purge.status.get("startedAt") or cond.timestamp(purge.now()),
-        # The marks so far, written with every status write of this run (timings.py).
-        "timings": timings.marks,
-    }
-    progress = Progress(lambda p: _progress_written(purge, p), purge.now, purge.progress_every_s)
+    run = Run(
+        purge.generation, purge.status.get("startedAt") or cond.timestamp(purge.now()), timings
+    )
+    progress = Progress(
+        lambda mark: status.write_progress(purge, mark), purge.now, purge.progress_every_s
+    )
     try:
         limit = MAX_PLANNED_PARTITIONS
         if purge.admit is not None:
@@ -107,26 +99,25 @@ def reconcile(purge: Purge) -> Outcome:
             found = problems(request, entries, limit, given.partitions, given.offsets_at)
             if found:
                 message = f"{refusal(found)}; no further records deleted"
-                return refuse(purge, Reason.PLAN_REJECTED, message, 0)
+                return status.end(purge, Refusal(Reason.PLAN_REJECTED, message, 0))
         if entries is None:
             phase = Phase.PLANNING
-            write_status(
-                purge, "status", {**base, "phase": phase, **progress.field(Stage.PLANNING)}
-            )
+            status.write(purge, Planning(run, progress.field(Stage.PLANNING)))
             planned = plan(kafka, request)
             timings.mark("plannedAt")
-            entries, base["groups"] = planned.entries, planned.groups
+            entries, run = planned.entries, replace(run, groups=planned.groups)
             progress.report(Stage.STORING, 0, len(entries))
             if len(entries) > limit and not request.dry_run:
-                return too_large(purge, len(entries), limit)
+                return status.end(purge, too_large(len(entries), limit))
             if request.dry_run:
-                return finish(purge, base, estimate(kafka, entries), dry_run=True)
+                return status.end(purge, finish(purge, run, estimate(kafka, entries), dry_run=True))
             # The guard groups are re-read while the plan is stored: the read begins after
             # the plan was made, so a group that moved back since is still seen, and a
             # cut is only ever lowered by it.
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-reads") as pool:
                 rereading = pool.submit(_reread, kafka, request, entries)
-                store_plan(purge, base, entries, progress.field(Stage.DELETING, 0, len(entries)))
+                deleting = progress.field(Stage.DELETING, 0, len(entries))
+                status.write(purge, store_plan(purge, run, entries, deleting))
                 timings.mark("storedAt")
                 # From here on the stored plan is what runs: a failure below must leave
                 # the phase at Purging, or the next run would plan anew from newer offsets.
@@ -145,36 +136,23 @@ def reconcile(purge: Purge) -> Outcome:
         )
         timings.mark("deletedAt")
     except PlanLost as err:
-        return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; no further records deleted", 0)
+        message = f"{err}; no further records deleted"
+        return status.end(purge, Refusal(Reason.STATE_NOT_PERSISTED, message, 0))
     except NotPersisted as err:
         if err.transient:
-            not_ready(purge, base, phase, Reason.STATE_NOT_PERSISTED, str(err))
-            raise Retry(f"{Reason.STATE_NOT_PERSISTED}: {err}", purge.retry_delay) from err
-        return refuse(purge, Reason.STATE_NOT_PERSISTED, f"{err}; nothing was deleted", 0)
-    except Refused as err:
-        outcome = refuse(purge, err.reason, f"{err}; nothing was contacted", partitions=0)
-        outcome.invalid_field = err.field
-        return outcome
-    except (KafkaUnavailable, Unresolved, BindingUnavailable) as err:
+            waiting = NotReady(run, phase, Reason.STATE_NOT_PERSISTED, str(err))
+            raise status.retry(purge, waiting) from err
+        message = f"{err}; nothing was deleted"
+        return status.end(purge, Refusal(Reason.STATE_NOT_PERSISTED, message, 0))
+    except tenancy.Refused as err:
+        message = f"{err}; nothing was contacted"
+        return status.end(purge, Refusal(err.reason, message, 0, err.field))
+    except (KafkaUnavailable, Unresolved, tenancy.BindingUnavailable) as err:
         reason = Reason.KAFKA_UNAVAILABLE if isinstance(err, KafkaUnavailable) else err.reason
-        not_ready(purge, base, phase, reason, str(err))
-        raise Retry(f"{reason}: {err}", purge.retry_delay) from err
+        raise status.retry(purge, NotReady(run, phase, reason, str(err))) from err
     if any(e.state == State.RETRYING for e in entries):
-        raise pending(purge, base, entries)
-    return finish(purge, base, entries, dry_run=False)
-
-
-def _progress_written(purge: Purge, progress: Mapping[str, Any]) -> None:
-    """A progress patch; one the API server refuses, or that never reaches it (a timeout,
-    a reset connection), is left out: it only informs, and between two rounds of deletes
-    it must not end the purge half-way. The run's next status write, which must be
-    stored, says whether the object and the API server are still there."""
-    try:
-        purge.store.patch(progress)
-    except WriteRefused:
-        pass
-    except Exception as err:  # the status store's transport: any failure, not only Kafka's
-        log.warning("progress of a RecordPurge not written: %s", err)
+        raise status.retry(purge, pending(run, entries))
+    return status.end(purge, finish(purge, run, entries, dry_run=False))
 
 
 # How old the guard groups' re-read may be when the delete goes out, beyond what reading
@@ -191,16 +169,17 @@ def _reread(
     return positions, time.monotonic()
 
 
-def too_large(purge: Purge, planned: int, limit: int = MAX_PLANNED_PARTITIONS) -> Outcome:
+def too_large(planned: int, limit: int = MAX_PLANNED_PARTITIONS) -> Refusal:
+    """The refusal of a plan of more partitions than the binding, or the operator, allows."""
     if limit < MAX_PLANNED_PARTITIONS:
         message = (
             f"the purge covers {planned} partitions; its KafkaClusterBinding allows "
             f"{limit} in one RecordPurge (spec.limits.partitionsPerPurge): split it into "
             "several; nothing was deleted"
         )
-        return refuse(purge, Reason.QUOTA_EXCEEDED, message, partitions=planned)
+        return Refusal(Reason.QUOTA_EXCEEDED, message, planned)
     message = (
         f"the purge covers {planned} partitions; at most {MAX_PLANNED_PARTITIONS} are "
         "supported in one RecordPurge: split it into several; nothing was deleted"
     )
-    return refuse(purge, Reason.TOO_MANY_PARTITIONS, message, partitions=planned)
+    return Refusal(Reason.TOO_MANY_PARTITIONS, message, planned)

@@ -6,13 +6,14 @@ A purge of 100,000 partitions runs for most of a minute, and its phase alone say
 phase, the stored plan) and is otherwise written at most once every `every_s` seconds,
 so a small purge writes no more than it did and a large one a handful of merge patches.
 The run's last status write clears it (a merge patch of null): the phase and summary say
-the rest.
+the rest. Progress only hands out `ProgressMark` values; status.py writes them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -29,9 +30,6 @@ PROGRESS_EVERY_S = 2.0
 # bounds a delete this large.
 DELETE_ROUND = 20_000
 
-# What a run leaves in status.progress when it ends (merge patch: the field is removed).
-CLEARED: Mapping[str, Any] = {"progress": None}
-
 
 class Stage(StrEnum):
     PLANNING = "planning"  # reading topics, offsets and groups; cutting per partition
@@ -39,12 +37,33 @@ class Stage(StrEnum):
     DELETING = "deleting"  # DeleteRecords, its answers verifying each cut
 
 
+@dataclass(frozen=True)
+class ProgressMark:
+    """How far a run has got at one moment: status.progress."""
+
+    stage: Stage
+    done: int
+    updated_at: str
+    # None while planning: the number of partitions is not known yet.
+    total: int | None = None
+
+    def to_status(self) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            "stage": str(self.stage),
+            "partitionsDone": self.done,
+            "updatedAt": self.updated_at,
+        }
+        if self.total is not None:
+            value["partitionsTotal"] = self.total
+        return value
+
+
 class Progress:
-    """Reports a run's progress through `write` (a status patch), throttled."""
+    """Reports a run's progress through `write` (a status.progress write), throttled."""
 
     def __init__(
         self,
-        write: Callable[[Mapping[str, Any]], None],
+        write: Callable[[ProgressMark], None],
         now: Callable[[], datetime],
         every_s: float = PROGRESS_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
@@ -52,18 +71,11 @@ class Progress:
         self._write, self._now, self._every, self._clock = write, now, every_s, clock
         self._last: float | None = None
 
-    def field(self, stage: Stage, done: int = 0, total: int | None = None) -> dict[str, Any]:
-        """The status document's `progress`, for a status write that goes out anyway (it
-        counts as a progress write)."""
+    def field(self, stage: Stage, done: int = 0, total: int | None = None) -> ProgressMark:
+        """The progress for a status write that goes out anyway (it counts as a progress
+        write)."""
         self._last = self._clock()
-        value: dict[str, Any] = {
-            "stage": str(stage),
-            "partitionsDone": done,
-            "updatedAt": cond.timestamp(self._now()),
-        }
-        if total is not None:
-            value["partitionsTotal"] = total
-        return {"progress": value}
+        return ProgressMark(stage, done, cond.timestamp(self._now()), total)
 
     def report(self, stage: Stage, done: int, total: int) -> None:
         """Write the progress if the last write is `every_s` old; else drop it (a later

@@ -1,0 +1,52 @@
+"""What the purge pipeline is handed: one RecordPurge object (`Purge`), with the stores
+and the Kafka connection the handler or the CLI wires in, and `Unresolved`, what that
+connection raises when the purge's cluster cannot be named yet. Every stage takes its
+input from here; none of them defines it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kafka_retention.core.conditions import Reason
+from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
+from kafka_retention.services.purge.progress import DELETE_ROUND, PROGRESS_EVERY_S
+
+
+@dataclass
+class Purge:
+    """One RecordPurge object, as the service needs it. `spec` and `status` are the
+    object's own, as the API server gave them: `spec` is parsed once
+    (core.purge.parse_spec), `status` says how far an earlier run got."""
+
+    spec: Mapping[str, Any]
+    status: Mapping[str, Any]
+    generation: int | None
+    # Only services/purge/status.py writes through this (the single status writer).
+    store: StatusStore
+    blobs: BlobStore
+    connect: Callable[[PurgeRequest], KafkaPlanner]
+    now: Callable[[], datetime]
+    retry_delay: float = 10.0
+    # Tenancy (services.tenancy), asked before anything is contacted: raises Refused or
+    # BindingUnavailable for a purge its namespace may not run, else returns the most
+    # partitions it may cut. None: no tenancy (the CLI, service tests).
+    admit: Callable[[Mapping[str, Any], PurgeRequest], int] | None = None
+    # The least time between two writes of status.progress of their own, and the cuts
+    # sent in one DeleteRecords call (progress.py).
+    progress_every_s: float = PROGRESS_EVERY_S
+    delete_round: int = DELETE_ROUND
+    # metadata.creationTimestamp: where status.timings counts the pick-up from.
+    created: datetime | None = None
+
+
+class Unresolved(Exception):
+    """The purge's cluster cannot be named yet (its Strimzi resources, or the Secret with
+    its client settings, unreadable); `reason` says which. Tried again later."""
+
+    def __init__(self, reason: Reason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
