@@ -9,6 +9,7 @@ from typing import Any, cast
 from kafka_retention.core import loss
 from kafka_retention.core import tombstones as ts
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.plan_row import GroupImpactRow, PlanRow
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge_ledger import (
     OTHER_NAMESPACE_PURGE,
@@ -177,13 +178,13 @@ def test_a_loss_caused_by_another_namespaces_purge_does_not_name_it() -> None:
             "notify": {"groups": ["slow"]},
         }
     )
-    row = {
-        "topic": "t",
-        "partition": 3,
-        "logStartOffset": 40,
-        "highWatermark": 100,
-        "groups": [{"group": "slow", "committedOffset": 10}],
-    }
+    row = PlanRow(
+        "t",
+        3,
+        log_start_offset=40,
+        high_watermark=100,
+        groups=(GroupImpactRow("slow", 10, 0),),
+    )
     finished = datetime(2026, 11, 22, 12, 5, tzinfo=UTC)
 
     def run(namespace: str) -> tuple[Any, dict[str, Any]]:

@@ -227,7 +227,7 @@ def test_a_group_that_rewound_after_planning_lowers_the_cut() -> None:
     kafka.commits = {"a": {T0: 60}}
     spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}))
     plan = _plan(kafka, spec)
-    assert plan.rows[0]["targetOffset"] == 60
+    assert plan.rows[0].target_offset == 60
     kafka.commits["a"][T0] = 25  # the group resets its offsets meanwhile
     store = Store()
     run = PolicyRun("ns/p", {}, 1, store, lambda: NOW)
@@ -276,8 +276,8 @@ def test_a_policy_plan_sends_its_offset_time_and_group_reads_together() -> None:
     spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}, maxRetention="1h"))
     row = _plan(kafka, spec).rows[0]
     # Each read reached the plan: the hard age cut at 70 passes the group's 60.
-    assert (row["logStartOffset"], row["highWatermark"], row["targetOffset"]) == (0, 100, 70)
-    assert [(g["group"], g["committedOffset"]) for g in row["groups"]] == [("a", 60)]
+    assert (row.log_start_offset, row.high_watermark, row.target_offset) == (0, 100, 70)
+    assert [(g.group, g.committed_offset) for g in row.groups] == [("a", 60)]
 
 
 def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
@@ -286,7 +286,7 @@ def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
     kafka.times[T0] = {NOW_MS - 3_600_000: -1}  # every record older than an hour
     spec = parse_policy_spec(spec_of(maxRetention="1h"))
     plan = _plan(kafka, spec)
-    assert plan.rows[0]["targetOffset"] == 100
+    assert plan.rows[0].target_offset == 100
     kafka.logs[T0] = [0, 80]  # an unclean leader election lost the last 20 records
     run = PolicyRun("ns/p", {}, 1, Store(), lambda: NOW)
     outcome = policy_apply.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)

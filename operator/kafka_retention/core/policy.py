@@ -9,7 +9,7 @@ pass a group's committed offset; when they do, the plan says which group loses h
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from kafka_retention.core import rules
 from kafka_retention.core.conditions import timestamp
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.patterns import compile_pattern, first_match
+from kafka_retention.core.plan_row import GroupImpactRow, PlanRow
 
 if TYPE_CHECKING:  # policy_spec imports this module
     from kafka_retention.core.policy_spec import TopicSelector
@@ -33,7 +34,7 @@ class PolicyPlan:
     """One policy's plan, whichever planner made it (in process, the Spark job in this
     process or in pods): a row per partition, and the topics not planned."""
 
-    rows: list[dict[str, Any]]
+    rows: list[PlanRow]
     # Topics matched but not planned, with the reason (compact-only, unreadable config).
     skipped: dict[str, str] = field(default_factory=dict)
     # Tombstone scan rows, one per compacted partition (Spark plans with a scan only).
@@ -130,28 +131,27 @@ class PartitionCut:
     def records_to_delete(self) -> int:
         return rules.records_deleted_by(self.target, self.log_start)
 
-    def row(self) -> dict[str, Any]:
-        """The cut's fields of a plan row, as the in-process planner writes them (the
-        Spark job writes the same columns, retention_jobs.transforms.PLANNED)."""
-        return {
-            "logStartOffset": self.log_start,
-            "highWatermark": self.high_watermark,
-            "targetOffset": self.target,
-            "rule": self.rule,
-            "reason": self.reason,
-            "reasonGuard": self.reason_guard,
-            "notes": list(self.notes),
-            "guards": list(self.guards),
-            "recordsToDelete": self.records_to_delete,
-            "groups": [
-                {
-                    "group": g.group,
-                    "committedOffset": g.committed_offset,
-                    "unconsumedToDelete": g.unconsumed_to_delete,
-                }
+    def row(self, time_offsets: Mapping[int, int | None]) -> PlanRow:
+        """The cut as a plan row (the Spark job writes the same columns from the same
+        definition), with the offsets found for the rules' lookup times."""
+        return PlanRow(
+            self.tp.topic,
+            self.tp.partition,
+            log_start_offset=self.log_start,
+            high_watermark=self.high_watermark,
+            target_offset=self.target,
+            rule=self.rule,
+            reason=self.reason,
+            reason_guard=self.reason_guard,
+            notes=self.notes,
+            guards=self.guards,
+            records_to_delete=self.records_to_delete,
+            groups=tuple(
+                GroupImpactRow(g.group, g.committed_offset, g.unconsumed_to_delete)
                 for g in self.groups
-            ],
-        }
+            ),
+            time_offsets=dict(time_offsets),
+        )
 
 
 def _iso(epoch_ms: int) -> str:
