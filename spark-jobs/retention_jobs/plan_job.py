@@ -31,7 +31,7 @@ from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.plan_request import Connection, PlanRequest
-from kafka_retention.core.plan_row import PlanRow
+from kafka_retention.core.plan_row import PlanRow, TombstoneRow
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
@@ -162,7 +162,7 @@ def run_batch(
 
         # Typed once, here: past this line a row is a PlanRow (its columns are its fields).
         rows = [_plan_row(r) for r in plan.orderBy("topic", "partition").collect()]
-        tombstones: list[dict[str, Any]] = []
+        tombstones: list[TombstoneRow] = []
         if request.scans.tombstones and topics.compacted:
             deadline.check()
             tombstones = _tombstones(spark, request, admin, topics, progress)
@@ -173,7 +173,7 @@ def run_batch(
         out[policy.id] = PolicyPlan(
             [row for pid, row in rows if pid == policy.id],
             {t: why for t, why in topics.problems.items() if t in matched},
-            [r for r in tombstones if r["topic"] in matched],
+            [r for r in tombstones if r.topic in matched],
             {g: types[g] for g in policy.rules.groups() if g in types},
         )
     return out
@@ -345,8 +345,7 @@ def _tombstones(
     admin: KafkaAdmin,
     topics: _Topics,
     progress: Progress,
-) -> list[dict[str, Any]]:
-    from kafka_retention.core.facts import TopicPartition
+) -> list[TombstoneRow]:
 
     tps = [TopicPartition(t, p) for t in topics.compacted for p in topics.partitions.get(t, [])]
     starts, ends = admin.log_bounds(tps)
@@ -367,7 +366,10 @@ def _tombstones(
         topics.delete_retention, "topic string, deleteRetentionMs long"
     )
     aged = transforms.tombstone_ages(scanned, retention, request.now_ms)
-    return [r.asDict(recursive=True) for r in aged.orderBy("topic", "partition").collect()]
+    return [
+        TombstoneRow.from_json(r.asDict(recursive=True))
+        for r in aged.orderBy("topic", "partition").collect()
+    ]
 
 
 def load(result: PolicyPlan, output: Path) -> None:

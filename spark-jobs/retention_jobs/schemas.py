@@ -10,7 +10,13 @@ import typing
 from typing import Any
 
 from kafka_retention.core import typed_json
-from kafka_retention.core.plan_row import AFTER_CUT, SPARK_TYPE, GroupImpactRow, PlanRow
+from kafka_retention.core.plan_row import (
+    AFTER_CUT,
+    SPARK_TYPE,
+    GroupImpactRow,
+    PlanRow,
+    TombstoneRow,
+)
 
 SCALARS = {str: "string", int: "long", float: "double", bool: "boolean"}
 
@@ -82,3 +88,5 @@ CUT_COLUMNS = columns(PlanRow, cut_only=True)
 # ...and as the job collects it, once the byte estimate and the scans are folded in.
 PLAN_COLUMNS = columns(PlanRow)
 PLAN = ddl(PLAN_COLUMNS)
+# A compacted partition's tombstone scan with its ages (transforms.tombstone_ages).
+TOMBSTONE_ROW = ddl(columns(TombstoneRow))

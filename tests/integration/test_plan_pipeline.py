@@ -214,12 +214,12 @@ def test_tombstone_inventory_on_a_compacted_topic(spark: Any, kafka: Kafka) -> N
     )
     assert topic in result.skipped  # compact-only: DeleteRecords cannot apply
     assert "cleanup.policy=compact" in result.skipped[topic]
-    (inv,) = [t for t in result.tombstones if t["topic"] == topic]
-    assert inv["recordsRead"] == 23
-    assert inv["tombstones"] == 3
-    assert inv["oldestTombstoneAgeMs"] == 5 * HOUR
-    assert inv["oldestTombstoneRemainingMs"] == HOUR - 5 * HOUR
-    assert [t["offset"] for t in inv["oldestTombstones"]] == [20, 21]
+    (inv,) = [t for t in result.tombstones if t.topic == topic]
+    assert inv.records_read == 23
+    assert inv.tombstones == 3
+    assert inv.oldest_tombstone_age_ms == 5 * HOUR
+    assert inv.oldest_tombstone_remaining_ms == HOUR - 5 * HOUR
+    assert [t.offset for t in inv.oldest_tombstones] == [20, 21]
 
 
 @pytest.mark.stack
@@ -241,7 +241,7 @@ def test_a_tombstone_inventory_past_its_time_limit_ends_the_plan(spark: Any, kaf
         maxRetention="1d",
         scans=Scans(tombstones=True),
     )
-    assert sum(t["recordsRead"] for t in result.tombstones if t["topic"] == topic) == 200
+    assert sum(t.records_read or 0 for t in result.tombstones if t.topic == topic) == 200
 
 
 @pytest.mark.stack

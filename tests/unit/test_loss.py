@@ -9,7 +9,7 @@ from typing import Any, cast
 from kafka_retention.core import loss
 from kafka_retention.core import tombstones as ts
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.plan_row import GroupImpactRow, PlanRow
+from kafka_retention.core.plan_row import GroupImpactRow, PlanRow, TombstoneRow
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge_ledger import (
     OTHER_NAMESPACE_PURGE,
@@ -124,13 +124,10 @@ def test_a_growing_lag_raises_delete_retention_once_per_doubling_not_every_run()
 
 
 def test_the_tombstone_inventory_folds_partitions_and_puts_the_nearest_to_expiry_first() -> None:
-    def row(topic: str, read: int, found: int, age: int | None) -> dict[str, object]:
-        return {
-            "topic": topic,
-            "recordsRead": read,
-            "tombstones": found,
-            "oldestTombstoneAgeMs": age,
-        }
+    def row(topic: str, read: int, found: int, age: int | None) -> TombstoneRow:
+        return TombstoneRow(
+            topic, 0, records_read=read, tombstones=found, oldest_tombstone_age_ms=age
+        )
 
     rows = [
         row("a", 10, 2, 100),

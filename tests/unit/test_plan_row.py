@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from kafka_retention.core.plan_lines import by_policy, from_json_lines, to_json_lines
-from kafka_retention.core.plan_row import GroupImpactRow, KeySample, PlanRow
+from kafka_retention.core.plan_row import (
+    GroupImpactRow,
+    KeySample,
+    PlanRow,
+    TombstoneRow,
+    TombstoneSample,
+)
 from retention_jobs import schemas, transforms
 from tests.helpers.non_default import non_default
 
@@ -34,6 +40,13 @@ def test_every_field_of_a_row_crosses_json_lines() -> None:
     row = non_default(PlanRow)
     assert row.groups[0].unconsumed_sample  # nested fields set too
     (back,) = from_json_lines(to_json_lines([row], {}, []))[0]
+    assert back == row
+
+
+def test_every_field_of_a_tombstone_row_crosses_json_lines() -> None:
+    row = non_default(TombstoneRow)
+    assert row.oldest_tombstones
+    (back,) = from_json_lines(to_json_lines([], {}, [row]))[2]
     assert back == row
 
 
@@ -149,3 +162,24 @@ def test_the_cut_stage_has_a_column_for_each_field_but_the_after_cut_ones() -> N
     assert schemas.GROUP_IMPACT == (
         "struct<group:string,committedOffset:long,unconsumedToDelete:long>"
     )
+
+
+def test_the_tombstone_scans_columns_are_the_tombstone_rows_fields(spark: Any) -> None:
+    scanned = spark.createDataFrame(
+        [
+            ("c", 0, 100, 3, NOW - 5000, NOW - 1000, [(4, NOW - 5000)]),
+            ("c", 1, 7, 0, None, None, []),
+        ],
+        schemas.TOMBSTONES,
+    )
+    retention = spark.createDataFrame([("c", 3000)], "topic string, deleteRetentionMs long")
+    aged = transforms.tombstone_ages(scanned, retention, NOW)
+    _same_columns(aged.schema, spark.createDataFrame([], schemas.TOMBSTONE_ROW).schema)
+    rows = [
+        TombstoneRow.from_json(r.asDict(recursive=True))
+        for r in aged.orderBy("partition").collect()
+    ]
+    assert rows == [
+        TombstoneRow("c", 0, 100, 3, 5000, -2000, (TombstoneSample(4, NOW - 5000),)),
+        TombstoneRow("c", 1, 7, 0),
+    ]

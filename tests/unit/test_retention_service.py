@@ -14,6 +14,7 @@ from kafka_retention.core.batch_errors import NAMES_OTHER_POLICY, NAMES_UNKNOWN
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex
+from kafka_retention.core.plan_row import TombstoneRow
 from kafka_retention.core.policy_spec import Batch, Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done
 from kafka_retention.services.policy import apply as policy_apply
@@ -512,7 +513,7 @@ class FakeSpark:
         self,
         kafka: FakeKafka,
         fail: bool = False,
-        tombstones: Sequence[dict[str, Any]] = (),
+        tombstones: Sequence[TombstoneRow] = (),
         cause: str = "KafkaUnavailable: executor lost",
     ) -> None:
         self.kafka, self.fail, self.tombstones = kafka, fail, list(tombstones)
@@ -980,14 +981,14 @@ def test_delete_retention_is_raised_for_the_slowest_group_within_the_cap() -> No
     assert len(kafka.altered) == 2
 
 
-def scan_row(partition: int, read: int, tombstones: int, age_ms: int | None) -> dict[str, Any]:
-    return {
-        "topic": "c",
-        "partition": partition,
-        "recordsRead": read,
-        "tombstones": tombstones,
-        "oldestTombstoneAgeMs": age_ms,
-    }
+def scan_row(partition: int, read: int, tombstones: int, age_ms: int | None) -> TombstoneRow:
+    return TombstoneRow(
+        "c",
+        partition,
+        records_read=read,
+        tombstones=tombstones,
+        oldest_tombstone_age_ms=age_ms,
+    )
 
 
 def test_a_tombstone_inventory_is_planned_with_spark_however_small_and_lands_in_status() -> None:

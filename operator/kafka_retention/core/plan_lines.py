@@ -12,16 +12,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_retention.core.plan_row import PlanRow
+from kafka_retention.core.plan_row import PlanRow, TombstoneRow
 
 # Rows, skipped topics, tombstone rows, and the type each group was read as.
-PlanParts = tuple[list[PlanRow], dict[str, str], list[dict[str, Any]], dict[str, str]]
+PlanParts = tuple[list[PlanRow], dict[str, str], list[TombstoneRow], dict[str, str]]
 
 
 def to_json_lines(
     rows: Sequence[PlanRow],
     skipped: Mapping[str, str],
-    tombstones: Sequence[Mapping[str, Any]],
+    tombstones: Sequence[TombstoneRow],
     policy: str | None = None,
     group_types: Mapping[str, str] | None = None,
 ) -> str:
@@ -33,7 +33,7 @@ def to_json_lines(
         _line({"kind": "skipped", **tag, "topic": t, "reason": why})
         for t, why in sorted(skipped.items())
     ]
-    lines += [_line({"kind": "tombstones", **tag, **r}) for r in tombstones]
+    lines += [_line({"kind": "tombstones", **tag, **r.to_json()}) for r in tombstones]
     lines += [
         _line({"kind": "group", **tag, "group": g, "type": t})
         for g, t in sorted((group_types or {}).items())
@@ -55,7 +55,8 @@ def from_json_lines(payload: str) -> PlanParts:
 
 def by_policy(payload: str) -> dict[str, PlanParts]:
     """A batch's lines back, per policy (lines without a policy under ""). A row that is
-    not a PlanRow's JSON raises ValueError: the payload may be a tenant's forgery."""
+    not a PlanRow's (or TombstoneRow's) JSON raises ValueError: the payload may be a
+    tenant's forgery."""
     out: dict[str, PlanParts] = {}
     for line in payload.splitlines():
         if not line.strip():
@@ -68,7 +69,7 @@ def by_policy(payload: str) -> dict[str, PlanParts]:
         elif kind == "skipped":
             skipped[item["topic"]] = item["reason"]
         elif kind == "tombstones":
-            tombstones.append(item)
+            tombstones.append(TombstoneRow.from_json(item))
         elif kind == "group":
             types[item["group"]] = item["type"]
     return out

@@ -4,7 +4,7 @@ The one definition of a plan row: the in-process planner builds these, the Spark
 DataFrame columns are derived from them (retention_jobs.schemas), its collected rows
 become these at the boundary, and the JSON lines a Spark pod writes are their camelCase
 form (core.plan_lines), the keys plans have always had. Everything past the planners
-reads attributes.
+reads attributes. A compacted partition's tombstone scan is a TombstoneRow, the same way.
 
 A field marked AFTER_CUT is filled by a step after the planning core's cut (the byte
 estimate from record sizes, the record scans of each group): the Spark job's cut stage
@@ -88,4 +88,39 @@ class PlanRow:
         Refuses unknown keys and values of the wrong type (see core.typed_json)."""
         row = typed_json.decode(cls, item, typed_json.camel)
         assert isinstance(row, PlanRow)
+        return row
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneSample:
+    """One of a partition's oldest tombstones: its offset and record time."""
+
+    offset: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneRow:
+    """A compacted partition's tombstone scan (Spark plans with Scans.tombstones only):
+    records read, tombstones found, and how old the oldest is against the topic's
+    delete.retention.ms (remaining < 0: the cleaner may already remove it)."""
+
+    topic: str
+    partition: int = field(metadata={SPARK_TYPE: "int"})
+    records_read: int | None = None
+    tombstones: int | None = None
+    oldest_tombstone_age_ms: int | None = None  # None: no tombstone found
+    oldest_tombstone_remaining_ms: int | None = None
+    oldest_tombstones: tuple[TombstoneSample, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as plan JSON lines hold it (camelCase keys, every field)."""
+        out: dict[str, Any] = typed_json.encode(self, typed_json.camel)
+        return out
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> TombstoneRow:
+        """A row from plan JSON lines, or a collected Spark row's asDict(recursive=True)."""
+        row = typed_json.decode(cls, item, typed_json.camel)
+        assert isinstance(row, TombstoneRow)
         return row

@@ -12,13 +12,13 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafka_retention.core import rules
 from kafka_retention.core.conditions import timestamp
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.patterns import compile_pattern, first_match
-from kafka_retention.core.plan_row import GroupImpactRow, PlanRow
+from kafka_retention.core.plan_row import GroupImpactRow, PlanRow, TombstoneRow
 
 if TYPE_CHECKING:  # policy_spec imports this module
     from kafka_retention.core.policy_spec import TopicSelector
@@ -38,7 +38,7 @@ class PolicyPlan:
     # Topics matched but not planned, with the reason (compact-only, unreadable config).
     skipped: dict[str, str] = field(default_factory=dict)
     # Tombstone scan rows, one per compacted partition (Spark plans with a scan only).
-    tombstones: list[dict[str, Any]] = field(default_factory=list)
+    tombstones: list[TombstoneRow] = field(default_factory=list)
     # What each group the policy names was read as (GroupType's values).
     group_types: dict[str, str] = field(default_factory=dict)
     # Topics its pattern matches that its binding protects (withheld_by_binding): found

@@ -149,7 +149,7 @@ def selected_plan(spec: PolicySpec, plan: PolicyPlan) -> PolicyPlan:
         plan,
         rows=[r for r in plan.rows if r.topic in mine],
         skipped={t: why for t, why in plan.skipped.items() if t in mine},
-        tombstones=[r for r in plan.tombstones if r.get("topic") in mine],
+        tombstones=[r for r in plan.tombstones if r.topic in mine],
     )
 
 
