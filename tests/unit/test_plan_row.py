@@ -94,6 +94,13 @@ def test_an_error_row_needs_only_its_partition_and_error() -> None:
     assert not row.planned
 
 
+def test_a_failed_partitions_null_columns_read_as_empty() -> None:
+    """The Spark job writes a failed partition's array columns as null."""
+    item = {"topic": "t", "partition": 0, "notes": None, "guards": None, "groups": None}
+    item |= {"timeOffsets": None, "error": "denied"}
+    assert PlanRow.from_json(item) == PlanRow("t", 0, error="denied")
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [("targetOffset", "40"), ("targetOffset", True), ("notes", "one"), ("deleteAll", True)],

@@ -35,32 +35,48 @@ def same(name: str) -> str:
     return name
 
 
-def keys(cls: type[Any], naming: Callable[[str], str]) -> list[tuple[str, str]]:
-    """(attribute, JSON key) of each field of `cls`, in declaration order."""
-    return [(f.name, naming(f.name)) for f in dataclasses.fields(cls)]
-
-
 def encode(value: Any, naming: Callable[[str], str] = same) -> Any:
-    """`value` as json.dumps takes it: every field of a dataclass under its key."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            key: encode(getattr(value, name), naming) for name, key in _keys(type(value), naming)
-        }
-    if isinstance(value, tuple | list):
-        return [encode(v, naming) for v in value]
-    if isinstance(value, Mapping):
-        return {k: encode(v, naming) for k, v in value.items()}
-    return value
+    """`value` (a dataclass) as json.dumps takes it: every field under its key."""
+    tp: Any = type(value)
+    return encoder(tp, naming)(value)
+
+
+@functools.cache
+def encoder(tp: Any, naming: Callable[[str], str] = same) -> Callable[[Any], Any]:
+    """The function that encodes values of type `tp` (as decoder, the other way)."""
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = typing.get_type_hints(tp)
+        fields = [
+            (f.name, naming(f.name), encoder(hints[f.name], naming)) for f in dataclasses.fields(tp)
+        ]
+        plain = [(name, key) for name, key, convert in fields if convert is same]
+        nested = [(name, key, convert) for name, key, convert in fields if convert is not same]
+
+        def encode_object(value: Any) -> dict[str, Any]:
+            out = {key: getattr(value, name) for name, key in plain}
+            for name, key, convert in nested:
+                out[key] = convert(getattr(value, name))
+            return out
+
+        return encode_object
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        (inner,) = (a for a in args if a is not type(None))
+        one = encoder(inner, naming)
+        return same if one is same else (lambda value: None if value is None else one(value))
+    if origin in (tuple, list):
+        item = encoder(args[0], naming)
+        return list if item is same else (lambda value: [item(v) for v in value])
+    if origin is dict:
+        if encoder(args[1], naming) is not same:
+            raise TypeError(f"no JSON encoder for {tp}: only maps of plain values")
+        return dict
+    return same
 
 
 def decode(tp: Any, raw: Any, naming: Callable[[str], str] = same) -> Any:
     """`raw` (as json.loads, or a Spark row's asDict, gives it) as a value of type `tp`."""
     return decoder(tp, naming)(raw)
-
-
-@functools.cache
-def _keys(cls: type[Any], naming: Callable[[str], str]) -> list[tuple[str, str]]:
-    return keys(cls, naming)
 
 
 @functools.cache
@@ -100,19 +116,48 @@ def decoder(tp: Any, naming: Callable[[str], str] = same) -> Decoder:
 
 def _dataclass_decoder(cls: type[Any], naming: Callable[[str], str]) -> Decoder:
     hints = typing.get_type_hints(cls)
-    fields = [
-        (f.name, naming(f.name), _or_default(f, hints[f.name], decoder(hints[f.name], naming)))
-        for f in dataclasses.fields(cls)
-        if f.init
-    ]
-    known = frozenset(key for _, key, _ in fields)
+    # Scalar fields are checked inline (a million plan rows cross this): (attribute, key,
+    # the one type a value may have, whether None is allowed, whether null reads as
+    # the default); the others go through their decoders.
+    plain: list[tuple[str, str, type[Any], bool, bool]] = []
+    nested: list[tuple[str, str, Decoder]] = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        tp, key = hints[f.name], naming(f.name)
+        args = typing.get_args(tp)
+        optional = type(None) in args
+        scalar = next((a for a in args if a is not type(None)), None) if optional else tp
+        if scalar in (int, str, bool):
+            has_default = f.default is not dataclasses.MISSING
+            plain.append((f.name, key, scalar, optional, has_default))
+        else:
+            nested.append((f.name, key, _or_default(f, tp, decoder(tp, naming))))
+    known = frozenset([key for _, key, *_ in plain] + [key for _, key, _ in nested])
 
     def decode_object(raw: Any) -> Any:
         if not isinstance(raw, Mapping):
             raise ValueError(f"{cls.__name__}: expected an object, got {raw!r:.80}")
         if not known.issuperset(raw):
             raise ValueError(f"{cls.__name__}: unknown fields {sorted(set(raw) - known)}")
-        return cls(**{name: convert(raw[key]) for name, key, convert in fields if key in raw})
+        kwargs: dict[str, Any] = {}
+        for name, key, kind, optional, has_default in plain:
+            if key not in raw:
+                continue
+            value = raw[key]
+            if type(value) is not kind:  # bool is an int subclass, and never an offset
+                if value is None and (optional or has_default):
+                    if optional:
+                        kwargs[name] = None
+                    continue
+                raise ValueError(
+                    f"{cls.__name__}.{key}: expected {kind.__name__}, got {value!r:.80}"
+                )
+            kwargs[name] = value
+        for name, key, convert in nested:
+            if key in raw:
+                kwargs[name] = convert(raw[key])
+        return cls(**kwargs)
 
     return decode_object
 
