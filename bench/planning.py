@@ -296,11 +296,11 @@ def measure(bootstrap: str, prefix: str, partitions: int, with_spark: bool = Tru
     def by_spark() -> None:
         result = plan_job.run(spark, request)
         assert len(result.rows) == partitions, (len(result.rows), partitions)
-        assert all(r["targetOffset"] == 1 for r in result.rows)
+        assert all(r.target_offset == 1 for r in result.rows)
 
     def here(kafka: PolicyKafka) -> None:
         plans = plan_in_process(kafka, members, select(kafka, members), request.now_ms)
-        cut = [r["targetOffset"] for r in plans["bench/policy"].rows]
+        cut = [r.target_offset for r in plans["bench/policy"].rows]
         assert cut == [1] * partitions, (len(cut), partitions)
 
     def reference() -> None:

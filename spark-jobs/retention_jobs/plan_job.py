@@ -20,16 +20,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_retention.adapters import kube_clusters
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kafka_groups import COMMITTED_PER_REQUEST
+from kafka_retention.core import plan_lines
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.plan_request import Connection, PlanRequest
+from kafka_retention.core.plan_row import PlanRow, TombstoneRow
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.core.strimzi import StrimziRef
@@ -158,8 +160,9 @@ def run_batch(
         if groups and (request.scans.time_lag or request.scans.unconsumed):
             plan = _group_scans(spark, request, plan, progress)
 
-        rows = [r.asDict(recursive=True) for r in plan.orderBy("topic", "partition").collect()]
-        tombstones: list[dict[str, Any]] = []
+        # Typed once, here: past this line a row is a PlanRow (its columns are its fields).
+        rows = [_plan_row(r) for r in plan.orderBy("topic", "partition").collect()]
+        tombstones: list[TombstoneRow] = []
         if request.scans.tombstones and topics.compacted:
             deadline.check()
             tombstones = _tombstones(spark, request, admin, topics, progress)
@@ -168,16 +171,18 @@ def run_batch(
     for policy in request.policies:
         matched = set(topics.selected[policy.id])
         out[policy.id] = PolicyPlan(
-            [
-                {k: v for k, v in r.items() if k != "policy"}
-                for r in rows
-                if r["policy"] == policy.id
-            ],
+            [row for pid, row in rows if pid == policy.id],
             {t: why for t, why in topics.problems.items() if t in matched},
-            [r for r in tombstones if r["topic"] in matched],
+            [r for r in tombstones if r.topic in matched],
             {g: types[g] for g in policy.rules.groups() if g in types},
         )
     return out
+
+
+def _plan_row(collected: Row) -> tuple[str, PlanRow]:
+    """A collected plan row: the policy it belongs to, and the row."""
+    item = collected.asDict(recursive=True)
+    return item.pop("policy"), PlanRow.from_json(item)
 
 
 class ScanTimeoutError(RuntimeError):
@@ -340,8 +345,7 @@ def _tombstones(
     admin: KafkaAdmin,
     topics: _Topics,
     progress: Progress,
-) -> list[dict[str, Any]]:
-    from kafka_retention.core.facts import TopicPartition
+) -> list[TombstoneRow]:
 
     tps = [TopicPartition(t, p) for t in topics.compacted for p in topics.partitions.get(t, [])]
     starts, ends = admin.log_bounds(tps)
@@ -362,22 +366,27 @@ def _tombstones(
         topics.delete_retention, "topic string, deleteRetentionMs long"
     )
     aged = transforms.tombstone_ages(scanned, retention, request.now_ms)
-    return [r.asDict(recursive=True) for r in aged.orderBy("topic", "partition").collect()]
+    return [
+        TombstoneRow.from_json(r.asDict(recursive=True))
+        for r in aged.orderBy("topic", "partition").collect()
+    ]
 
 
 def load(result: PolicyPlan, output: Path) -> None:
     """JSON lines: one plan row per partition, then skipped topics and tombstone rows."""
     output.write_text(
-        sinks.to_json_lines(
+        plan_lines.to_json_lines(
             result.rows, result.skipped, result.tombstones, group_types=result.group_types
         )
     )
 
 
 def batch_lines(results: dict[str, PolicyPlan]) -> str:
-    """A batch's plans as JSON lines, each line naming its policy (sinks.by_policy)."""
+    """A batch's plans as JSON lines, each line naming its policy (plan_lines.by_policy)."""
     return "".join(
-        sinks.to_json_lines(r.rows, r.skipped, r.tombstones, policy=pid, group_types=r.group_types)
+        plan_lines.to_json_lines(
+            r.rows, r.skipped, r.tombstones, policy=pid, group_types=r.group_types
+        )
         for pid, r in sorted(results.items())
     )
 

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy import RetentionRules, plan_partition
 from retention_jobs import schemas
 
@@ -31,17 +32,47 @@ _FACTS_IN = [
     "committed",
     "error",
 ]
-PLANNED = (
-    "policy string, topic string, partition int, logStartOffset long, highWatermark long, "
-    "targetOffset long, rule string, reason string, reasonGuard string, "
-    # A guard tag (core.rules.GROUP, ...) per note, for status.topics[].cut.limits.
-    "notes array<string>, guards array<string>, "
-    f"recordsToDelete long, groups array<{schemas.GROUP_IMPACT}>, error string, "
-    # Kept so the operator can re-check a cut with fresh offsets through the same core.
-    "timeOffsets map<long,long>"
-)
-_PLANNED_NAMES = [
-    *_FACTS_IN[:5],
+# The planning core's columns (core.plan_row.PlanRow's, but the AFTER_CUT ones) behind
+# each row's policy. timeOffsets is kept so a plan says which offsets its cut was read at.
+PLANNED = f"policy string, {schemas.ddl(schemas.CUT_COLUMNS)}"
+_PLANNED_NAMES = ["policy", *(name for name, _ in schemas.CUT_COLUMNS)]
+
+
+def _arrow_type(tp: Any, named: str | None = None) -> Any:
+    """The Arrow type of a plan row field (as schemas.spark_type, the cut's fields only)."""
+    import dataclasses
+    import typing
+
+    import pyarrow as pa
+
+    if named is not None:
+        return {"int": pa.int32()}[named]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return pa.struct(
+            [(name, _arrow_type(t, n)) for name, t, n in schemas.fields(tp, cut_only=True)]
+        )
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    inner = [a for a in args if a is not type(None)]
+    if origin is tuple:
+        return pa.list_(_arrow_type(args[0]))
+    if origin is dict:
+        return pa.map_(_arrow_type(args[0]), _arrow_type(args[1]))
+    if args and len(inner) == 1:
+        return _arrow_type(inner[0])
+    return {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}[tp]
+
+
+def _arrow_types() -> dict[str, Any]:
+    """Column name -> Arrow type of each column the cut computes."""
+    return {
+        name: _arrow_type(tp, named)
+        for name, tp, named in schemas.fields(PlanRow, cut_only=True)
+        if name in _COMPUTED
+    }
+
+
+# The columns _cuts computes; the others pass through from the facts.
+_COMPUTED = (
     "targetOffset",
     "rule",
     "reason",
@@ -50,9 +81,7 @@ _PLANNED_NAMES = [
     "guards",
     "recordsToDelete",
     "groups",
-    "error",
-    "timeOffsets",
-]
+)
 
 
 def _dicts(column: Any) -> list[dict[Any, Any]]:
@@ -79,15 +108,7 @@ def _cuts(
     row-at-a-time UDF spent most of its time on."""
     import pyarrow as pa
 
-    group_type = pa.list_(
-        pa.struct(
-            [
-                ("group", pa.string()),
-                ("committedOffset", pa.int64()),
-                ("unconsumedToDelete", pa.int64()),
-            ]
-        )
-    )
+    types = _arrow_types()
     for batch in batches:
         policies, topics, partitions, starts, hws = (
             batch.column(name).to_pylist() for name in _FACTS_IN[:5]
@@ -128,19 +149,19 @@ def _cuts(
             groups.append(
                 [(g.group, g.committed_offset, g.unconsumed_to_delete) for g in cut.groups]
             )
+        computed = dict(
+            zip(
+                _COMPUTED,
+                (target, rule, reason, reason_guard, notes, guards, records, groups),
+                strict=True,
+            )
+        )
         yield pa.RecordBatch.from_arrays(
             [
-                *(batch.column(name) for name in _FACTS_IN[:5]),
-                pa.array(target, pa.int64()),
-                pa.array(rule, pa.string()),
-                pa.array(reason, pa.string()),
-                pa.array(reason_guard, pa.string()),
-                pa.array(notes, pa.list_(pa.string())),
-                pa.array(guards, pa.list_(pa.string())),
-                pa.array(records, pa.int64()),
-                pa.array(groups, group_type),
-                batch.column("error"),
-                batch.column("timeOffsets"),
+                pa.array(computed[name], types[name])
+                if name in computed
+                else batch.column(name)  # passed through from the facts
+                for name in _PLANNED_NAMES
             ],
             names=_PLANNED_NAMES,
         )

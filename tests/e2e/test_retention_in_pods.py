@@ -293,7 +293,7 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
 
         def rewind(results: dict[str, PolicyPlan]) -> None:
             (result,) = results.values()
-            planned.update({r["partition"]: r["targetOffset"] for r in result.rows})
+            planned.update({r.partition: r.target_offset or 0 for r in result.rows})
             commit(kafka.bootstrap, group, topic, {0: 10})
 
         play_driver(stack, spark, namespace, app, before_write=rewind)

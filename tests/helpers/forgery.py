@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 from devstack.stack import Stack
+from kafka_retention.core.plan_lines import to_json_lines
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.kube_objects.chunks import RUN_LABEL, sink_configmaps
-from retention_jobs import sinks
 
 
 def tenant_account(stack: Stack, namespace: str) -> str:
@@ -43,11 +44,11 @@ def forge_plan(
     """The run's plan ConfigMaps (`<run>-plan-0000`, `<run>-plan`) in `namespace`, written
     as `account`, cutting each topic's partitions at the given offsets (index: partition)."""
     rows = [
-        {"topic": topic, "partition": p, "targetOffset": offset, "error": None}
+        PlanRow(topic, p, target_offset=offset)
         for topic, offsets in cuts.items()
         for p, offset in enumerate(offsets)
     ]
-    forged = sinks.to_json_lines(rows, {}, [], policy=policy)
+    forged = to_json_lines(rows, {}, [], policy=policy)
     for obj in sink_configmaps(run, namespace, forged):
         done = stack.kubectl(
             "create",

@@ -11,6 +11,7 @@ import pytest
 
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.plan_request import PlanRequest, Scans
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy.planning import plan_in_process, select
 from retention_jobs.plan_job import run_batch
@@ -20,23 +21,21 @@ from tests.helpers.topics import TopicFactory
 
 HOUR = 3_600_000
 COMPARED = (
-    "logStartOffset",
-    "highWatermark",
-    "targetOffset",
+    "log_start_offset",
+    "high_watermark",
+    "target_offset",
     "rule",
-    "reasonGuard",
+    "reason_guard",
     "guards",
-    "recordsToDelete",
+    "records_to_delete",
 )
 
 
-def comparable(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+def comparable(rows: list[PlanRow]) -> list[tuple[Any, ...]]:
     out = []
     for r in rows:
-        groups = tuple(
-            (g["group"], g["committedOffset"], g["unconsumedToDelete"]) for g in r["groups"]
-        )
-        out.append((r["topic"], r["partition"], *(r[k] for k in COMPARED), groups))
+        groups = tuple((g.group, g.committed_offset, g.unconsumed_to_delete) for g in r.groups)
+        out.append((r.topic, r.partition, *(getattr(r, k) for k in COMPARED), groups))
     return sorted(out)
 
 
@@ -100,9 +99,9 @@ def test_spark_and_in_process_plans_of_a_batch_agree_for_every_policy(
     for m in members:
         assert comparable(by_spark[m.key].rows) == comparable(by_core[m.key].rows), m.key
     # And the cuts are the ones the rules promise, not merely equal to each other.
-    consumed = {r["partition"]: r["targetOffset"] for r in by_core["ns/consumed"].rows}
+    consumed = {r.partition: r.target_offset for r in by_core["ns/consumed"].rows}
     assert consumed == {0: 30, 1: 20, 2: 0}  # slowest group; no commit protects p2
-    aged = {r["partition"]: r["targetOffset"] for r in by_core["ns/aged"].rows}
+    aged = {r.partition: r.target_offset for r in by_core["ns/aged"].rows}
     assert aged == {0: 40, 1: 45, 2: 40}  # an hour's age passes group b on p0 and p2
-    floor = {(r["topic"], r["partition"]): r["targetOffset"] for r in by_core["ns/floor"].rows}
+    floor = {(r.topic, r.partition): r.target_offset for r in by_core["ns/floor"].rows}
     assert floor[(other, 0)] == 0  # group b has no commit on the other topic

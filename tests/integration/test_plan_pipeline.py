@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.plan_request import PlanRequest, Scans
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import Member, parse_policy_spec
 from kafka_retention.services.policy.planning import plan_in_process, select
@@ -41,8 +42,8 @@ def plan(
     return run(spark, PlanRequest.for_policy(policy, {}, now, scans))
 
 
-def by_partition(result: PolicyPlan, topic: str) -> dict[int, dict[str, Any]]:
-    return {r["partition"]: r for r in result.rows if r["topic"] == topic}
+def by_partition(result: PolicyPlan, topic: str) -> dict[int, PlanRow]:
+    return {r.partition: r for r in result.rows if r.topic == topic}
 
 
 @pytest.mark.stack
@@ -57,12 +58,12 @@ def test_consumer_aware_cut_is_the_slowest_group_and_no_commit_protects(
         spark, kafka.bootstrap, topics={"names": [topic]}, deleteConsumed={"groups": [fast, slow]}
     )
     rows = by_partition(result, topic)
-    assert [rows[p]["targetOffset"] for p in range(3)] == [40, 60, 0]
-    assert [rows[p]["recordsToDelete"] for p in range(3)] == [40, 60, 0]
-    assert "no committed offset" in rows[2]["reason"]
+    assert [rows[p].target_offset for p in range(3)] == [40, 60, 0]
+    assert [rows[p].records_to_delete for p in range(3)] == [40, 60, 0]
+    assert "no committed offset" in (rows[2].reason or "")
     # The guard tags the reasons carry for status.topics[].cut, through the plan job.
-    assert [rows[p]["reasonGuard"] for p in range(3)] == ["group", "group", "noCommit"]
-    assert all(g["unconsumedToDelete"] == 0 for r in rows.values() for g in r["groups"])
+    assert [rows[p].reason_guard for p in range(3)] == ["group", "group", "noCommit"]
+    assert all(g.unconsumed_to_delete == 0 for r in rows.values() for g in r.groups)
     # Same topic, a third group that never committed anywhere: nothing may go.
     held = plan(
         spark,
@@ -70,7 +71,7 @@ def test_consumer_aware_cut_is_the_slowest_group_and_no_commit_protects(
         topics={"names": [topic]},
         deleteConsumed={"groups": [fast, slow, idle]},
     )
-    assert [r["targetOffset"] for r in held.rows] == [0, 0, 0]
+    assert [r.target_offset for r in held.rows] == [0, 0, 0]
 
 
 @pytest.mark.stack
@@ -105,10 +106,10 @@ def test_a_share_group_holds_the_cut_at_its_start_offset_in_spark_and_in_process
     expected = {p: 0 if at is None else at for p, at in starts.items()}
     for planned in (by_spark, by_core):
         rows = by_partition(planned, topic)
-        assert {p: rows[p]["targetOffset"] for p in (0, 1)} == expected
-        assert {
-            p: {g["group"]: g["committedOffset"] for g in rows[p]["groups"]} for p in (0, 1)
-        } == {p: {done: 100, share: starts[p]} for p in (0, 1)}
+        assert {p: rows[p].target_offset for p in (0, 1)} == expected
+        assert {p: {g.group: g.committed_offset for g in rows[p].groups} for p in (0, 1)} == {
+            p: {done: 100, share: starts[p]} for p in (0, 1)
+        }
         assert planned.group_types == {done: "classic", share: "share"}
 
 
@@ -125,8 +126,8 @@ def test_delete_before_with_out_of_order_create_times_cuts_a_safe_prefix(
     (row,) = result.rows
     # Offsets 0..2 (hours 0, 1, 3) are all older; offset 3 is hour 4. The late record at
     # offset 6 is older too but sits behind newer ones: a cut is a prefix, so it stays.
-    assert row["targetOffset"] == 3
-    assert row["rule"] == "deleteBefore"
+    assert row.target_offset == 3
+    assert row.rule == "deleteBefore"
 
 
 @pytest.mark.stack
@@ -144,9 +145,9 @@ def test_min_retention_holds_back_a_cut_on_recent_records(spark: Any, kafka: Kaf
         deleteConsumed={"groups": [group], "minRetention": "30m"},
     )
     (row,) = result.rows
-    assert row["targetOffset"] == 20  # the 10 records younger than 30 minutes stay
-    assert any("minRetention" in n for n in row["notes"])
-    assert row["guards"] == ["minRetention"]
+    assert row.target_offset == 20  # the 10 records younger than 30 minutes stay
+    assert any("minRetention" in n for n in row.notes)
+    assert row.guards == ("minRetention",)
 
 
 @pytest.mark.stack
@@ -203,16 +204,20 @@ def test_max_retention_past_an_idle_group_counts_and_samples_what_it_loses(
         scans=Scans(key_sample=4),
     )
     (row,) = result.rows
-    assert (row["targetOffset"], row["rule"]) == (20, "maxRetention")
-    (g,) = row["groups"]
-    assert g["committedOffset"] == 5
-    assert g["unconsumedToDelete"] == 15
-    assert [s["key"] for s in g["unconsumedSample"]] == ["key-5", "key-6", "key-7", "key-8"]
-    assert [s["offset"] for s in g["unconsumedSample"]] == [5, 6, 7, 8]
-    assert 15 * 55 <= g["unconsumedBytesToDelete"] <= 15 * 100
+    assert (row.target_offset, row.rule) == (20, "maxRetention")
+    (g,) = row.groups
+    assert g.committed_offset == 5
+    assert g.unconsumed_to_delete == 15
+    assert [(s.offset, s.key) for s in g.unconsumed_sample or ()] == [
+        (5, "key-5"),
+        (6, "key-6"),
+        (7, "key-7"),
+        (8, "key-8"),
+    ]
+    assert 15 * 55 <= (g.unconsumed_bytes_to_delete or 0) <= 15 * 100
     # The group's next record (offset 5) is about three hours old.
-    assert 3 * HOUR - 60_000 <= g["timeLagMs"] <= 3 * HOUR + 60_000
-    assert 20 * 55 <= row["bytesToDeleteEstimate"] <= 20 * 100
+    assert 3 * HOUR - 60_000 <= (g.time_lag_ms or 0) <= 3 * HOUR + 60_000
+    assert 20 * 55 <= (row.bytes_to_delete_estimate or 0) <= 20 * 100
 
 
 @pytest.mark.stack
@@ -239,12 +244,12 @@ def test_tombstone_inventory_on_a_compacted_topic(spark: Any, kafka: Kafka) -> N
     )
     assert topic in result.skipped  # compact-only: DeleteRecords cannot apply
     assert "cleanup.policy=compact" in result.skipped[topic]
-    (inv,) = [t for t in result.tombstones if t["topic"] == topic]
-    assert inv["recordsRead"] == 23
-    assert inv["tombstones"] == 3
-    assert inv["oldestTombstoneAgeMs"] == 5 * HOUR
-    assert inv["oldestTombstoneRemainingMs"] == HOUR - 5 * HOUR
-    assert [t["offset"] for t in inv["oldestTombstones"]] == [20, 21]
+    (inv,) = [t for t in result.tombstones if t.topic == topic]
+    assert inv.records_read == 23
+    assert inv.tombstones == 3
+    assert inv.oldest_tombstone_age_ms == 5 * HOUR
+    assert inv.oldest_tombstone_remaining_ms == HOUR - 5 * HOUR
+    assert [t.offset for t in inv.oldest_tombstones] == [20, 21]
 
 
 @pytest.mark.stack
@@ -266,7 +271,7 @@ def test_a_tombstone_inventory_past_its_time_limit_ends_the_plan(spark: Any, kaf
         maxRetention="1d",
         scans=Scans(tombstones=True),
     )
-    assert sum(t["recordsRead"] for t in result.tombstones if t["topic"] == topic) == 200
+    assert sum(t.records_read or 0 for t in result.tombstones if t.topic == topic) == 200
 
 
 @pytest.mark.stack
@@ -277,7 +282,7 @@ def test_pattern_selects_topics_created_by_the_test_and_skips_internal_ones(
     result = plan(
         spark, kafka.bootstrap, topics={"pattern": f"{topic}|__consumer_offsets"}, maxRetention="7d"
     )
-    assert {r["topic"] for r in result.rows} == {topic}
+    assert {r.topic for r in result.rows} == {topic}
 
 
 @pytest.mark.stack
@@ -297,7 +302,7 @@ def test_plan_command_prints_the_table_and_writes_json_lines(kafka: Kafka, tmp_p
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     rows = [r for r in lines if r["kind"] == "partition"]
     assert [(r["partition"], r["targetOffset"]) for r in rows] == [(0, 12), (1, 30)]
-    # A line per group says what it was read as (sinks.to_json_lines).
+    # A line per group says what it was read as (plan_lines.to_json_lines).
     assert [r for r in lines if r["kind"] == "group"] == [
         {"kind": "group", "group": group, "type": "classic"}
     ]

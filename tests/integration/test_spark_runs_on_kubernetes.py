@@ -18,7 +18,9 @@ from kafka_retention.adapters.spark import (
     plan_in_pods,
     read_plan,
 )
+from kafka_retention.core.plan_lines import to_json_lines
 from kafka_retention.core.plan_request import PlanRequest
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.kube_objects.chunks import RUN_LABEL, SinkError
 from kafka_retention.kube_objects.owners import Owner
@@ -218,10 +220,10 @@ def test_plan_comes_back_through_configmaps_and_a_missing_part_is_refused(
     owner = owner_policy(stack, namespace)
     # Random padding: the driver gzips its plan, so repeated bytes would fit in one part.
     rows = [
-        {"topic": "t", "partition": p, "targetOffset": p * 10, "pad": secrets.token_urlsafe(2250)}
+        PlanRow("t", p, target_offset=p * 10, reason=secrets.token_urlsafe(2250))
         for p in range(1000)
     ]  # about 3 MB, 2.3 MB gzipped: three parts
-    payload = sinks.to_json_lines(rows, {"c": "compact"}, [])
+    payload = to_json_lines(rows, {"c": "compact"}, [])
     run = "kr-test-sink-g1"
     written = sinks.write_configmaps(run, namespace, payload, [owner.reference()])
     assert written >= 3

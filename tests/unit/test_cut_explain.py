@@ -8,6 +8,7 @@ from typing import Any
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy import RetentionRules, plan_partition, withheld_by_binding
 from kafka_retention.core.policy_spec import TopicSelector, parse_policy_spec
 from kafka_retention.core.topics import classify_topics
@@ -30,16 +31,12 @@ def facts(
     return PartitionFacts(TopicPartition("t", partition), start, end, committed or {}, times or {})
 
 
-def row_of(f: PartitionFacts, policy: RetentionRules) -> dict[str, Any]:
+def row_of(f: PartitionFacts, policy: RetentionRules) -> PlanRow:
     """A plan row as both planners write it."""
-    return {
-        "topic": f.tp.topic,
-        "partition": f.tp.partition,
-        **plan_partition(f, policy, NOW).row(),
-    }
+    return plan_partition(f, policy, NOW).row(f.offsets_for_times)
 
 
-def cut_of(rows: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+def cut_of(rows: list[PlanRow], **kwargs: Any) -> dict[str, Any]:
     (topic,) = report.topic_summary([], SPEC, rows, {}, {}, {}, {}, **kwargs)
     return dict(topic["cut"])
 
@@ -122,19 +119,19 @@ def test_skipped_topics_name_compacted_or_config_from_the_classification() -> No
 
 
 def test_at_most_five_limits_most_partitions_first() -> None:
-    rows: list[dict[str, Any]] = []
+    rows: list[PlanRow] = []
     for p in range(7):
         # Group g{p} holds p+1 partitions: seven groups, each with its own guard entry.
         for _ in range(p + 1):
             rows.append(
-                {
-                    "topic": "t",
-                    "partition": len(rows),
-                    "logStartOffset": 0,
-                    "rule": "deleteConsumed",
-                    "reason": f"committed by g{p}",
-                    "reasonGuard": "group",
-                }
+                PlanRow(
+                    "t",
+                    len(rows),
+                    log_start_offset=0,
+                    rule="deleteConsumed",
+                    reason=f"committed by g{p}",
+                    reason_guard="group",
+                )
             )
     limits = cut_of(rows)["limits"]
     assert [lim["detail"] for lim in limits] == [f"committed by g{p}" for p in (6, 5, 4, 3, 2)]
@@ -142,16 +139,18 @@ def test_at_most_five_limits_most_partitions_first() -> None:
 
 def test_a_forged_row_gives_only_known_names_and_bounded_sentences() -> None:
     """Rows may come back from Spark pods through ConfigMaps a tenant can write."""
-    row = {
-        "topic": "t",
-        "partition": 0,
-        "logStartOffset": 0,
-        "rule": "rm -rf",
-        "reason": "x" * 10_000,
-        "reasonGuard": "everything",
-        "notes": ["y" * 10_000, "fine"],
-        "guards": ["minRetention", "bogus"],
-    }
+    row = PlanRow.from_json(
+        {
+            "topic": "t",
+            "partition": 0,
+            "logStartOffset": 0,
+            "rule": "rm -rf",
+            "reason": "x" * 10_000,
+            "reasonGuard": "everything",
+            "notes": ["y" * 10_000, "fine"],
+            "guards": ["minRetention", "bogus"],
+        }
+    )
     cut = cut_of([row])
     assert cut["rule"] == "none"
     assert len(cut["proposed"]) == report.MAX_SENTENCE_CHARS

@@ -15,6 +15,7 @@ from kafka_retention.adapters import group_reader
 from kafka_retention.adapters.group_reader import GroupReaderError, parse_answer, request_lines
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.java_client import Unmappable, java_properties
+from kafka_retention.core.plan_row import GroupImpactRow, PlanRow
 from kafka_retention.services.policy.report import group_summary, groups_line
 
 PEM = "-----BEGIN CERTIFICATE-----\r\nMIIB\tx%41\n-----END CERTIFICATE-----\n"
@@ -122,13 +123,9 @@ def test_a_malformed_value_in_a_known_line_is_a_reader_error(answer: list[str]) 
         parse_answer(answer, {"g": [TopicPartition("t", 0)]})
 
 
-def _row(topic: str, partition: int, hw: int | None, **positions: int | None) -> dict[str, object]:
-    return {
-        "topic": topic,
-        "partition": partition,
-        "highWatermark": hw,
-        "groups": [{"group": g, "committedOffset": p} for g, p in positions.items()],
-    }
+def _row(topic: str, partition: int, hw: int | None, **positions: int | None) -> PlanRow:
+    groups = tuple(GroupImpactRow(g, p, 0) for g, p in positions.items())
+    return PlanRow(topic, partition, high_watermark=hw, groups=groups)
 
 
 def test_group_summary_counts_partitions_positions_and_records_behind_per_group() -> None:
@@ -137,7 +134,7 @@ def test_group_summary_counts_partitions_positions_and_records_behind_per_group(
         _row("a", 1, 50, orders=None, audit=60),  # a position past the watermark: 0 behind
         _row("b", 0, 10, orders=3),
         _row("b", 1, None, orders=1),  # an error row: no watermark, no position counted
-        {"topic": "c", "partition": 0, "highWatermark": 5},  # no group read here
+        PlanRow("c", 0, high_watermark=5),  # no group read here
     ]
     summary = group_summary(rows, {"orders": "share", "audit": "streams", "ghost": "none"})
     assert summary == [

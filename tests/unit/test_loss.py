@@ -9,6 +9,7 @@ from typing import Any, cast
 from kafka_retention.core import loss
 from kafka_retention.core import tombstones as ts
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.plan_row import GroupImpactRow, PlanRow, TombstoneRow
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge_ledger import (
@@ -126,13 +127,10 @@ def test_a_growing_lag_raises_delete_retention_once_per_doubling_not_every_run()
 
 
 def test_the_tombstone_inventory_folds_partitions_and_puts_the_nearest_to_expiry_first() -> None:
-    def row(topic: str, read: int, found: int, age: int | None) -> dict[str, object]:
-        return {
-            "topic": topic,
-            "recordsRead": read,
-            "tombstones": found,
-            "oldestTombstoneAgeMs": age,
-        }
+    def row(topic: str, read: int, found: int, age: int | None) -> TombstoneRow:
+        return TombstoneRow(
+            topic, 0, records_read=read, tombstones=found, oldest_tombstone_age_ms=age
+        )
 
     rows = [
         row("a", 10, 2, 100),
@@ -180,13 +178,13 @@ def test_a_loss_caused_by_another_namespaces_purge_does_not_name_it() -> None:
             "notify": {"groups": ["slow"]},
         }
     )
-    row = {
-        "topic": "t",
-        "partition": 3,
-        "logStartOffset": 40,
-        "highWatermark": 100,
-        "groups": [{"group": "slow", "committedOffset": 10}],
-    }
+    row = PlanRow(
+        "t",
+        3,
+        log_start_offset=40,
+        high_watermark=100,
+        groups=(GroupImpactRow("slow", 10, 0),),
+    )
     finished = datetime(2026, 11, 22, 12, 5, tzinfo=UTC)
 
     def run(namespace: str) -> tuple[Any, dict[str, Any]]:

@@ -98,32 +98,36 @@ def test_a_plan_the_reader_would_refuse_is_refused_when_written() -> None:
 def test_a_plan_of_100000_partitions_fits_the_limits() -> None:
     """The largest plan the project runs (bench/: 100,000 partitions, two groups, each
     with an unconsumed key sample) round-trips gzipped, as the Spark driver writes it."""
-    from retention_jobs import sinks
+    from kafka_retention.core.plan_lines import to_json_lines
+    from kafka_retention.core.plan_row import GroupImpactRow, KeySample, PlanRow
 
-    def row(p: int) -> dict[str, object]:
-        group = {
-            "committedOffset": 123_456_789,
-            "unconsumedToDelete": 1234,
-            "timeLagMs": None,
-            "unconsumedBytesToDelete": 123_456,
-            "unconsumedSample": [[123_456_789 + i, f"key-{p}-{i}-{p * 7919:x}"] for i in range(10)],
-        }
-        return {
-            "topic": f"app-orders-enricher-repartition-{p // 100:04d}",
-            "partition": p % 100,
-            "logStartOffset": 1_234_567,
-            "highWatermark": 123_456_789,
-            "targetOffset": 12_345_678,
-            "rule": "deleteConsumed",
-            "reason": "every group in deleteConsumed committed past 12345678 (enricher, auditor)",
-            "notes": ["minRetention holds back 1234 records"],
-            "recordsToDelete": 11_111_111,
-            "groups": [{"group": g, **group} for g in ("enricher", "auditor")],
-            "error": None,
-            "timeOffsets": {"1764300000000": 12_345_670},
-        }
+    def row(p: int) -> PlanRow:
+        def group(name: str) -> GroupImpactRow:
+            return GroupImpactRow(
+                name,
+                committed_offset=123_456_789,
+                unconsumed_to_delete=1234,
+                unconsumed_bytes_to_delete=123_456,
+                unconsumed_sample=tuple(
+                    KeySample(123_456_789 + i, f"key-{p}-{i}-{p * 7919:x}") for i in range(10)
+                ),
+            )
 
-    payload = sinks.to_json_lines([row(p) for p in range(100_000)], {}, [], policy="ns/p")
+        return PlanRow(
+            f"app-orders-enricher-repartition-{p // 100:04d}",
+            p % 100,
+            log_start_offset=1_234_567,
+            high_watermark=123_456_789,
+            target_offset=12_345_678,
+            rule="deleteConsumed",
+            reason="every group in deleteConsumed committed past 12345678 (enricher, auditor)",
+            notes=("minRetention holds back 1234 records",),
+            records_to_delete=11_111_111,
+            groups=(group("enricher"), group("auditor")),
+            time_offsets={1764300000000: 12_345_670},
+        )
+
+    payload = to_json_lines([row(p) for p in range(100_000)], {}, [], policy="ns/p")
     objs = sink_configmaps("run-7", "ns", payload, compress=True)
     stored = json.loads(objs[-1]["data"]["manifest.json"])["bytes"]
     # The headroom chunks.py's comment promises.

@@ -3,53 +3,14 @@ scan setting must arrive as the operator sent it, with no codec edit for a new f
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import types
-import typing
 from typing import Any
 
 import pytest
 
-from kafka_retention.core.plan_request import Connection, PlanRequest, Scans, decode
-
-
-def _unlike_default(tp: Any, name: str, default: Any) -> Any:
-    """A value of type `tp` that is not `default` (field name in it, where it can be)."""
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return _non_default(tp)
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        return _unlike_default(next(a for a in args if a is not type(None)), name, default)
-    if origin is tuple:
-        return tuple(_unlike_default(args[0], f"{name}-{i}", None) for i in range(2))
-    if origin is dict:
-        return {f"{name}.key": f"{name}.value"}
-    if tp is bool:
-        return not default
-    if tp is int:
-        return (default or 0) + 1 + len(name)
-    if tp is float:
-        return (default or 0.0) + 0.5 + len(name)
-    if tp is str:
-        return f"{name}-value"
-    raise AssertionError(f"no test value for {tp} ({name}): teach _unlike_default the type")
-
-
-def _non_default(cls: type[Any]) -> Any:
-    """`cls` with every field set, by introspection, to something other than its default."""
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for f in dataclasses.fields(cls):
-        default = None
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        value = _unlike_default(hints[f.name], f.name, default)
-        assert value != default, f"{cls.__name__}.{f.name}"
-        values[f.name] = value
-    return cls(**values)
+from kafka_retention.core.plan_request import Connection, PlanRequest, Scans
+from kafka_retention.core.typed_json import decode
+from tests.helpers.non_default import non_default
 
 
 def _paths(raw: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -66,13 +27,13 @@ def _paths(raw: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def test_every_field_of_a_request_survives_the_round_trip() -> None:
-    request = _non_default(PlanRequest)
+    request = non_default(PlanRequest)
     assert request.policies  # the rules and selector fields are in it
     assert PlanRequest.from_json(request.to_json()) == request
 
 
 def test_the_round_trip_gives_tuples_back_where_the_fields_hold_tuples() -> None:
-    back = PlanRequest.from_json(_non_default(PlanRequest).to_json())
+    back = PlanRequest.from_json(non_default(PlanRequest).to_json())
     policy = back.policies[0]
     assert isinstance(back.policies, tuple)
     assert isinstance(policy.rules.consumed_groups, tuple)
@@ -84,7 +45,7 @@ def test_the_round_trip_gives_tuples_back_where_the_fields_hold_tuples() -> None
 def test_a_field_missing_from_the_json_would_be_caught() -> None:
     """Each field's test value differs from its default: a codec that lost any one field
     would fail the round trip above (or refuse the request, for a field with no default)."""
-    request = _non_default(PlanRequest)
+    request = non_default(PlanRequest)
     paths = _paths(json.loads(request.to_json()))
     assert ("policies", 0, "rules", "notify_groups") in paths
     assert ("policies", 0, "topics", "protect") in paths
@@ -108,7 +69,7 @@ def test_a_request_from_before_a_field_existed_takes_its_default() -> None:
 
 
 def test_a_field_the_job_does_not_know_is_refused_not_dropped() -> None:
-    raw = json.loads(_non_default(PlanRequest).to_json())
+    raw = json.loads(non_default(PlanRequest).to_json())
     raw["policies"][0]["rules"]["keep_forever"] = True
     with pytest.raises(ValueError, match="keep_forever"):
         PlanRequest.from_json(json.dumps(raw))

@@ -14,6 +14,7 @@ from kafka_retention.core.batch_errors import NAMES_OTHER_POLICY, NAMES_UNKNOWN
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import PeerIndex
+from kafka_retention.core.plan_row import TombstoneRow
 from kafka_retention.core.policy_spec import Batch, Member, PolicySpec, parse_policy_spec
 from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger, purge_done
 from kafka_retention.services.policy import apply as policy_apply
@@ -228,7 +229,7 @@ def test_a_group_that_rewound_after_planning_lowers_the_cut() -> None:
     kafka.commits = {"a": {T0: 60}}
     spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}))
     plan = _plan(kafka, spec)
-    assert plan.rows[0]["targetOffset"] == 60
+    assert plan.rows[0].target_offset == 60
     kafka.commits["a"][T0] = 25  # the group resets its offsets meanwhile
     store = Store()
     run = PolicyRun("ns/p", {}, 1, store, lambda: NOW)
@@ -277,8 +278,8 @@ def test_a_policy_plan_sends_its_offset_time_and_group_reads_together() -> None:
     spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}, maxRetention="1h"))
     row = _plan(kafka, spec).rows[0]
     # Each read reached the plan: the hard age cut at 70 passes the group's 60.
-    assert (row["logStartOffset"], row["highWatermark"], row["targetOffset"]) == (0, 100, 70)
-    assert [(g["group"], g["committedOffset"]) for g in row["groups"]] == [("a", 60)]
+    assert (row.log_start_offset, row.high_watermark, row.target_offset) == (0, 100, 70)
+    assert [(g.group, g.committed_offset) for g in row.groups] == [("a", 60)]
 
 
 def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
@@ -287,7 +288,7 @@ def test_a_high_watermark_that_dropped_after_planning_lowers_the_cut() -> None:
     kafka.times[T0] = {NOW_MS - 3_600_000: -1}  # every record older than an hour
     spec = parse_policy_spec(spec_of(maxRetention="1h"))
     plan = _plan(kafka, spec)
-    assert plan.rows[0]["targetOffset"] == 100
+    assert plan.rows[0].target_offset == 100
     kafka.logs[T0] = [0, 80]  # an unclean leader election lost the last 20 records
     run = PolicyRun("ns/p", {}, 1, Store(), lambda: NOW)
     outcome = policy_apply.apply_plan(run, spec, plan, kafka, PeerIndex({}), NOW)
@@ -513,7 +514,7 @@ class FakeSpark:
         self,
         kafka: FakeKafka,
         fail: bool = False,
-        tombstones: Sequence[dict[str, Any]] = (),
+        tombstones: Sequence[TombstoneRow] = (),
         cause: str = "KafkaUnavailable: executor lost",
     ) -> None:
         self.kafka, self.fail, self.tombstones = kafka, fail, list(tombstones)
@@ -979,14 +980,14 @@ def test_delete_retention_is_raised_for_the_slowest_group_within_the_cap() -> No
     assert len(kafka.altered) == 2
 
 
-def scan_row(partition: int, read: int, tombstones: int, age_ms: int | None) -> dict[str, Any]:
-    return {
-        "topic": "c",
-        "partition": partition,
-        "recordsRead": read,
-        "tombstones": tombstones,
-        "oldestTombstoneAgeMs": age_ms,
-    }
+def scan_row(partition: int, read: int, tombstones: int, age_ms: int | None) -> TombstoneRow:
+    return TombstoneRow(
+        "c",
+        partition,
+        records_read=read,
+        tombstones=tombstones,
+        oldest_tombstone_age_ms=age_ms,
+    )
 
 
 def test_a_tombstone_inventory_is_planned_with_spark_however_small_and_lands_in_status() -> None:

@@ -395,10 +395,10 @@ class _FinishedRuns:
 
 
 def plan_lines(policy: str, target: int) -> str:
-    from retention_jobs import sinks
+    from kafka_retention.core.plan_lines import to_json_lines
+    from kafka_retention.core.plan_row import PlanRow
 
-    row = {"topic": "t", "partition": 0, "targetOffset": target, "error": None}
-    return sinks.to_json_lines([row], {}, [], policy=policy)
+    return to_json_lines([PlanRow("t", 0, target_offset=target)], {}, [], policy=policy)
 
 
 def run_bound_batch(
@@ -431,7 +431,7 @@ def test_a_plan_forged_in_the_tenants_namespace_has_no_effect_on_a_bound_run(
     plans, runs = run_bound_batch(monkeypatch, configmaps, plan_lines("team-a/p", 5))
     (run,) = runs.submitted
     assert run.namespace == OPERATOR_NS
-    assert [row["targetOffset"] for row in plans["team-a/p"].rows] == [5]
+    assert [row.target_offset for row in plans["team-a/p"].rows] == [5]
     assert {ns for ns, _ in configmaps.listed} == {OPERATOR_NS}
     # The run's own ConfigMaps are gone after it; the tenant's are not the operator's.
     assert {ns for ns, _ in configmaps.objects} == {"team-a"}

@@ -15,6 +15,7 @@ import pytest
 
 from kafka_retention.core.bindings import WELL_KNOWN_INTERNAL, parse_binding
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError
@@ -300,22 +301,25 @@ def test_the_readme_lists_exactly_the_internal_topics_the_code_protects() -> Non
 # --- what a plan brings back (from Spark pods, through ConfigMaps) is a proposal -------
 
 
-def forged_plan(rows: list[dict[str, Any]], skipped: dict[str, str]) -> Any:
+def forged_plan(rows: list[PlanRow], skipped: dict[str, str]) -> Any:
     from kafka_retention.core.policy import PolicyPlan
 
     return PolicyPlan(rows=rows, skipped=skipped)
 
 
-def forged_row(tp: TopicPartition, target: int, **more: Any) -> dict[str, Any]:
-    return {
-        "topic": tp.topic,
-        "partition": tp.partition,
-        "logStartOffset": 0,
-        "highWatermark": 100,
-        "targetOffset": target,
-        "groups": [],
-        **more,
-    }
+def forged_row(tp: TopicPartition, target: int, **more: Any) -> PlanRow:
+    """A row as a forged plan ConfigMap would bring it: through the plan lines' decoder."""
+    return PlanRow.from_json(
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "logStartOffset": 0,
+            "highWatermark": 100,
+            "targetOffset": target,
+            "groups": [],
+            **more,
+        }
+    )
 
 
 def apply(spec: dict[str, Any], key: str, plan: Any, kafka: FakeKafka) -> Store:

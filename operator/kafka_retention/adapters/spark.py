@@ -244,7 +244,7 @@ def plan_in_pods(
     and remove the run's ConfigMaps. A failed or timed-out run raises with its reason;
     `stopping` set ends the wait at once with Abandoned.
     Returns (rows, skipped, tombstones, group types) per policy of the run's batch."""
-    from retention_jobs.sinks import by_policy
+    from kafka_retention.core.plan_lines import by_policy
 
     stopping = stopping or threading.Event()
     runs.submit(spec)

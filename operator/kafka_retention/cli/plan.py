@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -12,6 +12,7 @@ import yaml
 
 from kafka_retention.cli.common import Progress, UsageError
 from kafka_retention.core.plan_request import PlanRequest
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.policy.report import group_summary
@@ -75,9 +76,9 @@ def run_plan(
         shown.stage(f"wrote {output}")
         shown.clear()
     print(
-        f"{sum(r['recordsToDelete'] for r in result.rows)} records "
-        f"(~{sum(r.get('bytesToDeleteEstimate') or 0 for r in result.rows)} bytes) would be "
-        f"deleted from {sum(1 for r in result.rows if r['recordsToDelete'])} of "
+        f"{sum(r.records_to_delete or 0 for r in result.rows)} records "
+        f"(~{sum(r.bytes_to_delete_estimate or 0 for r in result.rows)} bytes) would be "
+        f"deleted from {sum(1 for r in result.rows if r.records_to_delete)} of "
         f"{len(result.rows)} partitions; nothing was deleted",
         file=out,
     )
@@ -96,7 +97,7 @@ def spark_tasks(spark: Any) -> str | None:
     return f"{done} of {sum(s.numTasks for s in running)} Spark tasks"
 
 
-def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
+def _print_table(rows: Sequence[PlanRow], out: TextIO) -> None:
     header = (
         "TOPIC",
         "PART",
@@ -111,20 +112,18 @@ def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
     table = [header]
     for r in rows:
         losses = ", ".join(
-            f"{g['group']}:{g['unconsumedToDelete']}"
-            for g in r.get("groups") or []
-            if g["unconsumedToDelete"]
+            f"{g.group}:{g.unconsumed_to_delete}" for g in r.groups if g.unconsumed_to_delete
         )
         table.append(
             (
-                r["topic"],
-                str(r["partition"]),
-                str(r["logStartOffset"]),
-                str(r["highWatermark"]),
-                str(r["targetOffset"]),
-                str(r["recordsToDelete"]),
-                str(r.get("bytesToDeleteEstimate") or 0),
-                r["rule"] or "",
+                r.topic,
+                str(r.partition),
+                str(r.log_start_offset),
+                str(r.high_watermark),
+                str(r.target_offset),
+                str(r.records_to_delete),
+                str(r.bytes_to_delete_estimate or 0),
+                r.rule or "",
                 losses or "-",
             )
         )

@@ -9,14 +9,11 @@ its default.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from kafka_retention.core import typed_json
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.policy_spec import PolicySpec, TopicSelector
 
@@ -109,43 +106,6 @@ class PlanRequest:
 
     @classmethod
     def from_json(cls, text: str) -> PlanRequest:
-        request = decode(cls, json.loads(text))
+        request = typed_json.decode(cls, json.loads(text))
         assert isinstance(request, PlanRequest)
         return request
-
-
-def decode(tp: Any, raw: Any) -> Any:
-    """`raw` (as json.loads gives it) as a value of type `tp`, following the dataclasses'
-    own field types: JSON arrays back to tuples, objects back to nested dataclasses.
-
-    A key missing from `raw` takes its field's default (a request from an operator that
-    predates the field); a key the dataclass does not know is refused, since dropping it
-    would plan with less than the operator asked."""
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"{tp.__name__}: expected an object, got {raw!r}")
-        hints = typing.get_type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp) if f.init}
-        unknown = sorted(set(raw) - names)
-        if unknown:
-            raise ValueError(f"{tp.__name__}: unknown fields {unknown}")
-        return tp(**{name: decode(hints[name], raw[name]) for name in names if name in raw})
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if raw is None and type(None) in args:
-            return None
-        (inner,) = (a for a in args if a is not type(None))
-        return decode(inner, raw)
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(args[0], v) for v in raw)
-        return tuple(decode(a, v) for a, v in zip(args, raw, strict=True))
-    if origin is list:
-        return [decode(args[0], v) for v in raw]
-    if origin is dict:
-        return {decode(args[0], k): decode(args[1], v) for k, v in raw.items()}
-    if tp is float and isinstance(raw, int) and not isinstance(raw, bool):
-        return float(raw)
-    if tp is Any or isinstance(raw, tp):
-        return raw
-    raise ValueError(f"expected {tp}, got {raw!r}")

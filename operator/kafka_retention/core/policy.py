@@ -10,13 +10,14 @@ core.retention_rules, one module each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.patterns import compile_pattern, first_match
+from kafka_retention.core.plan_row import GroupImpactRow, PlanRow, TombstoneRow
 from kafka_retention.core.retention_rules import delete_before, delete_consumed, max_retention
 
 # Its home is the registry; planners import it from here.
@@ -36,11 +37,11 @@ class PolicyPlan:
     """One policy's plan, whichever planner made it (in process, the Spark job in this
     process or in pods): a row per partition, and the topics not planned."""
 
-    rows: list[dict[str, Any]]
+    rows: list[PlanRow]
     # Topics matched but not planned, with the reason (compact-only, unreadable config).
     skipped: dict[str, str] = field(default_factory=dict)
     # Tombstone scan rows, one per compacted partition (Spark plans with a scan only).
-    tombstones: list[dict[str, Any]] = field(default_factory=list)
+    tombstones: list[TombstoneRow] = field(default_factory=list)
     # What each group the policy names was read as (GroupType's values).
     group_types: dict[str, str] = field(default_factory=dict)
     # Topics its pattern matches that its binding protects (withheld_by_binding): found
@@ -93,28 +94,27 @@ class PartitionCut:
     def records_to_delete(self) -> int:
         return rules.records_deleted_by(self.target, self.log_start)
 
-    def row(self) -> dict[str, Any]:
-        """The cut's fields of a plan row, as the in-process planner writes them (the
-        Spark job writes the same columns, retention_jobs.transforms.PLANNED)."""
-        return {
-            "logStartOffset": self.log_start,
-            "highWatermark": self.high_watermark,
-            "targetOffset": self.target,
-            "rule": self.rule,
-            "reason": self.reason,
-            "reasonGuard": self.reason_guard,
-            "notes": list(self.notes),
-            "guards": list(self.guards),
-            "recordsToDelete": self.records_to_delete,
-            "groups": [
-                {
-                    "group": g.group,
-                    "committedOffset": g.committed_offset,
-                    "unconsumedToDelete": g.unconsumed_to_delete,
-                }
+    def row(self, time_offsets: Mapping[int, int | None]) -> PlanRow:
+        """The cut as a plan row (the Spark job writes the same columns from the same
+        definition), with the offsets found for the rules' lookup times."""
+        return PlanRow(
+            self.tp.topic,
+            self.tp.partition,
+            log_start_offset=self.log_start,
+            high_watermark=self.high_watermark,
+            target_offset=self.target,
+            rule=self.rule,
+            reason=self.reason,
+            reason_guard=self.reason_guard,
+            notes=self.notes,
+            guards=self.guards,
+            records_to_delete=self.records_to_delete,
+            groups=tuple(
+                GroupImpactRow(g.group, g.committed_offset, g.unconsumed_to_delete)
                 for g in self.groups
-            ],
-        }
+            ),
+            time_offsets=dict(time_offsets),
+        )
 
 
 def plan_partition(facts: PartitionFacts, policy: RetentionRules, now_ms: int) -> PartitionCut:

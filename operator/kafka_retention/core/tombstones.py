@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.plan_row import TombstoneRow
 
 MINUTE_MS = 60_000
 
@@ -75,24 +75,27 @@ class TopicTombstones:
 
 
 def fold_inventory(
-    scanned: Iterable[Mapping[str, Any]], delete_retention: Mapping[str, int]
+    scanned: Iterable[TombstoneRow], delete_retention: Mapping[str, int]
 ) -> list[TopicTombstones]:
-    """Per topic from the scan's per-partition rows (topic, recordsRead, tombstones,
-    oldestTombstoneAgeMs): the topics whose oldest tombstone is nearest its
-    delete.retention.ms first, topics without tombstones last."""
-    per: dict[str, list[Mapping[str, Any]]] = {}
+    """Per topic from the scan's per-partition rows: the topics whose oldest tombstone is
+    nearest its delete.retention.ms first, topics without tombstones last."""
+    per: dict[str, list[TombstoneRow]] = {}
     for row in scanned:
-        if row["topic"] in delete_retention:
-            per.setdefault(str(row["topic"]), []).append(row)
+        if row.topic in delete_retention:
+            per.setdefault(row.topic, []).append(row)
     out = []
     for topic, rows in per.items():
-        ages = [int(r["oldestTombstoneAgeMs"]) for r in rows if r.get("tombstones")]
+        ages = [
+            r.oldest_tombstone_age_ms
+            for r in rows
+            if r.tombstones and r.oldest_tombstone_age_ms is not None
+        ]
         out.append(
             TopicTombstones(
                 topic,
                 len(rows),
-                sum(int(r.get("recordsRead") or 0) for r in rows),
-                sum(int(r.get("tombstones") or 0) for r in rows),
+                sum(r.records_read or 0 for r in rows),
+                sum(r.tombstones or 0 for r in rows),
                 max(ages) if ages else None,
                 delete_retention[topic],
             )

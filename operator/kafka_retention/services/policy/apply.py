@@ -26,6 +26,7 @@ from kafka_retention.core.overlap import (
     namespace_of,
     overlap_note,
 )
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
@@ -56,8 +57,8 @@ def apply_plan(
     # back from Spark pods through ConfigMaps in the policy's namespace, which whoever
     # may write ConfigMaps there could have forged.
     plan = selected_plan(spec, plan)
-    rows = [r for r in plan.rows if not r.get("error")]
-    failures = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in plan.rows if r.get("error")]
+    rows = [r for r in plan.rows if not r.error]
+    failures = [f"{r.topic}-{r.partition}: {r.error}" for r in plan.rows if r.error]
     cuts: dict[TopicPartition, tuple[int, int]] = {}
     notes: dict[str, str] = {}
     held: dict[str, list[dict[str, Any]]] = {}
@@ -75,7 +76,7 @@ def apply_plan(
     lost = report.losses(rows, cuts, moved, spec)
     if not spec.cuts:
         message = (
-            f"holds back other namespaces' cuts on {len({r['topic'] for r in rows})} topics "
+            f"holds back other namespaces' cuts on {len({r.topic for r in rows})} topics "
             "by its groups (its binding grants protect, not retention); deletes nothing"
         )
     elif spec.dry_run:
@@ -143,12 +144,12 @@ def selected_plan(spec: PolicySpec, plan: PolicyPlan) -> PolicyPlan:
     its binding's entry); everything else dropped. A plan comes back from Spark pods
     through ConfigMaps, which whoever may write them could have forged: what is left is
     still a proposal, re-checked against fresh reads before any delete."""
-    mine = set(spec.topics.select({r["topic"] for r in plan.rows} | set(plan.skipped)))
+    mine = set(spec.topics.select({r.topic for r in plan.rows} | set(plan.skipped)))
     return replace(
         plan,
-        rows=[r for r in plan.rows if r.get("topic") in mine],
+        rows=[r for r in plan.rows if r.topic in mine],
         skipped={t: why for t, why in plan.skipped.items() if t in mine},
-        tombstones=[r for r in plan.tombstones if r.get("topic") in mine],
+        tombstones=[r for r in plan.tombstones if r.topic in mine],
     )
 
 
@@ -160,7 +161,7 @@ def _safe_cuts(
     run: PolicyRun,
     spec: PolicySpec,
     kafka: PolicyKafka,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[PlanRow],
     index: PeerIndex,
     now: datetime,
 ) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str], dict[str, list[dict[str, Any]]]]:
@@ -170,16 +171,18 @@ def _safe_cuts(
     peers_by_topic: dict[str, dict[str, Peer]] = {}
     notes: dict[str, str] = {}
     here = index.cluster(run.key, spec)
-    for topic in sorted({r["topic"] for r in rows}):
+    for topic in sorted({r.topic for r in rows}):
         peers = index.on_topic(topic, here, exclude=run.key)
         peers_by_topic[topic] = peers
         if peers:
             # The note never names another namespace's policies, only that they exist.
             notes[topic] = overlap_note(run.key, peers)
     wanted = {
-        TopicPartition(r["topic"], r["partition"]): r
+        TopicPartition(r.topic, r.partition): r.target_offset
         for r in rows
-        if r.get("targetOffset") is not None and r["targetOffset"] > r["logStartOffset"]
+        if r.target_offset is not None
+        and r.log_start_offset is not None
+        and r.target_offset > r.log_start_offset
     }
     if not wanted:
         return {}, notes, {}
@@ -199,11 +202,9 @@ def _safe_cuts(
     times = _fresh_times(kafka, spec, wanted, peers_by_topic, now_ms)
     cuts: dict[TopicPartition, tuple[int, int]] = {}
     holders: dict[str, dict[Holder, int]] = {}
-    for tp, row in wanted.items():
+    for tp, target in wanted.items():
         facts: PartitionFacts = replace(read.facts[tp], offsets_for_times=times.get(tp, {}))
-        decision = conservative_cut(
-            int(row["targetOffset"]), facts, spec.rules, peers_by_topic[tp.topic], now_ms
-        )
+        decision = conservative_cut(target, facts, spec.rules, peers_by_topic[tp.topic], now_ms)
         if decision.holders:
             # The last holder is the one whose cut was taken.
             last = decision.holders[-1]

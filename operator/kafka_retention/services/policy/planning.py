@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
+from kafka_retention.core.plan_row import KeySample, PlanRow
 from kafka_retention.core.policy import PolicyPlan, plan_partition, withheld_by_binding
 from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.services.fresh import answered, raise_if_retriable
@@ -110,8 +111,8 @@ def plan_in_process(
                 tp = TopicPartition(topic, partition)
                 row = _row(member, tp, earliest, latest, at_time, commits, now_ms)
                 rows.append(row)
-                if row.get("recordsToDelete"):
-                    to_size[tp] = (row["logStartOffset"], row["highWatermark"])
+                if row.records_to_delete and row.log_start_offset is not None:
+                    to_size[tp] = (row.log_start_offset, row.high_watermark or 0)
         plans[member.key] = PolicyPlan(
             rows,
             selection.skipped(member.key),
@@ -120,16 +121,20 @@ def plan_in_process(
     _sample_unread(kafka, members, plans)
     averages = kafka.average_record_bytes(to_size) if to_size else {}
     for plan in plans.values():
-        for row in plan.rows:
-            if row.get("error"):
-                continue
-            avg = averages.get(TopicPartition(row["topic"], row["partition"]))
-            row["bytesToDeleteEstimate"] = (
-                0
-                if not row["recordsToDelete"]
-                else (None if avg is None else round(avg * row["recordsToDelete"]))
-            )
+        # Rows are frozen: each planned one is replaced by itself with its estimate.
+        plan.rows = [_with_estimate(row, averages) for row in plan.rows]
     return plans
+
+
+def _with_estimate(row: PlanRow, averages: Mapping[TopicPartition, float]) -> PlanRow:
+    """The row with bytesToDeleteEstimate: records to delete times the average record
+    size at the log start (None: no size was read); a failed row as it is."""
+    if row.error:
+        return row
+    records = row.records_to_delete or 0
+    avg = averages.get(TopicPartition(row.topic, row.partition))
+    estimate = 0 if not records else (None if avg is None else round(avg * records))
+    return replace(row, bytes_to_delete_estimate=estimate)
 
 
 # Keys kept per group and partition (as the Spark scan's default), and partitions sampled
@@ -141,37 +146,45 @@ MAX_SAMPLED_PARTITIONS = 100
 def _sample_unread(
     kafka: PolicyKafka, members: Sequence[Member], plans: Mapping[str, PolicyPlan]
 ) -> None:
-    """Add `unconsumedSample` [{offset, key}] to each notify group a cut passes: the first
+    """Set `unconsumedSample` [{offset, key}] on each notify group a cut passes: the first
     records it will remove that the group has not read. One bounded read per group."""
     wanted: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
-    targets: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    # (policy, row index, group index) of each group to sample.
+    targets: list[tuple[str, int, int]] = []
     for member in members:
         watched = set(member.spec.rules.notify_groups)
         sampled = 0
-        for row in plans[member.key].rows:
-            for g in row.get("groups") or []:
-                if g["group"] not in watched or not g.get("unconsumedToDelete"):
+        for i, row in enumerate(plans[member.key].rows):
+            if row.target_offset is None or row.log_start_offset is None:
+                continue
+            for j, g in enumerate(row.groups):
+                if g.group not in watched or not g.unconsumed_to_delete:
                     continue
                 if sampled >= MAX_SAMPLED_PARTITIONS:
                     break
                 sampled += 1
-                tp = TopicPartition(row["topic"], row["partition"])
-                start = max(int(row["logStartOffset"]), int(g["committedOffset"] or 0))
-                ranges = wanted.setdefault(g["group"], {})
+                tp = TopicPartition(row.topic, row.partition)
+                start = max(row.log_start_offset, g.committed_offset or 0)
+                ranges = wanted.setdefault(g.group, {})
                 # Policies sharing the group may cut the partition differently: read to
                 # the furthest cut, keep each policy's keys below its own.
-                end = max(int(row["targetOffset"]), ranges.get(tp, (start, start))[1])
+                end = max(row.target_offset, ranges.get(tp, (start, start))[1])
                 ranges[tp] = (start, end)
-                targets.append((g["group"], row, g))
+                targets.append((member.key, i, j))
     found: dict[tuple[str, TopicPartition], list[tuple[int, str | None]]] = {}
     for group, ranges in sorted(wanted.items()):
         for tp, keys in kafka.first_keys(ranges, KEY_SAMPLE).items():
             found[(group, tp)] = keys
-    for group, row, g in targets:
-        keys = found.get((group, TopicPartition(row["topic"], row["partition"])), [])
-        g["unconsumedSample"] = [
-            {"offset": o, "key": k} for o, k in keys if o < int(row["targetOffset"])
-        ]
+    for key, i, j in targets:
+        # Rows are frozen: the row is replaced by one whose group carries its sample.
+        rows = plans[key].rows
+        row = rows[i]
+        g = row.groups[j]
+        keys = found.get((g.group, TopicPartition(row.topic, row.partition)), [])
+        target = row.target_offset or 0
+        sample = tuple(KeySample(o, k) for o, k in keys if o < target)
+        groups = (*row.groups[:j], replace(g, unconsumed_sample=sample), *row.groups[j + 1 :])
+        rows[i] = replace(row, groups=groups)
 
 
 def _positions(
@@ -199,9 +212,8 @@ def _row(
     at_time: Mapping[int, Mapping[TopicPartition, int | KafkaFailure]],
     commits: Mapping[str, Mapping[TopicPartition, int | None]],
     now_ms: int,
-) -> dict[str, Any]:
-    """One plan row, in the shape the Spark job writes (retention_jobs.transforms)."""
-    row: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}
+) -> PlanRow:
+    """One plan row, as the Spark job writes it (retention_jobs.transforms)."""
     start, end = earliest.get(tp), latest.get(tp)
     times: dict[int, int | None] = {}
     problem: KafkaFailure | None = next(
@@ -215,15 +227,10 @@ def _row(
             times[t] = found if found is not None and found >= 0 else None
     if problem is not None:
         raise_if_retriable(problem)
-        return {**row, "targetOffset": None, "error": str(problem)}
+        return PlanRow(tp.topic, tp.partition, error=str(problem))
     if not isinstance(start, int) or not isinstance(end, int):
-        return {**row, "targetOffset": None, "error": f"no offsets returned for {tp}"}
+        return PlanRow(tp.topic, tp.partition, error=f"no offsets returned for {tp}")
     rules = member.spec.rules
     committed = {g: commits[g].get(tp) for g in rules.groups()}
     cut = plan_partition(PartitionFacts(tp, start, end, committed, times), rules, now_ms)
-    return {
-        **row,
-        **cut.row(),
-        "error": None,
-        "timeOffsets": times,
-    }
+    return cut.row(times)

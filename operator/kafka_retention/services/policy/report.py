@@ -13,6 +13,7 @@ from kafka_retention.core import loss
 from kafka_retention.core import rules as guards
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy import (
     DELETE_BEFORE,
     DELETE_CONSUMED,
@@ -34,7 +35,7 @@ _GUARDS = frozenset(registry.GUARDS)
 
 
 def losses(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[PlanRow],
     cuts: Mapping[TopicPartition, tuple[int, int]],
     moved: Mapping[TopicPartition, tuple[int, int]],
     spec: PolicySpec,
@@ -43,19 +44,19 @@ def losses(
     not read: only maxRetention and deleteBefore can cause that."""
     per: dict[tuple[str, str], int] = {}
     for row in rows:
-        tp = TopicPartition(row["topic"], row["partition"])
+        tp = TopicPartition(row.topic, row.partition)
         if tp not in cuts:
             continue
         before, after = moved.get(tp, cuts[tp])
         applied = cuts[tp][1] if spec.dry_run else after
-        for g in row.get("groups") or []:
-            if g["group"] not in spec.rules.consumed_groups:
+        for g in row.groups:
+            if g.group not in spec.rules.consumed_groups:
                 continue
-            committed = g["committedOffset"]
+            committed = g.committed_offset
             read_to = max(before, committed if committed is not None else before)
             lost = max(0, applied - read_to)
             if lost:
-                per[(g["group"], tp.topic)] = per.get((g["group"], tp.topic), 0) + lost
+                per[(g.group, tp.topic)] = per.get((g.group, tp.topic), 0) + lost
     return [{"group": g, "topic": t, "records": n} for (g, t), n in sorted(per.items())]
 
 
@@ -84,17 +85,16 @@ class CutTally:
     # sentences differ by partition only in offsets.
     limits: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
 
-    def add(self, row: Mapping[str, Any]) -> None:
-        rule = row.get("rule")
-        rule = rule if rule in _RULES else NO_RULE
+    def add(self, row: PlanRow) -> None:
+        rule = row.rule if row.rule in _RULES else NO_RULE
         self.rules[rule] = self.rules.get(rule, 0) + 1
         if rule not in self.proposed:
-            self.proposed[rule] = _sentence(row.get("reason"))
-        guard = row.get("reasonGuard")
+            self.proposed[rule] = _sentence(row.reason)
+        guard = row.reason_guard
         if guard in (guards.GROUP, guards.NO_COMMIT):
-            reason = _sentence(row.get("reason"))
+            reason = _sentence(row.reason)
             self.limit(guard, reason, reason)
-        for note, tag in zip(row.get("notes") or (), row.get("guards") or (), strict=False):
+        for note, tag in zip(row.notes, row.guards, strict=False):
             if tag in _GUARDS:
                 self.limit(tag, "", note)
 
@@ -178,7 +178,7 @@ def withheld_cut(binding: str | None) -> dict[str, Any]:
 def topic_summary(
     previous: Sequence[Mapping[str, Any]],
     spec: PolicySpec,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[PlanRow],
     skipped: Mapping[str, str],
     moved: Mapping[TopicPartition, tuple[int, int]],
     deleted_by_topic: Mapping[str, int],
@@ -196,21 +196,19 @@ def topic_summary(
     per: dict[str, dict[str, Any]] = {}
     tallies: dict[str, CutTally] = {}
     for row in rows:
-        topic = per.get(row["topic"])
+        topic = per.get(row.topic)
         if topic is None:
-            topic = per[row["topic"]] = {"name": row["topic"], "partitions": 0, "logStartLag": 0}
-            tallies[row["topic"]] = CutTally()
+            topic = per[row.topic] = {"name": row.topic, "partitions": 0, "logStartLag": 0}
+            tallies[row.topic] = CutTally()
         topic["partitions"] += 1
-        tallies[row["topic"]].add(row)
+        tallies[row.topic].add(row)
         committed = [
-            g["committedOffset"]
-            for g in row.get("groups") or []
-            if g["group"] in spec.rules.consumed_groups
+            g.committed_offset for g in row.groups if g.group in spec.rules.consumed_groups
         ]
-        if committed and None not in committed:
+        tp = TopicPartition(row.topic, row.partition)
+        start_now = moved[tp][1] if tp in moved else row.log_start_offset
+        if committed and None not in committed and start_now is not None:
             slowest = min(c for c in committed if c is not None)
-            tp = TopicPartition(row["topic"], row["partition"])
-            start_now = moved[tp][1] if tp in moved else row["logStartOffset"]
             topic["logStartLag"] += max(0, slowest - start_now)
     out = []
     for name, topic in per.items():
@@ -256,9 +254,7 @@ def topic_summary(
 MAX_GROUPS_LISTED = 100
 
 
-def group_summary(
-    rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]
-) -> list[dict[str, Any]]:
+def group_summary(rows: Sequence[PlanRow], types: Mapping[str, str]) -> list[dict[str, Any]]:
     """One entry per group the plan read (spec.deleteConsumed and spec.notify): the type
     it was read as (consumer, classic, share, streams, or none: no group of that id), on
     how many planned partitions it has a position (a commit, or a share group's start
@@ -268,15 +264,15 @@ def group_summary(
         for g, t in sorted(types.items())
     }
     for row in rows:
-        for g in row.get("groups") or []:
-            entry = per.get(g["group"])
+        for g in row.groups:
+            entry = per.get(g.group)
             if entry is None:
                 continue
             entry["partitions"] += 1
-            position = g["committedOffset"]
-            if position is not None and row.get("highWatermark") is not None:
+            position = g.committed_offset
+            if position is not None and row.high_watermark is not None:
                 entry["withPosition"] += 1
-                entry["recordsBehind"] += max(0, int(row["highWatermark"]) - int(position))
+                entry["recordsBehind"] += max(0, row.high_watermark - position)
     return list(per.values())[:MAX_GROUPS_LISTED]
 
 
@@ -298,11 +294,9 @@ class Deleted:
     by_topic: dict[str, int] = field(default_factory=dict)
 
 
-def deleted(
-    rows: Sequence[Mapping[str, Any]], moved: Mapping[TopicPartition, tuple[int, int]]
-) -> Deleted:
+def deleted(rows: Sequence[PlanRow], moved: Mapping[TopicPartition, tuple[int, int]]) -> Deleted:
     """Records each log start moved past, and bytes by the plan's estimate for its row."""
-    by_row = {(r["topic"], r["partition"]): r for r in rows}
+    by_row = {(r.topic, r.partition): r for r in rows}
     out = Deleted()
     for tp, (before, after) in moved.items():
         n = max(0, after - before)
@@ -310,8 +304,9 @@ def deleted(
         out.by_topic[tp.topic] = out.by_topic.get(tp.topic, 0) + n
         out.partitions_cut += 1 if after > before else 0
         row = by_row[(tp.topic, tp.partition)]
-        if row.get("recordsToDelete") and row.get("bytesToDeleteEstimate") is not None:
-            out.bytes_estimate += int(row["bytesToDeleteEstimate"] * n / row["recordsToDelete"])
+        estimate, records = row.bytes_to_delete_estimate, row.records_to_delete
+        if records and estimate is not None:
+            out.bytes_estimate += int(estimate * n / records)
     return out
 
 
@@ -336,7 +331,7 @@ def run_status(
     generation: int | None,
     spec: PolicySpec,
     plan: PolicyPlan,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[PlanRow],
     moved: Mapping[TopicPartition, tuple[int, int]],
     done: Deleted,
     lost: Sequence[Mapping[str, Any]],
@@ -356,7 +351,7 @@ def run_status(
     return {
         "observedGeneration": generation,
         "consecutiveFailures": 0,
-        "topicCount": len({r["topic"] for r in rows} | set(plan.skipped)),
+        "topicCount": len({r.topic for r in rows} | set(plan.skipped)),
         "recordsDeletedTotal": int(status.get("recordsDeletedTotal") or 0) + done.records,
         "nextRunAt": cond.timestamp(next_run),
         "lastRun": {

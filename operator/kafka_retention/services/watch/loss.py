@@ -13,6 +13,7 @@ from kafka_retention.core import conditions as cond
 from kafka_retention.core import loss
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import RECORD_PURGE, PurgeLedger
 from kafka_retention.services.ports import PolicyKafka
@@ -33,7 +34,7 @@ class LossReport:
 def watch(
     spec: PolicySpec,
     status: Mapping[str, Any],
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[PlanRow],
     moved: Mapping[TopicPartition, tuple[int, int]],
     kafka: PolicyKafka,
     finished: datetime,
@@ -52,19 +53,17 @@ def watch(
     own: dict[TopicPartition, loss.OwnCut] = {}
     samples: dict[tuple[str, TopicPartition], list[tuple[int, str | None]]] = {}
     for row in rows:
-        tp = TopicPartition(row["topic"], row["partition"])
-        before, after = moved.get(tp, (row["logStartOffset"], row["logStartOffset"]))
+        if row.log_start_offset is None:  # a failed partition: nothing observed
+            continue
+        tp = TopicPartition(row.topic, row.partition)
+        before, after = moved.get(tp, (row.log_start_offset, row.log_start_offset))
         if after > before and not spec.dry_run:
-            own[tp] = loss.OwnCut(before, after, str(row.get("rule") or "policy"))
-        committed = {
-            g["group"]: g["committedOffset"]
-            for g in row.get("groups") or []
-            if g["group"] in groups
-        }
-        for g in row.get("groups") or []:
-            if g["group"] in groups and g.get("unconsumedSample"):
-                samples[(g["group"], tp)] = [(s["offset"], s["key"]) for s in g["unconsumedSample"]]
-        observed.append(loss.Observed(tp, max(after, int(row["logStartOffset"])), committed))
+            own[tp] = loss.OwnCut(before, after, row.rule or "policy")
+        committed = {g.group: g.committed_offset for g in row.groups if g.group in groups}
+        for g in row.groups:
+            if g.group in groups and g.unconsumed_sample:
+                samples[(g.group, tp)] = [(s.offset, s.key) for s in g.unconsumed_sample]
+        observed.append(loss.Observed(tp, max(after, row.log_start_offset), committed))
     old = loss.decode_cursor(status.get("lossCursor"))
     found, kept = loss.detect(observed, groups, old, own, lambda tp: _PENDING)
     seen = {o.tp for o in observed}
@@ -142,7 +141,7 @@ def _previous_check_ms(status: Mapping[str, Any]) -> int | None:
 
 def _at_risk(
     spec: PolicySpec,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[PlanRow],
     moved: Mapping[TopicPartition, tuple[int, int]],
     kafka: PolicyKafka,
     now_ms: int,
@@ -153,17 +152,19 @@ def _at_risk(
     groups = set(spec.rules.notify_groups)
     lagging: dict[TopicPartition, dict[str, int]] = {}
     for row in rows:
-        tp = TopicPartition(row["topic"], row["partition"])
-        start = max(int(row["logStartOffset"]), moved.get(tp, (0, 0))[1])
-        for g in row.get("groups") or []:
-            committed = g["committedOffset"]
+        if row.log_start_offset is None or row.high_watermark is None:
+            continue  # a failed partition
+        tp = TopicPartition(row.topic, row.partition)
+        start = max(row.log_start_offset, moved.get(tp, (0, 0))[1])
+        for g in row.groups:
+            committed = g.committed_offset
             # Already lost (below the log start) is a loss, not a risk; nothing unread, none.
             if (
-                g["group"] in groups
+                g.group in groups
                 and committed is not None
-                and start <= committed < int(row["highWatermark"])
+                and start <= committed < row.high_watermark
             ):
-                lagging.setdefault(tp, {})[g["group"]] = committed
+                lagging.setdefault(tp, {})[g.group] = committed
     if not lagging:
         return []
     configs = kafka.topic_configs(sorted({tp.topic for tp in lagging}))

@@ -14,6 +14,7 @@ from kafka_retention.core import tombstones as ts
 from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure
+from kafka_retention.core.plan_row import TombstoneRow
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.services.ports import PolicyKafka
 
@@ -45,7 +46,7 @@ def watch(
     topics: Iterable[str],
     kafka: PolicyKafka,
     finished: datetime,
-    scanned: Sequence[Mapping[str, Any]] = (),
+    scanned: Sequence[TombstoneRow] = (),
 ) -> TombstoneReport | None:
     """None when the policy lists no tombstone groups. `scanned`: the plan's tombstone
     scan rows, folded into status.tombstoneInventory when the spec asks for it."""
@@ -58,7 +59,7 @@ def watch(
     # a tenant can forge: only topics this policy selects (under its binding) are read,
     # and only theirs may have delete.retention.ms raised.
     mine = set(spec.topics.select(topics))
-    scanned = [row for row in scanned if row.get("topic") in mine]
+    scanned = [row for row in scanned if row.topic in mine]
     configs = kafka.topic_configs(sorted(mine))
     retention: dict[str, int] = {}
     for topic, config in configs.items():

@@ -12,6 +12,7 @@ from typing import Any
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.overlap import PeerIndex
+from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
@@ -67,7 +68,7 @@ def watch(
     status: Mapping[str, Any],
     spec: PolicySpec,
     plan: PolicyPlan,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[PlanRow],
     moved: Mapping[TopicPartition, tuple[int, int]],
     kafka: PolicyKafka,
     peers: PeerIndex,
@@ -90,7 +91,7 @@ def watch(
     tombstones = tombstone_watch.watch(
         spec,
         status,
-        {r["topic"] for r in rows} | set(plan.skipped),
+        {r.topic for r in rows} | set(plan.skipped),
         kafka,
         finished,
         plan.tombstones,
