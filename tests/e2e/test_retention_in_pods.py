@@ -208,11 +208,11 @@ def test_minRecords_crosses_to_the_driver_and_its_plan_keeps_the_last_records(
         app = apply_policy_and_wait_for_run(
             stack, namespace, "buffer", "1h", topic, group, minRecords=15
         )
-        planned: dict[int, tuple[int, list[str]]] = {}
+        planned: dict[int, tuple[int | None, list[str]]] = {}
 
         def look(results: dict[str, PolicyPlan]) -> None:
             (result,) = results.values()
-            planned.update({r["partition"]: (r["targetOffset"], r["guards"]) for r in result.rows})
+            planned.update({r.partition: (r.target_offset, list(r.guards)) for r in result.rows})
 
         request = play_driver(stack, spark, namespace, app, before_write=look)
         (policy,) = request.policies

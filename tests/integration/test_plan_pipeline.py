@@ -174,10 +174,10 @@ def test_minRecords_keeps_the_last_records_in_spark_and_in_process_plans(
     for planned in (by_spark, by_core):
         rows = by_partition(planned, topic)
         # Partition 1 holds fewer than 25 records: they all stay.
-        assert {p: rows[p]["targetOffset"] for p in (0, 1)} == {0: 75, 1: 0}
-        assert [rows[p]["guards"] for p in (0, 1)] == [["minRecords"], ["minRecords"]]
-        assert rows[0]["notes"] == ["minRecords keeps the last 25 records (from offset 75)"]
-        assert rows[0]["rule"] == "deleteConsumed"
+        assert {p: rows[p].target_offset for p in (0, 1)} == {0: 75, 1: 0}
+        assert [rows[p].guards for p in (0, 1)] == [("minRecords",), ("minRecords",)]
+        assert rows[0].notes == ("minRecords keeps the last 25 records (from offset 75)",)
+        assert rows[0].rule == "deleteConsumed"
 
 
 @pytest.mark.stack

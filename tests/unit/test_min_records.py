@@ -146,7 +146,7 @@ def test_the_in_process_plan_keeps_the_buffer_and_the_run_deletes_only_below_it(
     spec = parse_policy_spec(spec_of(deleteConsumed={"groups": ["a"]}, minRecords=25))
     members = [Member("ns/p", spec)]
     (row,) = plan_in_process(kafka, members, select(kafka, members), NOW_MS)["ns/p"].rows
-    assert (row["targetOffset"], row["guards"]) == (75, ["minRecords"])
+    assert (row.target_offset, row.guards) == (75, ("minRecords",))
 
     store = Store()
     outcome = run_one(kafka, store, deleteConsumed={"groups": ["a"]}, minRecords=25)
