@@ -9,8 +9,10 @@ from typing import Any
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
 from kafka_retention.core.plan_row import PlanRow
-from kafka_retention.core.policy import RetentionRules, plan_partition, withheld_by_binding
+from kafka_retention.core.policy import RetentionRules, plan_partition
 from kafka_retention.core.policy_spec import TopicSelector, parse_policy_spec
+from kafka_retention.core.retention_rules import registry
+from kafka_retention.core.retention_rules.rule import Proposer
 from kafka_retention.core.topics import classify_topics
 from kafka_retention.services.policy import report
 
@@ -183,8 +185,8 @@ def test_topics_a_pattern_matches_and_the_binding_protects_are_named_within_its_
     )
     cluster = ["orders-a", "orders-audit", "orders-old", "billing-x", "__orders-internal"]
     # billing-x is protected too, but outside the allow list: the namespace may not see it.
-    assert withheld_by_binding(selector, cluster) == ["orders-audit"]
-    assert withheld_by_binding(TopicSelector(names=("orders-audit",)), cluster) == []
+    assert selector.withheld(cluster) == ["orders-audit"]
+    assert TopicSelector(names=("orders-audit",)).withheld(cluster) == []
 
 
 def test_a_withheld_topic_is_listed_with_the_binding_guard_naming_the_binding() -> None:
@@ -200,3 +202,14 @@ def test_a_withheld_topic_is_listed_with_the_binding_guard_naming_the_binding() 
     (limit,) = topic["cut"]["limits"]
     assert limit["guard"] == "binding"
     assert "KafkaClusterBinding orders-prod protects it" in limit["detail"]
+
+
+def test_status_counts_every_deleting_rule_the_registry_knows_by_its_name() -> None:
+    """A row's rule is shown as the registry names it; a name no rule has (a forged row)
+    is counted as none. A new deleting rule needs no edit here to be shown."""
+    proposers = [r.name for r in registry.RULES if isinstance(r, Proposer)]
+    assert len(proposers) >= 3
+    tally = report.CutTally()
+    for name in [*proposers, "forged"]:
+        tally.add(PlanRow("t", 0, 0, 10, 5, rule=name, reason=f"by {name}"))
+    assert tally.rules == {**dict.fromkeys(proposers, 1), "none": 1}

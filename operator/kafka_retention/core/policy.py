@@ -10,21 +10,16 @@ core.retention_rules, one module each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.patterns import compile_pattern, first_match
 from kafka_retention.core.plan_row import GroupImpactRow, PlanRow, TombstoneRow
 from kafka_retention.core.retention_rules import delete_before, delete_consumed, max_retention
 
 # Its home is the registry; planners import it from here.
 from kafka_retention.core.retention_rules.registry import RetentionRules as RetentionRules
-
-if TYPE_CHECKING:  # policy_spec imports this module
-    from kafka_retention.core.policy_spec import TopicSelector
 
 DELETE_CONSUMED = delete_consumed.RULE.name
 DELETE_BEFORE = delete_before.RULE.name
@@ -44,28 +39,9 @@ class PolicyPlan:
     tombstones: list[TombstoneRow] = field(default_factory=list)
     # What each group the policy names was read as (GroupType's values).
     group_types: dict[str, str] = field(default_factory=dict)
-    # Topics its pattern matches that its binding protects (withheld_by_binding): found
+    # Topics its pattern matches that its binding protects (TopicSelector.withheld): found
     # by the operator from the cluster's topic list, never read back from a Spark run.
     withheld: list[str] = field(default_factory=list)
-
-
-def withheld_by_binding(selector: TopicSelector, topics: Iterable[str]) -> list[str]:
-    """Topics `selector`'s pattern matches that its KafkaClusterBinding's protect list
-    keeps from it, among those the binding's allow list grants its namespace: what status
-    may name (a topic outside the allow list is outside what the namespace may see, so it
-    is not listed). A topic the spec names is refused before any run (services.tenancy)."""
-    if not selector.pattern or not selector.protect:
-        return []
-    regex = compile_pattern(selector.pattern)
-    return sorted(
-        t
-        for t in topics
-        if not t.startswith("__")
-        and t not in selector.exclude
-        and regex.fullmatch(t)
-        and first_match(selector.protect, t) is not None
-        and (not selector.allow or first_match(selector.allow, t) is not None)
-    )
 
 
 @dataclass(frozen=True, slots=True)

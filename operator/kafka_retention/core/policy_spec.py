@@ -53,15 +53,33 @@ class TopicSelector:
         chosen = set(self.names)
         if regex is not None:
             chosen |= {t for t in topics if regex.fullmatch(t)}
+        return sorted(t for t in chosen if self._candidate(t) and self.permits(t))
+
+    def withheld(self, topics: Iterable[str]) -> list[str]:
+        """Topics the pattern matches that the KafkaClusterBinding's protect list keeps
+        from this policy, among those its allow list grants: what status may name (a
+        topic outside the allow list is outside what the namespace may see, so it is not
+        listed). A topic the spec names is refused before any run (services.tenancy)."""
+        if not self.pattern or not self.protect:
+            return []
+        regex = compile_pattern(self.pattern)
         return sorted(
             t
-            for t in chosen
-            if not t.startswith("__") and t not in self.exclude and self.permits(t)
+            for t in topics
+            if regex.fullmatch(t)
+            and self._candidate(t)
+            and first_match(self.protect, t) is not None
+            and self._allowed(t)
         )
 
     def permits(self, topic: str) -> bool:
-        if first_match(self.protect, topic) is not None:
-            return False
+        return first_match(self.protect, topic) is None and self._allowed(topic)
+
+    def _candidate(self, topic: str) -> bool:
+        """Neither internal ('__') nor excluded by the spec."""
+        return not topic.startswith("__") and topic not in self.exclude
+
+    def _allowed(self, topic: str) -> bool:
         return not self.allow or first_match(self.allow, topic) is not None
 
 

@@ -23,7 +23,7 @@ from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.plan_row import KeySample, PlanRow
-from kafka_retention.core.policy import PolicyPlan, plan_partition, withheld_by_binding
+from kafka_retention.core.policy import PolicyPlan, plan_partition
 from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.services.fresh import answered, raise_if_retriable
 from kafka_retention.services.ports import PolicyKafka
@@ -80,7 +80,7 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     classes = topic_rules.classify_topics(configs)
     problems, deletable = classes.problems, classes.deletable
     partitions = answered(kafka.topic_partitions(deletable), problems)
-    withheld = {m.key: withheld_by_binding(m.spec.topics, names) for m in members}
+    withheld = {m.key: m.spec.topics.withheld(names) for m in members}
     return Selection(selected, partitions, problems, {k: v for k, v in withheld.items() if v})
 
 

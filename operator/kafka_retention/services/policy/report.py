@@ -15,14 +15,12 @@ from kafka_retention.core import topics as topic_rules
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.policy import (
-    DELETE_BEFORE,
-    DELETE_CONSUMED,
-    MAX_RETENTION,
     NO_RULE,
     PolicyPlan,
 )
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.retention_rules import registry
+from kafka_retention.core.retention_rules.rule import Proposer
 
 MAX_TOPICS_LISTED = 500
 # status.topics[].cut: guards listed per topic, and the length of any sentence in it. A
@@ -30,7 +28,8 @@ MAX_TOPICS_LISTED = 500
 # status takes them bounded, and only known rule and guard names.
 MAX_LIMITS_LISTED = 5
 MAX_SENTENCE_CHARS = 200
-_RULES = frozenset((DELETE_CONSUMED, DELETE_BEFORE, MAX_RETENTION, NO_RULE))
+# The names a row's rule may carry: every deleting rule the registry knows, or none.
+_RULES = frozenset((*(r.name for r in registry.RULES if isinstance(r, Proposer)), NO_RULE))
 _GUARDS = frozenset(registry.GUARDS)
 
 
