@@ -35,8 +35,8 @@ from kafka_retention.services.fresh import read_facts
 from kafka_retention.services.policy import report
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome, failed, ready_conditions
 from kafka_retention.services.ports import KafkaCutter, PolicyKafka
-from kafka_retention.services.watch import orphans as orphan_watch
-from kafka_retention.services.watch import watches as run_watches
+from kafka_retention.services.watch.orphans import VolumeFinder
+from kafka_retention.services.watch.watches import watch
 
 
 def apply_plan(
@@ -48,7 +48,7 @@ def apply_plan(
     started: datetime,
     retry_delay: float = 15.0,
     purges: PurgeLedger | None = None,
-    find_volumes: orphan_watch.VolumeFinder | None = None,
+    find_volumes: VolumeFinder | None = None,
 ) -> RunOutcome:
     """Re-check, hold back for overlapping policies, delete, verify and report. `purges`
     lets a loss be blamed on the RecordPurge that caused it; `find_volumes` reaches the
@@ -84,7 +84,7 @@ def apply_plan(
         message = f"dry run: would delete {would} records from {len(cuts)} partitions"
     else:
         message = f"deleted {deleted.records} records from {len(deleted.by_topic)} topics"
-    watches = run_watches.watch(
+    watches = watch(
         run.key, run.status, spec, plan, rows, moved, kafka, peers, finished, purges, find_volumes
     )
     failures += watches.problems

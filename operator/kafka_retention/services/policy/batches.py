@@ -26,7 +26,7 @@ from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.cluster_ids import ClusterIds
 from kafka_retention.services.policy import apply as policy_apply
-from kafka_retention.services.policy import run as retention_run
+from kafka_retention.services.policy import run
 from kafka_retention.services.policy.planning import BatchPlanner, plan_in_process, select
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome
 from kafka_retention.services.ports import PolicyKafka
@@ -170,12 +170,10 @@ def run_batch(
             try:
                 tenancy.check_spec(item.raw)
             except Refused as err:
-                outcomes[item.run.key] = retention_run.invalid(
-                    item.run, err.as_spec_error(), err.reason
-                )
+                outcomes[item.run.key] = run.invalid(item.run, err.as_spec_error(), err.reason)
                 continue
         if isinstance(item.spec, SpecError):
-            outcomes[item.run.key] = retention_run.invalid(item.run, item.spec)
+            outcomes[item.run.key] = run.invalid(item.run, item.spec)
             continue
         spec = item.spec
         if tenancy is not None:
@@ -184,7 +182,7 @@ def run_batch(
                     namespace_of(item.run.key), spec, ranks.before(item.run.key, spec)
                 )
             except (Refused, BindingUnavailable) as err:
-                outcomes[item.run.key] = retention_run.failed(
+                outcomes[item.run.key] = run.failed(
                     item.run, spec, err.reason, err, started, env.retry_delay
                 )
                 continue
@@ -213,7 +211,7 @@ def run_batch(
             log.warning("batch of %s failed: %s: %s", ", ".join(keys), reason, err)
         for key in keys:
             item, spec = specs[key]
-            outcomes[key] = retention_run.failed(
+            outcomes[key] = run.failed(
                 item.run, spec, reason, as_told(err, key, full), started, env.retry_delay
             )
 
