@@ -42,12 +42,18 @@ UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
 
 @dataclass(frozen=True)
 class ExplicitCut:
+    """spec.partitions[]: one partition's offset as kafka-delete-records takes it (-1:
+    the high watermark)."""
+
     tp: TopicPartition
     offset: int
 
 
 @dataclass(frozen=True)
 class TopicCut:
+    """spec.topics[]: every partition of a topic, cut before a time or at what groups
+    have consumed."""
+
     topic: str
     kind: BeforeKind
     timestamp: datetime | None = None

@@ -49,12 +49,17 @@ class Run:
 
 @dataclass(frozen=True)
 class Planning:
+    """The run begins to plan: phase Planning, with its first progress mark."""
+
     run: Run
     progress: ProgressMark
 
 
 @dataclass(frozen=True)
 class Stored:
+    """The plan is in its ConfigMaps: phase Purging, status pointing at them. Nothing is
+    deleted before the writer has stored this."""
+
     run: Run
     # Where the plan's ConfigMaps are, as the BlobStore answered (status.planRef).
     plan_ref: Mapping[str, Any]
@@ -64,6 +69,9 @@ class Stored:
 
 @dataclass(frozen=True)
 class Refusal:
+    """The purge ends Failed before anything was deleted (an invalid or refused spec, a
+    plan too large): Ready False with the reason."""
+
     reason: Reason
     message: str
     partitions: int  # what the purge covers, all counted as failed (0: not known)
@@ -72,6 +80,9 @@ class Refusal:
 
 @dataclass(frozen=True)
 class NotReady:
+    """Not done, and nothing deleted by this run: Ready False with the cause (Kafka
+    unreachable, a binding not found), tried again after the retry delay."""
+
     run: Run
     phase: str | None  # the phase the purge is in (None: Pending)
     reason: Reason
@@ -80,6 +91,9 @@ class NotReady:
 
 @dataclass(frozen=True)
 class Pending:
+    """Partitions are left to retry: the phase stays Purging, with every entry as it
+    stands (their outcomes so far)."""
+
     run: Run
     entries: Sequence[PurgeEntry]
     message: str  # which partitions are left, and the first one's error
@@ -87,6 +101,9 @@ class Pending:
 
 @dataclass(frozen=True)
 class Finished:
+    """Every partition has its answer (or a dry run its estimate): the final phase,
+    Succeeded, the summary and the bounded results."""
+
     run: Run
     dry_run: bool
     phase: Phase
