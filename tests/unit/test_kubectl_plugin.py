@@ -20,6 +20,7 @@ from kafka_retention.cli.common import UsageError
 from kafka_retention.cli.plugin import dry_copy, explain, kube, plan, status, text
 from kafka_retention.cli.plugin.kube import PluginError
 from kafka_retention.cli.plugin.progress import Progress
+from kafka_retention.core.retention_rules import registry
 from kafka_retention.kube_objects import chunks
 
 NOW = datetime(2026, 11, 28, 12, 0, 0, tzinfo=UTC)
@@ -391,6 +392,7 @@ def topic_with(*limits: dict[str, Any], **fields: Any) -> dict[str, Any]:
             "protects the whole partition)",
         ),
         ("minRetention", "minRetention 15m keeps the records younger than it on 3 partitions"),
+        ("minRecords", "minRecords keeps the last records of each partition on 3 partitions"),
         ("highWatermark", "the cut stops at the high watermark on 3 partitions"),
         ("peer", "held back on 3 partitions by another policy on the same topic"),
         ("binding", "the binding refuses the cut on 3 partitions"),
@@ -409,6 +411,14 @@ def test_every_guard_is_said_in_words_with_its_partitions_and_detail(
     line = next(line for line in out.splitlines() if line.strip().startswith("- "))
     assert line.strip().startswith(f"- {words}")
     assert line.endswith(": the operator's sentence")
+
+
+def test_every_guard_the_operator_may_write_has_its_own_sentence() -> None:
+    """A new floor's guard tag (core.retention_rules) is explained in words, not shown
+    with the fallback kept for guards of a newer operator."""
+    for guard in registry.GUARDS:
+        sentence = explain.guard_sentence({"guard": guard, "partitions": 1})
+        assert not sentence.startswith("limited by"), guard
 
 
 def test_a_guard_of_a_newer_operator_is_still_shown() -> None:

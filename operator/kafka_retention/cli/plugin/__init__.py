@@ -126,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="a policy's or a purge's cuts, and what limited them, in words",
         description=_about(
             "For a RetentionPolicy: per topic, the cut the winning rule proposed and "
-            "each guard that limited it (a group's commit, minRetention, the high watermark, a "
-            "policy of another namespace, the binding, a compacted topic). For a RecordPurge: "
+            "each guard that limited it (a group's commit, minRetention, minRecords, the high "
+            "watermark, a policy of another namespace, the binding, a compacted topic). For a RecordPurge: "
             "its phase, conditions and each partition's cut and reason. REF is KIND/NAME "
             "(retentionpolicy/x, recordpurge/y) or a NAME, looked up as a policy first."
         ),

@@ -29,6 +29,7 @@ _GUARDS = {
         "held back{on} by a group with no committed offset (it protects the whole partition)"
     ),
     "minRetention": "minRetention{floor} keeps the records younger than it{on}, even once read",
+    "minRecords": "minRecords{records} keeps the last records of each partition{on}, even once read",
     "highWatermark": (
         "the cut stops at the high watermark{on} (nothing past the last readable record)"
     ),
@@ -71,8 +72,11 @@ def guard_sentence(limit: Mapping[str, Any], spec: Mapping[str, Any] | None = No
     guard = str(limit.get("guard") or "unknown")
     template = _GUARDS.get(guard, f"limited by {guard}{{on}}")
     floor = ((spec or {}).get("deleteConsumed") or {}).get("minRetention")
+    records = (spec or {}).get("minRecords")
     on = f" on {_partitions(limit.get('partitions'))}" if limit.get("partitions") else ""
-    words = template.format(on=on, floor=f" {floor}" if floor else "")
+    words = template.format(
+        on=on, floor=f" {floor}" if floor else "", records=f" {records}" if records else ""
+    )
     detail = str(limit.get("detail") or "").strip()
     return words + (f": {detail}" if detail else "")
 
@@ -121,6 +125,8 @@ def _policy_rules(spec: Mapping[str, Any]) -> list[str]:
         out.append(f"deleteBefore {spec['deleteBefore']}")
     if spec.get("maxRetention"):
         out.append(f"maxRetention {spec['maxRetention']}")
+    if spec.get("minRecords"):
+        out.append(f"minRecords {spec['minRecords']}: the last records of each partition stay")
     return out
 
 
