@@ -127,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=_about(
             "For a RetentionPolicy: per topic, the cut the winning rule proposed and "
             "each guard that limited it (a group's commit, minRetention, minRecords, the high "
-            "watermark, a policy of another namespace, the binding, a compacted topic). For a RecordPurge: "
-            "its phase, conditions and each partition's cut and reason. REF is KIND/NAME "
+            "watermark, a policy of another namespace, the binding, a compacted topic). For a "
+            "RecordPurge: its phase, conditions and each partition's cut and reason. REF is "
+            "KIND/NAME "
             "(retentionpolicy/x, recordpurge/y) or a NAME, looked up as a policy first."
         ),
         epilog=f"Examples:\n  {PROG} explain orders-retention\n  {PROG} explain "

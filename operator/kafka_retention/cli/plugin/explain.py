@@ -29,7 +29,9 @@ _GUARDS = {
         "held back{on} by a group with no committed offset (it protects the whole partition)"
     ),
     "minRetention": "minRetention{floor} keeps the records younger than it{on}, even once read",
-    "minRecords": "minRecords{records} keeps the last records of each partition{on}, even once read",
+    "minRecords": (
+        "minRecords{records} keeps the last records of each partition{on}, even once read"
+    ),
     "highWatermark": (
         "the cut stops at the high watermark{on} (nothing past the last readable record)"
     ),
