@@ -96,8 +96,8 @@ def test_peer_limits_come_from_held_back_by_and_name_no_more_than_it() -> None:
     rows = [row_of(facts(p, committed={"a": 80}), policy) for p in range(4)]
     held = {
         "t": [
-            {"namespace": "analytics", "group": "auditor", "partitions": 3},
-            {"namespace": "ns", "policy": "other", "partitions": 1},
+            report.HeldBack("analytics", 3, group="auditor"),
+            report.HeldBack("ns", 1, policy="other"),
         ]
     }
     limits = cut_of(rows, held=held)["limits"]

@@ -1276,3 +1276,26 @@ def test_a_progress_write_lost_on_the_way_does_not_stop_the_purge() -> None:
     )
     assert outcome.phase == Phase.SUCCEEDED
     assert all(kafka.logs[TopicPartition("t", p)][0] == 40 for p in range(3))
+
+
+def test_results_the_api_server_refuses_are_said_in_the_event_not_in_the_condition() -> None:
+    """Folded results whose ConfigMaps are refused: the purge still succeeds, status says
+    resultsRef null, and the handler's outcome (the event) says why; the Succeeded
+    condition keeps the purge's own message."""
+
+    class RefusesResults(Store):
+        def save(self, suffix: str, payload: str) -> dict[str, Any]:
+            if suffix == "results":
+                raise api_error(403, "Forbidden", "exceeded quota")
+            return super().save(suffix, payload)
+
+    kafka = big_kafka(3, 2000)
+    store = RefusesResults()
+    outcome = run(whole_topics(3), kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    assert store.status["resultsRef"] is None
+    succeeded = {c["type"]: c for c in store.status["conditions"]}["Succeeded"]
+    assert "not stored" not in succeeded["message"]
+    assert outcome.message == (
+        succeeded["message"] + "; per-partition results not stored: HTTP 403 Forbidden"
+    )

@@ -20,6 +20,7 @@ from kafka_retention.core.purge_ledger import OTHER_NAMESPACE_PURGE, PurgeLedger
 from kafka_retention.services.policy import apply as policy_apply
 from kafka_retention.services.policy.batches import Due, Environment, parse, run_batch
 from kafka_retention.services.policy.planning import plan_in_process, select
+from kafka_retention.services.policy.report import ConsumedLoss
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome
 from retention_jobs.plan_job import ScanTimeoutError
 from tests.helpers.fakes import FakeLogs
@@ -448,7 +449,7 @@ def test_max_retention_past_an_idle_group_reports_the_loss() -> None:
     store = Store()
     outcome = run_one(kafka, store, deleteConsumed={"groups": ["idle"]}, maxRetention="1h")
     assert kafka.logs[T0][0] == 60
-    assert outcome.losses == [{"group": "idle", "topic": "t", "records": 50}]
+    assert outcome.losses == [ConsumedLoss("idle", "t", 50)]
     assert store.status["lastRun"]["unconsumedDeleted"] == [
         {"group": "idle", "topic": "t", "records": 50}
     ]

@@ -65,8 +65,8 @@ def run_plan(
     _print_table(result.rows, out)
     for g in group_summary(result.rows, result.group_types):
         print(
-            f"group {g['name']}: read as {g['type']}, a position on {g['withPosition']} of "
-            f"{g['partitions']} partitions, {g['recordsBehind']} records behind",
+            f"group {g.name}: read as {g.type}, a position on {g.with_position} of "
+            f"{g.partitions} partitions, {g.records_behind} records behind",
             file=out,
         )
     for topic, why in sorted(result.skipped.items()):

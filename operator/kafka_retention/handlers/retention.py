@@ -21,6 +21,7 @@ from kafka_retention.core.resources import FINALIZER, GROUP, RETENTION_POLICIES,
 from kafka_retention.handlers.common import purge_ledger
 from kafka_retention.handlers.wiring import build_fleet
 from kafka_retention.services.policy.fleet import Fleet
+from kafka_retention.services.policy.report import GroupSummary
 from kafka_retention.services.policy.run import RunOutcome
 from kafka_retention.services.watch.orphans import OrphanReport
 from kafka_retention.services.watch.tombstones import TombstoneReport
@@ -118,14 +119,12 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
     if outcome.records_deleted:
         kopf.info(body, reason=EventReason.RECORDS_DELETED, message=outcome.message)
     for loss in outcome.losses:
-        metrics.UNCONSUMED_DELETED.labels(namespace, name, loss["group"], loss["topic"]).inc(
-            loss["records"]
-        )
+        metrics.UNCONSUMED_DELETED.labels(namespace, name, loss.group, loss.topic).inc(loss.records)
         kopf.warn(
             body,
             reason=EventReason.UNCONSUMED_RECORDS_DELETED,
-            message=f"group {loss['group']} lost {loss['records']} unread records of "
-            f"{loss['topic']} (maxRetention/deleteBefore)",
+            message=f"group {loss.group} lost {loss.records} unread records of "
+            f"{loss.topic} (maxRetention/deleteBefore)",
         )
     for lost in outcome.notify_losses:
         metrics.UNCONSUMED_LOST.labels(namespace, name, lost.group, lost.tp.topic, lost.cause).inc(
@@ -187,10 +186,10 @@ def _set_at_risk(namespace: str, name: str, risks: list[Risk]) -> None:
     metrics.AT_RISK_SERIES.replace(namespace, name, {k: ms / 1000 for k, ms in soonest.items()})
 
 
-def _set_groups_behind(namespace: str, name: str, groups: list[dict[str, Any]]) -> None:
+def _set_groups_behind(namespace: str, name: str, groups: list[GroupSummary]) -> None:
     # A group dropped from the spec, or read as another type, loses its old series.
     behind: dict[tuple[str, ...], float] = {
-        (str(g["name"]), str(g["type"])): float(g["recordsBehind"]) for g in groups
+        (g.name, g.type): float(g.records_behind) for g in groups
     }
     metrics.BEHIND_SERIES.replace(namespace, name, behind)
 

@@ -61,7 +61,7 @@ def apply_plan(
     failures = [f"{r.topic}-{r.partition}: {r.error}" for r in plan.rows if r.error]
     cuts: dict[TopicPartition, tuple[int, int]] = {}
     notes: dict[str, str] = {}
-    held: dict[str, list[dict[str, Any]]] = {}
+    held: dict[str, list[report.HeldBack]] = {}
     try:
         # A reader's policy (its entry grants protect, not retention) cuts nothing: its
         # plan serves its status and watches, with no fresh re-read for cuts.
@@ -164,7 +164,7 @@ def _safe_cuts(
     rows: Sequence[PlanRow],
     index: PeerIndex,
     now: datetime,
-) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str], dict[str, list[dict[str, Any]]]]:
+) -> tuple[dict[TopicPartition, tuple[int, int]], dict[str, str], dict[str, list[report.HeldBack]]]:
     """(log start, cut) per partition worth cutting, after the fresh re-check and the
     overlap rule; a note per topic that other policies also cut; and who held the cuts
     back, per topic, for status.topics[].heldBackBy."""
@@ -215,18 +215,15 @@ def _safe_cuts(
     return cuts, notes, {t: _held(run.key, found) for t, found in holders.items()}
 
 
-def _held(asker: str, found: Mapping[Holder, int]) -> list[dict[str, Any]]:
+def _held(asker: str, found: Mapping[Holder, int]) -> list[report.HeldBack]:
     """heldBackBy entries, the most partitions first: the namespace and group of each
     holder, and the policy's name only for one of the asker's own namespace."""
     out = []
     for holder, partitions in sorted(found.items(), key=lambda hp: (-hp[1], hp[0].key)):
         namespace = namespace_of(holder.key) or ""
-        entry: dict[str, Any] = {"namespace": namespace, "partitions": partitions}
-        if namespace == namespace_of(asker):
-            entry["policy"] = holder.key.split("/", 1)[-1]
-        if holder.group is not None:
-            entry["group"] = holder.group
-        out.append(entry)
+        mine = namespace == namespace_of(asker)
+        policy = holder.key.split("/", 1)[-1] if mine else None
+        out.append(report.HeldBack(namespace, partitions, policy, holder.group))
     return out[:MAX_HOLDERS_LISTED]
 
 

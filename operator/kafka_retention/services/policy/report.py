@@ -33,12 +33,65 @@ _RULES = frozenset((*(r.name for r in registry.RULES if isinstance(r, Proposer))
 _GUARDS = frozenset(registry.GUARDS)
 
 
+@dataclass(frozen=True)
+class ConsumedLoss:
+    """Records a cut removed before a deleteConsumed group read them, per group and topic
+    (status.lastRun.unconsumedDeleted; an event and a metric each)."""
+
+    group: str
+    topic: str
+    records: int
+
+    def to_status(self) -> dict[str, Any]:
+        return {"group": self.group, "topic": self.topic, "records": self.records}
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """A group the plan read (status.groups): the type it was read as, on how many planned
+    partitions it has a position, and how many records it is behind there."""
+
+    name: str
+    type: str
+    partitions: int = 0
+    with_position: int = 0
+    records_behind: int = 0
+
+    def to_status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "partitions": self.partitions,
+            "withPosition": self.with_position,
+            "recordsBehind": self.records_behind,
+        }
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """Who held a topic's cuts back (status.topics[].heldBackBy): a namespace, on how many
+    partitions, and the policy's name only when it is of the asker's own namespace."""
+
+    namespace: str
+    partitions: int
+    policy: str | None = None
+    group: str | None = None
+
+    def to_status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"namespace": self.namespace, "partitions": self.partitions}
+        if self.policy is not None:
+            out["policy"] = self.policy
+        if self.group is not None:
+            out["group"] = self.group
+        return out
+
+
 def losses(
     rows: Sequence[PlanRow],
     cuts: Mapping[TopicPartition, tuple[int, int]],
     moved: Mapping[TopicPartition, tuple[int, int]],
     spec: PolicySpec,
-) -> list[dict[str, Any]]:
+) -> list[ConsumedLoss]:
     """Records deleted (or, in a dry run, to be deleted) that a deleteConsumed group had
     not read: only maxRetention and deleteBefore can cause that."""
     per: dict[tuple[str, str], int] = {}
@@ -56,7 +109,7 @@ def losses(
             lost = max(0, applied - read_to)
             if lost:
                 per[(g.group, tp.topic)] = per.get((g.group, tp.topic), 0) + lost
-    return [{"group": g, "topic": t, "records": n} for (g, t), n in sorted(per.items())]
+    return [ConsumedLoss(g, t, n) for (g, t), n in sorted(per.items())]
 
 
 def _sentence(text: Any) -> str:
@@ -122,17 +175,17 @@ class CutTally:
         }
 
 
-def peer_detail(holder: Mapping[str, Any]) -> str:
+def peer_detail(holder: HeldBack) -> str:
     """A heldBackBy entry in words, naming no more than the entry does (the policy only
     when it is of the asker's own namespace)."""
     who = (
-        f"policy {holder['policy']} of this namespace"
-        if holder.get("policy")
-        else f"a policy in namespace {holder.get('namespace') or 'unknown'}"
+        f"policy {holder.policy} of this namespace"
+        if holder.policy
+        else f"a policy in namespace {holder.namespace or 'unknown'}"
     )
     by = (
-        f"at the committed offset of its group {holder['group']}"
-        if holder.get("group")
+        f"at the committed offset of its group {holder.group}"
+        if holder.group
         else "by its own rules"
     )
     return f"held back by {who}, {by}"
@@ -182,7 +235,7 @@ def topic_summary(
     moved: Mapping[TopicPartition, tuple[int, int]],
     deleted_by_topic: Mapping[str, int],
     notes: Mapping[str, str],
-    held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    held: Mapping[str, Sequence[HeldBack]] | None = None,
     cut_by_topic: Mapping[str, TopicCut] | None = None,
     withheld: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
@@ -220,9 +273,9 @@ def topic_summary(
             topic["note"] = notes[name]
         tally = tallies[name]
         if held and held.get(name):
-            topic["heldBackBy"] = [dict(h) for h in held[name]]
+            topic["heldBackBy"] = [h.to_status() for h in held[name]]
             for h in held[name]:
-                tally.limit(guards.PEER, peer_detail(h), peer_detail(h), int(h["partitions"]))
+                tally.limit(guards.PEER, peer_detail(h), peer_detail(h), h.partitions)
         topic["cut"] = tally.status((cut_by_topic or {}).get(name, TopicCut()))
         out.append(topic)
 
@@ -253,31 +306,29 @@ def topic_summary(
 MAX_GROUPS_LISTED = 100
 
 
-def group_summary(rows: Sequence[PlanRow], types: Mapping[str, str]) -> list[dict[str, Any]]:
+def group_summary(rows: Sequence[PlanRow], types: Mapping[str, str]) -> list[GroupSummary]:
     """One entry per group the plan read (spec.deleteConsumed and spec.notify): the type
     it was read as (consumer, classic, share, streams, or none: no group of that id), on
     how many planned partitions it has a position (a commit, or a share group's start
     offset), and how many records it is behind there (high watermark minus position)."""
-    per: dict[str, dict[str, Any]] = {
-        g: {"name": g, "type": t, "partitions": 0, "withPosition": 0, "recordsBehind": 0}
-        for g, t in sorted(types.items())
-    }
+    # [partitions, with a position, records behind] per group, counted in one pass.
+    counts: dict[str, list[int]] = {g: [0, 0, 0] for g in sorted(types)}
     for row in rows:
         for g in row.groups:
-            entry = per.get(g.group)
-            if entry is None:
+            count = counts.get(g.group)
+            if count is None:
                 continue
-            entry["partitions"] += 1
+            count[0] += 1
             position = g.committed_offset
             if position is not None and row.high_watermark is not None:
-                entry["withPosition"] += 1
-                entry["recordsBehind"] += max(0, row.high_watermark - position)
-    return list(per.values())[:MAX_GROUPS_LISTED]
+                count[1] += 1
+                count[2] += max(0, row.high_watermark - position)
+    return [GroupSummary(g, types[g], *count) for g, count in counts.items()][:MAX_GROUPS_LISTED]
 
 
-def groups_line(summary: Sequence[Mapping[str, Any]], limit: int = 5) -> str:
+def groups_line(summary: Sequence[GroupSummary], limit: int = 5) -> str:
     """`kubectl get`'s Groups column: each group with the type it was read as."""
-    shown = [f"{g['name']} ({g['type']})" for g in summary[:limit]]
+    shown = [f"{g.name} ({g.type})" for g in summary[:limit]]
     if len(summary) > limit:
         shown.append(f"+{len(summary) - limit} more")
     return ", ".join(shown)
@@ -333,15 +384,15 @@ def run_status(
     rows: Sequence[PlanRow],
     moved: Mapping[TopicPartition, tuple[int, int]],
     done: Deleted,
-    lost: Sequence[Mapping[str, Any]],
+    lost: Sequence[ConsumedLoss],
     notes: Mapping[str, str],
-    groups: Sequence[Mapping[str, Any]],
+    groups: Sequence[GroupSummary],
     *,
     started: datetime,
     finished: datetime,
     next_run: datetime,
     degraded: str,
-    held: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    held: Mapping[str, Sequence[HeldBack]] | None = None,
     cut_by_topic: Mapping[str, TopicCut] | None = None,
 ) -> dict[str, Any]:
     """The status a completed run writes (besides its watches' fields and conditions).
@@ -360,7 +411,7 @@ def run_status(
             "partitionsCut": done.partitions_cut,
             "recordsDeleted": done.records,
             "bytesReclaimedEstimate": done.bytes_estimate,
-            "unconsumedDeleted": list(lost[: loss.MAX_LOSSES_LISTED]),
+            "unconsumedDeleted": [lost.to_status() for lost in lost[: loss.MAX_LOSSES_LISTED]],
             # A merge patch keeps fields it does not name: null clears an old error.
             "error": degraded or None,
         },
@@ -376,6 +427,6 @@ def run_status(
             cut_by_topic or {},
             plan.withheld,
         ),
-        "groups": list(groups),
+        "groups": [g.to_status() for g in groups],
         "groupsRead": groups_line(groups) or None,
     }

@@ -15,6 +15,7 @@ from kafka_retention.core import loss
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.specs import SpecError
+from kafka_retention.services.policy.report import ConsumedLoss, GroupSummary
 from kafka_retention.services.ports import StatusStore
 from kafka_retention.services.watch import orphans as orphan_watch
 from kafka_retention.services.watch import tombstones as tombstone_watch
@@ -50,7 +51,8 @@ class RunOutcome:
     bytes_reclaimed: int = 0
     partitions_cut: int = 0
     deleted_by_topic: dict[str, int] = field(default_factory=dict)
-    losses: list[dict[str, Any]] = field(default_factory=list)
+    # Records cut before a deleteConsumed group read them (maxRetention, deleteBefore).
+    losses: list[ConsumedLoss] = field(default_factory=list)
     # Unread-record losses of spec.notify groups found this run (each reported once).
     notify_losses: list[loss.Loss] = field(default_factory=list)
     # Watched groups' unread records near retention; None when the policy watches none.
@@ -61,7 +63,7 @@ class RunOutcome:
     orphans: orphan_watch.OrphanReport | None = None
     failures: list[str] = field(default_factory=list)
     # status.groups: each group read, with its type and how far behind it is.
-    groups: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[GroupSummary] = field(default_factory=list)
 
 
 def invalid(run: PolicyRun, err: SpecError, reason: Reason = Reason.INVALID_SPEC) -> RunOutcome:

@@ -56,12 +56,13 @@ def finish(purge: Purge, run: Run, entries: Sequence[PurgeEntry], *, dry_run: bo
     completed_at = purge.now()
     results, folded = report.status_results(entries)
     results_ref: Mapping[str, Any] | None = None
+    results_note = ""
     if folded:
         # Status holds the folded results; every partition's outcome is kept beside it.
         try:
             results_ref = store_results(purge, entries)
         except WriteRefused as exc:
-            message += f"; per-partition results not stored: HTTP {exc.status} {exc.reason}"
+            results_note = f"; per-partition results not stored: HTTP {exc.status} {exc.reason}"
     return Finished(
         run,
         dry_run=dry_run,
@@ -69,6 +70,7 @@ def finish(purge: Purge, run: Run, entries: Sequence[PurgeEntry], *, dry_run: bo
         succeeded=ok,
         reason=reason,
         message=message,
+        results_note=results_note,
         completed_at=completed_at,
         summary=totals,
         results=results,

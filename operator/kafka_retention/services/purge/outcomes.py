@@ -109,7 +109,9 @@ class Finished:
     phase: Phase
     succeeded: ConditionStatus  # the Succeeded condition: its status, reason, message
     reason: Reason
-    message: str
+    message: str  # the Succeeded condition's
+    # What the handler's outcome adds to `message` (the event): results not stored.
+    results_note: str
     completed_at: datetime
     summary: Mapping[str, int]
     # status.results: bounded in size (report.py), JSON as status holds it.

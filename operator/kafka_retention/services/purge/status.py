@@ -189,7 +189,7 @@ def _finished(purge: Purge, finished: Finished) -> Outcome:
     }
     if finished.folded:
         document["resultsRef"] = finished.results_ref
-    message = finished.message
+    message = finished.message + finished.results_note
     try:
         _stored(purge, "the purge's outcome", document)
     except NotPersisted as err:
