@@ -34,6 +34,7 @@ def status_writes(paths: list[Path]) -> dict[Path, list[str]]:
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             name: str | None = None
+            line = getattr(node, "lineno", 0)
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 name = node.attr
             elif (
@@ -46,7 +47,7 @@ def status_writes(paths: list[Path]) -> dict[Path, list[str]]:
             ):
                 name = node.args[1].value
             if name is not None and _writes_status(name):
-                found.setdefault(path, []).append(f"{path.name}:{node.lineno} .{name}")
+                found.setdefault(path, []).append(f"{path.name}:{line} .{name}")
     return found
 
 
