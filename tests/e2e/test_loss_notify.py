@@ -72,6 +72,8 @@ def test_the_policys_own_max_retention_cut_is_reported_with_its_rule(
     assert (loss["group"], loss["records"]) == (idle, 15)
     # The first keys it lost, read before the cut removed them.
     assert loss["sampleKeys"] == [{"offset": o, "key": f"order-{o}"} for o in range(5, 10)]
+    # Kopf posts events from a queue after the run's status is written.
+    eventually(lambda: bool(loss_events(stack, e2e_ns, "cap")), timeout=30, what="loss event")
     (event,) = loss_events(stack, e2e_ns, "cap")
     assert event.get("count", 1) == 1
     assert "cause maxRetention, keys 'order-5', 'order-6'" in event["message"]

@@ -190,3 +190,17 @@ def test_the_tombstone_scans_columns_are_the_tombstone_rows_fields(spark: Any) -
         TombstoneRow("c", 0, 100, 3, 5000, -2000, (TombstoneSample(4, NOW - 5000),)),
         TombstoneRow("c", 1, 7, 0),
     ]
+
+
+def test_a_forged_row_is_refused_naming_what_is_wrong() -> None:
+    """A row from a ConfigMap a tenant can write: a missing required field, a loose map
+    key, or two keys naming one lookup time are each refused, not read as something."""
+    good = PlanRow("t", 0, 0, 10, 5, time_offsets={100: 5}).to_json()
+    with pytest.raises(ValueError, match="missing fields \\['partition'\\]"):
+        PlanRow.from_json({k: v for k, v in good.items() if k != "partition"})
+    for key in (" 100", "+100", "1_00", "\u0661\u0660\u0660"):
+        with pytest.raises(ValueError, match="integer key"):
+            PlanRow.from_json({**good, "timeOffsets": {key: 5}})
+    with pytest.raises(ValueError, match="same value"):
+        PlanRow.from_json({**good, "timeOffsets": {"100": 5, "0100": 6}})
+    assert PlanRow.from_json({**good, "timeOffsets": {"-1": None}}).time_offsets == {-1: None}
