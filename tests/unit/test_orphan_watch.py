@@ -193,6 +193,29 @@ def test_a_dry_run_removes_nothing(brokers: dict[int, Path]) -> None:
     assert later.orphans == 1
 
 
+def test_a_dry_run_policy_removes_no_orphan_whatever_its_orphan_settings(
+    brokers: dict[int, Path],
+) -> None:
+    """spec.dryRun deletes nothing: an orphan past its delay stays, though
+    orphanPartitions.dryRun is left false."""
+    copy = make_dir(brokers[2], "t-0", LIVE_ID)
+    cluster = Cluster(brokers, {"t": (LIVE_ID, {0: {1}})})
+    dry = parse_policy_spec(
+        {
+            "cluster": {"bootstrapServers": "k:9092", "brokers": {"access": "local"}},
+            "dryRun": True,
+            "orphanPartitions": {"enabled": True, "removalDelay": "1h", "dryRun": False},
+        }
+    )
+    first = orphan_watch.check(dry, {}, cluster, [LocalVolumes()], T0)
+    assert first is not None
+    later = orphan_watch.check(dry, first.status, cluster, [LocalVolumes()], T0 + timedelta(days=2))
+    assert later is not None
+    assert states(later) == {"t-0": "Kept"}
+    assert later.removed == []
+    assert copy.exists()
+
+
 def test_a_directory_assigned_again_during_the_delay_is_kept_and_its_clock_reset(
     brokers: dict[int, Path],
 ) -> None:

@@ -981,6 +981,23 @@ def test_delete_retention_is_raised_for_the_slowest_group_within_the_cap() -> No
     assert len(kafka.altered) == 2
 
 
+def test_a_dry_run_reports_the_risk_and_never_raises_delete_retention() -> None:
+    kafka = FakeKafka()
+    compacted_topic(kafka)
+    kafka.commits = {"slow": {C0: 10}}
+    kafka.record_times[C0] = {10: NOW_MS - 20 * 3_600_000}  # past 80% of a 24h setting
+    store = Store()
+    spec = {"groups": ["slow"], "raiseDeleteRetention": {"enabled": True, "max": "3d"}}
+    outcome = run_one(kafka, store, topics={"names": ["c"]}, tombstones=spec, dryRun=True)
+    assert kafka.altered == []
+    assert outcome.tombstones is not None
+    assert outcome.tombstones.raised == []
+    assert [r.group for r in outcome.tombstones.risks] == ["slow"]
+    assert store.status["deleteRetentionRaised"] == []
+    conditions = {c["type"]: c for c in store.status["conditions"]}
+    assert conditions["TombstonesAtRisk"]["status"] == "True"
+
+
 def scan_row(partition: int, read: int, tombstones: int, age_ms: int | None) -> TombstoneRow:
     return TombstoneRow(
         "c",

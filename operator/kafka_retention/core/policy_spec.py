@@ -259,6 +259,11 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         standalone = ", ".join(r.path for r in registry.standalone())
         raise SpecError("spec", f"needs {standalone}, tombstones or orphanPartitions")
     registry.check(rules)
+    dry_run = flag(spec.get("dryRun"), "spec.dryRun", False)
+    if dry_run and orphans is not None:
+        # spec.dryRun deletes nothing, orphan directories included, whatever
+        # orphanPartitions.dryRun says.
+        orphans = replace(orphans, dry_run=True)
     interval = duration(spec.get("interval", "5m"), "spec.interval")
     if interval < MIN_INTERVAL_MS:
         raise SpecError("spec.interval", "must be at least 10s")
@@ -268,7 +273,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         topics=TopicSelector(topic_names, pattern, exclude),
         rules=rules,
         interval_ms=interval,
-        dry_run=flag(spec.get("dryRun"), "spec.dryRun", False),
+        dry_run=dry_run,
         at_risk_within_ms=at_risk_within,
         tombstones=tombstones,
         orphans=orphans,

@@ -70,7 +70,8 @@ def watch(
     lags = _lags(kafka, sorted(retention), want.groups, now_ms, problems)
     risks = ts.at_risk(lags, retention, want.warn_at_percent)
     raised: list[Raise] = []
-    if want.raise_max_ms is not None:
+    # A dry run changes nothing on the cluster: the risk is reported, no setting raised.
+    if want.raise_max_ms is not None and not spec.dry_run:
         slowest: dict[str, int] = {}
         for risk in risks:
             slowest[risk.tp.topic] = max(slowest.get(risk.tp.topic, 0), risk.lag_ms)
