@@ -124,10 +124,13 @@ def play_driver(
     return request
 
 
-def complete(stack: Stack, namespace: str, name: str) -> None:
+def complete(stack: Stack, namespace: str, name: str, plan_written: bool = False) -> None:
     """The spark-operator's part: the application COMPLETED. An answer other than NotFound
     (an API server timing out on a loaded machine; make test saw one, its words lost) is
-    tried again, and a last failure says what the API server answered."""
+    tried again, and a last failure says what the API server answered. Once the driver
+    has written its plan (`plan_written`), the operator may take it and remove its run
+    first (it reads the plan when the manifest ConfigMap appears, whatever the run's
+    state): NotFound then means the run is over, as make test once found."""
     for attempt in range(3):
         done = stack.kubectl(
             "patch",
@@ -142,6 +145,8 @@ def complete(stack: Stack, namespace: str, name: str) -> None:
             check=False,
         )
         if done.returncode == 0:
+            return
+        if "NotFound" in done.stderr and plan_written:
             return
         if "NotFound" in done.stderr or attempt == 2:
             break
@@ -174,7 +179,7 @@ def test_policy_plans_through_a_spark_application_and_applies_its_plan(
         request = play_driver(stack, spark, namespace, app)
         assert request.connection.client_config == {}  # secrets never go in ConfigMaps
         assert [p.id for p in request.policies] == [f"{namespace}/in-pods"]
-        complete(stack, namespace, name)
+        complete(stack, namespace, name, plan_written=True)
 
         obj = plan_applied(stack, namespace, "in-pods")
         assert log_starts(kafka.admin, topic, 2) == [30, 10]
@@ -217,7 +222,7 @@ def test_minRecords_crosses_to_the_driver_and_its_plan_keeps_the_last_records(
         request = play_driver(stack, spark, namespace, app, before_write=look)
         (policy,) = request.policies
         assert policy.rules.min_records == 15
-        complete(stack, namespace, app["metadata"]["name"])
+        complete(stack, namespace, app["metadata"]["name"], plan_written=True)
         assert planned == {0: (35, ["minRecords"]), 1: (20, [])}
         obj = plan_applied(stack, namespace, "buffer")
         assert log_starts(kafka.admin, topic, 2) == [35, 20]
@@ -297,7 +302,7 @@ def test_a_group_rewinding_its_commit_after_the_plan_holds_the_cut_back(
             commit(kafka.bootstrap, group, topic, {0: 10})
 
         play_driver(stack, spark, namespace, app, before_write=rewind)
-        complete(stack, namespace, app["metadata"]["name"])
+        complete(stack, namespace, app["metadata"]["name"], plan_written=True)
         assert planned == {0: 30, 1: 30}  # the plan was made before the rewind
         obj = plan_applied(stack, namespace, "rewind")
         assert log_starts(kafka.admin, topic, 2) == [10, 30]
@@ -376,7 +381,7 @@ def test_a_bound_policy_plans_in_the_operators_namespace_and_a_plan_forged_by_it
         assert log_starts(kafka.admin, topic, 2) == [0, 0]
 
         play_driver(stack, spark, operator_ns, app)
-        complete(stack, operator_ns, name)
+        complete(stack, operator_ns, name, plan_written=True)
         obj = plan_applied(stack, namespace, "bound")
         assert log_starts(kafka.admin, topic, 2) == [30, 10]  # the driver's plan, not 1 and 1
         assert obj["status"]["lastRun"]["recordsDeleted"] == 40
