@@ -6,12 +6,12 @@ deploy always finds them. A floor: it never cuts anything itself."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts
 from kafka_retention.core.retention_rules.rule import Floor
-from kafka_retention.core.specs import Shape, integer
+from kafka_retention.core.specs import integer
 
 # Kafka's offsets are int64: a buffer that long keeps every partition whole.
 MAX_RECORDS = 2**63 - 1
@@ -21,9 +21,7 @@ class MinRecords(Floor[int]):
     """Lower the cut to at most highWatermark - N (0: no buffer)."""
 
     name = "minRecords"
-    path = "minRecords"
     attr = "min_records"
-    shape: ClassVar[Shape] = {"minRecords": None}
     guard = "minRecords"
 
     def parse(self, spec: Mapping[str, Any]) -> int:

@@ -4,13 +4,13 @@ every group has read them, whichever rule proposed the cut."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from kafka_retention.core import rules
 from kafka_retention.core.facts import PartitionFacts
 from kafka_retention.core.retention_rules import max_retention
 from kafka_retention.core.retention_rules.rule import Floor, Values, iso
-from kafka_retention.core.specs import Shape, SpecError, duration, obj
+from kafka_retention.core.specs import SpecError, duration, obj
 
 
 class MinRetention(Floor[int | None]):
@@ -19,7 +19,6 @@ class MinRetention(Floor[int | None]):
     name = "minRetention"
     path = "deleteConsumed.minRetention"
     attr = "min_retention_ms"
-    shape: ClassVar[Shape] = {"deleteConsumed": {"minRetention": None}}
     guard = "minRetention"
 
     def parse(self, spec: Mapping[str, Any]) -> int | None:

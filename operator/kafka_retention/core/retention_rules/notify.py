@@ -4,36 +4,18 @@ takes from them; services.watch reports the losses."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from kafka_retention.core.retention_rules.rule import Watch
-from kafka_retention.core.specs import Shape, SpecError, group_ids, obj
+from kafka_retention.core.retention_rules.rule import GroupList, Watch
+from kafka_retention.core.specs import Shape
 
 
-class Notify(Watch[tuple[str, ...]]):
+class Notify(GroupList, Watch[tuple[str, ...]]):
     name = "notify"
-    path = "notify"
     attr = "notify_groups"
     # notify.atRiskWithin is the watch's look-ahead, a setting of the policy
     # (policy_spec), not a value of this rule.
     shape: ClassVar[Shape] = {"notify": {"groups": None}}
-
-    def parse(self, spec: Mapping[str, Any]) -> tuple[str, ...]:
-        notify = spec.get("notify")
-        if notify is None:
-            return ()
-        notify = obj(notify, "spec.notify")
-        groups = group_ids(notify.get("groups"), "spec.notify.groups")
-        if not groups:
-            raise SpecError("spec.notify.groups", "needs at least one group")
-        return groups
-
-    def asked(self, value: tuple[str, ...]) -> bool:
-        return bool(value)
-
-    def groups(self, value: tuple[str, ...]) -> tuple[str, ...]:
-        return value
 
 
 RULE = Notify()
