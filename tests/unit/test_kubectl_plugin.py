@@ -695,7 +695,8 @@ def test_a_purge_still_purging_is_read_from_its_stored_plan_even_with_folded_res
 def plan_now(cluster: FakeCluster, timeout: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """plan.run of purge_fixture() on the fake cluster, polling without a pause."""
     quiet = Progress(io.StringIO())
-    return plan.run(cluster, purge_fixture(), "team-orders", timeout, quiet, poll=0)  # type: ignore[arg-type]
+    asking = dry_copy.Asking(cluster, "team-orders", timeout, quiet, poll=0)  # type: ignore[arg-type]
+    return plan.run(purge_fixture(), asking)
 
 
 def test_planning_creates_a_copy_waits_for_its_plan_and_deletes_it() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafka_retention.cli.plugin import policy_plan
+from kafka_retention.cli.plugin import dry_copy, policy_plan
 from kafka_retention.cli.plugin.kube import PluginError
 from kafka_retention.cli.plugin.progress import Progress
 
@@ -68,6 +68,11 @@ class Cluster:
         self.calls.append(("delete", name))
 
 
+def asking(cluster: Cluster) -> dry_copy.Asking:
+    """The fake cluster, polled without a pause."""
+    return dry_copy.Asking(cluster, "team-orders", 10, Progress(io.StringIO()), poll=0)  # type: ignore[arg-type]
+
+
 def test_the_copy_keeps_the_cutting_rules_as_a_dry_run_and_drops_the_watches() -> None:
     copy = policy_plan.dry_run_copy(POLICY, "team-orders")
     assert copy["metadata"] == {
@@ -86,7 +91,7 @@ def test_the_copy_keeps_the_cutting_rules_as_a_dry_run_and_drops_the_watches() -
 
 def test_the_copy_is_read_once_its_run_completed_and_deleted() -> None:
     cluster = Cluster([{"status": {}}, {"status": RAN}])
-    got = policy_plan.run(cluster, POLICY, "team-orders", 10, Progress(io.StringIO()), poll=0)  # type: ignore[arg-type]
+    got = policy_plan.run(POLICY, asking(cluster))
     assert got["status"] is RAN
     assert cluster.calls == [
         ("create", "retentionpolicies"),
@@ -111,7 +116,7 @@ def test_a_refused_copy_says_why_and_is_deleted_all_the_same() -> None:
     }
     cluster = Cluster([refused])
     with pytest.raises(PluginError, match="QuotaExceeded: policiesPerNamespace"):
-        policy_plan.run(cluster, POLICY, "team-orders", 10, Progress(io.StringIO()), poll=0)  # type: ignore[arg-type]
+        policy_plan.run(POLICY, asking(cluster))
     assert cluster.calls[-1] == ("delete", "orders-plan-abcde")
 
 

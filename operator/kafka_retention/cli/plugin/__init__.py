@@ -18,13 +18,16 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
 from kafka_retention.cli.common import UsageError
 from kafka_retention.cli.plugin.kube import Cluster, PluginError
 from kafka_retention.core.resources import GROUP, RECORD_PURGES, RETENTION_POLICIES
+
+if TYPE_CHECKING:
+    from kafka_retention.cli.plugin import dry_copy
 
 PROG = "kubectl kafka-retention"
 
@@ -258,7 +261,7 @@ def read_document(filename: str, stdin: TextIO) -> dict[str, Any]:
 
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
-    from kafka_retention.cli.plugin import plan
+    from kafka_retention.cli.plugin import dry_copy, plan
     from kafka_retention.cli.plugin.progress import Progress
 
     if (args.filename is None) == (args.ref is None):
@@ -276,9 +279,10 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         namespace = args.namespace or cluster.namespace
         plural, document = resolve(cluster, namespace, args.ref)
         kind = _KIND_OF[plural]
+    asking = dry_copy.Asking(cluster, namespace, args.timeout, Progress(sys.stderr))
     if kind == "RetentionPolicy":
-        return _plan_policy(cluster, namespace, document, args, out)
-    entries, copy = plan.run(cluster, document, namespace, args.timeout, Progress(sys.stderr))
+        return _plan_policy(asking, document, args.output, out)
+    entries, copy = plan.run(document, asking)
     why = plan.failure(copy)
     if why is not None:
         raise PluginError(f"the operator could not plan it: {why}")
@@ -290,17 +294,12 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _plan_policy(
-    cluster: Cluster,
-    namespace: str,
-    document: Mapping[str, Any],
-    args: argparse.Namespace,
-    out: TextIO,
+    asking: dry_copy.Asking, document: Mapping[str, Any], output: str, out: TextIO
 ) -> int:
     from kafka_retention.cli.plugin import policy_plan
-    from kafka_retention.cli.plugin.progress import Progress
 
-    copy = policy_plan.run(cluster, document, namespace, args.timeout, Progress(sys.stderr))
-    out.write(policy_plan.render(copy, document, args.output))
+    copy = policy_plan.run(document, asking)
+    out.write(policy_plan.render(copy, document, output))
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_retention.cli.plugin.kube import Cluster, PluginError
@@ -41,22 +42,31 @@ def dry_run_copy(
     }
 
 
+@dataclass(frozen=True)
+class Asking:
+    """Where a copy is made and how long the operator is waited for."""
+
+    cluster: Cluster
+    namespace: str
+    timeout: float
+    progress: Progress
+    poll: float = 0.5  # seconds between reads of the copy
+
+
 @contextmanager
 def planned(
-    cluster: Cluster,
+    asking: Asking,
     plural: str,
     copy: Mapping[str, Any],
-    timeout: float,
-    progress: Progress,
     *,
     done: Callable[[Mapping[str, Any]], bool],
     refused: Callable[[Mapping[str, Any]], str | None] = lambda _obj: None,
     waiting: Callable[[Mapping[str, Any]], str] = lambda _obj: "waiting for the operator",
-    poll: float = 0.5,
 ) -> Iterator[dict[str, Any]]:
     """Create `copy`, yield it once `done` says the operator planned it (a `refused` answer
-    or `timeout` seconds end it with a PluginError), and delete it after, whatever happens;
+    or `asking.timeout` seconds end it with a PluginError), and delete it after, whatever happens;
     read what it stored inside the block (it goes with the copy)."""
+    cluster, timeout, progress = asking.cluster, asking.timeout, asking.progress
     kind = str(copy["kind"])
     made = cluster.create(plural, str(copy["metadata"]["namespace"]), copy)
     namespace, name = made["metadata"]["namespace"], made["metadata"]["name"]
@@ -75,7 +85,7 @@ def planned(
                     f"{namespace}?"
                 )
             progress.show(f"planning {namespace}/{name}: {waiting(obj)} ({waited:.0f}s)")
-            time.sleep(poll)
+            time.sleep(asking.poll)
             found = cluster.get(plural, namespace, name)
             if found is None:
                 raise PluginError(f"{kind} {namespace}/{name} was deleted while planning")

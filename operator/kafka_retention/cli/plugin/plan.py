@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka_retention.cli.plugin import dry_copy, text
-from kafka_retention.cli.plugin.kube import Cluster, PluginError
-from kafka_retention.cli.plugin.progress import Progress
+from kafka_retention.cli.plugin.kube import PluginError
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.resources import RECORD_PURGES
 from kafka_retention.kube_objects.chunks import set_base
@@ -145,13 +144,7 @@ def render(entries: Sequence[Mapping[str, Any]], output: str) -> str:
 
 
 def run(
-    cluster: Cluster,
-    document: Mapping[str, Any],
-    namespace: str,
-    timeout: float,
-    progress: Progress,
-    *,
-    poll: float = 0.5,
+    document: Mapping[str, Any], asking: dry_copy.Asking
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Have the operator plan `document` (a RecordPurge) as a dry-run copy, and return the
     copy's entries and its final state; the copy is deleted whatever happens."""
@@ -160,18 +153,16 @@ def run(
         return str((obj.get("status") or {}).get("phase") or "waiting for the operator")
 
     with dry_copy.planned(
-        cluster,
+        asking,
         RECORD_PURGES,
-        dry_run_copy(document, namespace),
-        timeout,
-        progress,
+        dry_run_copy(document, asking.namespace),
         done=lambda obj: phase(obj) in FINAL_PHASES,
         waiting=phase,
-        poll=poll,
     ) as obj:
-        name = obj["metadata"]["name"]
-        base = set_base("RecordPurge", name)
-        entries = entries_of(obj, lambda suffix: cluster.configmap_set(namespace, base, suffix))
+        base = set_base("RecordPurge", obj["metadata"]["name"])
+        entries = entries_of(
+            obj, lambda suffix: asking.cluster.configmap_set(asking.namespace, base, suffix)
+        )
         return entries, obj
 
 

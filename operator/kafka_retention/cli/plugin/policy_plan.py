@@ -23,8 +23,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka_retention.cli.plugin import dry_copy, text
-from kafka_retention.cli.plugin.kube import Cluster
-from kafka_retention.cli.plugin.progress import Progress
 from kafka_retention.core.resources import RETENTION_POLICIES
 
 # The spec fields of watches that act beyond planning a cut (see the module's comment).
@@ -61,27 +59,16 @@ def ran(obj: Mapping[str, Any]) -> bool:
     return bool(((obj.get("status") or {}).get("lastRun") or {}).get("completedAt"))
 
 
-def run(
-    cluster: Cluster,
-    document: Mapping[str, Any],
-    namespace: str,
-    timeout: float,
-    progress: Progress,
-    *,
-    poll: float = 0.5,
-) -> dict[str, Any]:
+def run(document: Mapping[str, Any], asking: dry_copy.Asking) -> dict[str, Any]:
     """Have the operator run `document` (a RetentionPolicy) once as a dry-run copy; the
     copy once its run completed. The copy is deleted whatever happens."""
     with dry_copy.planned(
-        cluster,
+        asking,
         RETENTION_POLICIES,
-        dry_run_copy(document, namespace),
-        timeout,
-        progress,
+        dry_run_copy(document, asking.namespace),
         done=ran,
         refused=refusal,
         waiting=lambda _obj: "waiting for its first run",
-        poll=poll,
     ) as obj:
         return obj
 
