@@ -7,6 +7,21 @@ from collections.abc import Mapping
 
 from prometheus_client import Counter, Gauge, Histogram
 
+# Gauges that describe one policy's latest view. A deleted policy's must go with it: left
+# at their last values they would keep AtRisk, TombstonesAtRisk, records-behind and the
+# orphan panels showing a policy that no longer exists. Counters stay (their rates fall to
+# zero).
+_POLICY_GAUGES: list[Gauge] = []
+
+
+def _policy_gauge(name: str, doc: str, *labels: str) -> Gauge:
+    """A gauge of one policy's latest view, labelled by the policy and `labels`, whose
+    series forget_policy removes."""
+    gauge = Gauge(f"kafka_retention_{name}", doc, ["namespace", "name", *labels])
+    _POLICY_GAUGES.append(gauge)
+    return gauge
+
+
 RECORDS_DELETED = Counter(
     "kafka_retention_records_deleted_total",
     "Records deleted by the operator (log start offset moves it caused).",
@@ -49,27 +64,30 @@ UNCONSUMED_LOST = Counter(
     "(maxRetention, deleteBefore, brokerRetention, external); each loss counted once.",
     ["namespace", "name", "group", "topic", "cause"],
 )
-UNREAD_AT_RISK = Gauge(
-    "kafka_retention_unread_at_risk_seconds",
+UNREAD_AT_RISK = _policy_gauge(
+    "unread_at_risk_seconds",
     "Upper bound on the time before retention (the broker's retention.ms or the policy's "
     "maxRetention) reaches a spec.notify group's next unread record, soonest partition "
     "per group and topic; absent when none is within spec.notify.atRiskWithin.",
-    ["namespace", "name", "group", "topic"],
+    "group",
+    "topic",
 )
-GROUP_RECORDS_BEHIND = Gauge(
-    "kafka_retention_group_records_behind",
+GROUP_RECORDS_BEHIND = _policy_gauge(
+    "group_records_behind",
     "Records between a group's position and the high watermark, summed over the "
     "partitions a policy planned where the group has one, by the type the group was read "
     "as (consumer, classic, share: its start offset, streams, none); spec.deleteConsumed "
     "and spec.notify groups, at the policy's last run.",
-    ["namespace", "name", "group", "type"],
+    "group",
+    "type",
 )
-TOMBSTONE_MARGIN = Gauge(
-    "kafka_retention_tombstone_margin_seconds",
+TOMBSTONE_MARGIN = _policy_gauge(
+    "tombstone_margin_seconds",
     "delete.retention.ms minus a spec.tombstones group's time lag on a compacted topic "
     "(smallest over partitions; negative: tombstones it has not read may be gone); set "
     "while the group is past its warnAtPercent.",
-    ["namespace", "name", "group", "topic"],
+    "group",
+    "topic",
 )
 DELETE_RETENTION_RAISED = Counter(
     "kafka_retention_delete_retention_raised_total",
@@ -77,15 +95,15 @@ DELETE_RETENTION_RAISED = Counter(
     ["namespace", "name", "topic"],
 )
 # KIP-370's proposed broker metrics, from outside: per policy and broker.
-ORPHAN_PARTITIONS = Gauge(
-    "kafka_retention_orphan_partitions",
+ORPHAN_PARTITIONS = _policy_gauge(
+    "orphan_partitions",
     "Orphan partition directories on a broker's log dirs at the last check.",
-    ["namespace", "name", "broker"],
+    "broker",
 )
-ORPHAN_BYTES = Gauge(
-    "kafka_retention_orphan_partition_bytes",
+ORPHAN_BYTES = _policy_gauge(
+    "orphan_partition_bytes",
     "Bytes those orphan directories hold.",
-    ["namespace", "name", "broker"],
+    "broker",
 )
 ORPHAN_BYTES_RECLAIMED = Counter(
     "kafka_retention_orphan_bytes_reclaimed",
@@ -125,12 +143,6 @@ BATCH_SIZE = Histogram(
 )
 
 
-# Gauges that describe one policy's latest view. A deleted policy's must go with it: left
-# at their last values they would keep AtRisk, TombstonesAtRisk and the orphan panels
-# showing a policy that no longer exists. Counters stay (their rates fall to zero).
-_POLICY_GAUGES = (UNREAD_AT_RISK, TOMBSTONE_MARGIN, ORPHAN_PARTITIONS, ORPHAN_BYTES)
-
-
 def forget_policy(namespace: str, name: str) -> None:
     for gauge in _POLICY_GAUGES:
         stale = [
@@ -141,6 +153,8 @@ def forget_policy(namespace: str, name: str) -> None:
         ]
         for values in stale:
             gauge.remove(*values)
+    for series in _SERIES:
+        series.forget(namespace, name)
 
 
 class PolicySeries:
@@ -162,7 +176,13 @@ class PolicySeries:
                 self.gauge.labels(namespace, name, *labels).set(value)
             self._now[(namespace, name)] = set(values)
 
+    def forget(self, namespace: str, name: str) -> None:
+        """The policy is gone (forget_policy removed its series)."""
+        with self._lock:
+            self._now.pop((namespace, name), None)
+
 
 AT_RISK_SERIES = PolicySeries(UNREAD_AT_RISK)
 BEHIND_SERIES = PolicySeries(GROUP_RECORDS_BEHIND)
 MARGIN_SERIES = PolicySeries(TOMBSTONE_MARGIN)
+_SERIES = (AT_RISK_SERIES, BEHIND_SERIES, MARGIN_SERIES)

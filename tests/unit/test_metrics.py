@@ -21,6 +21,7 @@ def test_a_deleted_policys_gauges_go_and_other_policies_keep_theirs() -> None:
     metrics.TOMBSTONE_MARGIN.labels("team-a", "gone", "billing", "users").set(-5)
     metrics.ORPHAN_PARTITIONS.labels("team-a", "gone", "1").set(3)
     metrics.ORPHAN_BYTES.labels("team-a", "gone", "1").set(4096)
+    metrics.BEHIND_SERIES.replace("team-a", "gone", {("billing", "consumer"): 12})
     metrics.UNREAD_AT_RISK.labels("team-a", "kept", "billing", "orders").set(30)
     metrics.ORPHAN_PARTITIONS.labels("team-b", "gone", "1").set(2)  # same name, other ns
 
@@ -31,7 +32,17 @@ def test_a_deleted_policys_gauges_go_and_other_policies_keep_theirs() -> None:
         metrics.TOMBSTONE_MARGIN,
         metrics.ORPHAN_PARTITIONS,
         metrics.ORPHAN_BYTES,
+        metrics.GROUP_RECORDS_BEHIND,  # it used to stay at a deleted policy's last value
     ):
         assert not [k for k in series(gauge) if k[:2] == ("team-a", "gone")], gauge
     assert series(metrics.UNREAD_AT_RISK)[("team-a", "kept", "billing", "orders")] == 30
     assert series(metrics.ORPHAN_PARTITIONS)[("team-b", "gone", "1")] == 2
+
+
+def test_a_policy_made_again_under_a_deleted_ones_name_starts_from_no_series() -> None:
+    metrics.BEHIND_SERIES.replace("team-c", "again", {("old-group", "consumer"): 5})
+    metrics.forget_policy("team-c", "again")
+    metrics.BEHIND_SERIES.replace("team-c", "again", {("new-group", "classic"): 7})
+    metrics.BEHIND_SERIES.replace("team-c", "again", {})
+
+    assert not [k for k in series(metrics.GROUP_RECORDS_BEHIND) if k[:2] == ("team-c", "again")]

@@ -9,7 +9,8 @@ import secrets
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -66,19 +67,13 @@ def _run(args: argparse.Namespace) -> int:
     operator_config = config.OperatorConfig(
         spark=config.SparkConfig(
             mode=args.spark_mode,
-            image=args.spark_image,
-            service_account=args.spark_service_account,
-            executors=args.spark_executors,
-            run_timeout_s=args.spark_run_timeout,
-            master=args.spark_master,
             spark_conf=tuple(args.spark_conf),
             namespace=args.operator_namespace,
+            **_given(args, _SPARK_FLAGS),
         ),
         scheduling=config.SchedulingConfig(
-            workers=args.workers,
-            apply_workers=args.apply_workers,
-            batch_window_s=args.batch_window,
             in_process_max_partitions=args.in_process_max_partitions,
+            **_given(args, _SCHEDULING_FLAGS),
         ),
         local_broker_volumes=args.local_broker_volumes,
         peering=peering,
@@ -139,6 +134,100 @@ def _plan(args: argparse.Namespace) -> int:
 PROGRESS_HELP = "print each stage on a line of its own even when stderr is not a terminal"
 
 
+@dataclass(frozen=True)
+class _Flag:
+    """A `run` flag that sets one field of a config value, whose default it shows."""
+
+    flag: str
+    field: str
+    help: str
+    type: Callable[[str], Any] = str
+    metavar: str | None = None
+
+
+_SPARK_FLAGS = (
+    _Flag("--spark-image", "image", "image of driver and executor pods"),
+    _Flag(
+        "--spark-service-account",
+        "service_account",
+        "service account of the driver pod",
+        metavar="NAME",
+    ),
+    _Flag("--spark-executors", "executors", "executor pods per run", int, "N"),
+    _Flag(
+        "--spark-run-timeout",
+        "run_timeout_s",
+        "give up on a pod run after this long",
+        float,
+        "SECONDS",
+    ),
+    _Flag(
+        "--spark-master",
+        "master",
+        "API server URL for spark-submit (kubernetes mode)",
+        metavar="URL",
+    ),
+)
+_SCHEDULING_FLAGS = (
+    _Flag(
+        "--workers", "workers", "RetentionPolicy batches (one per cluster) run at once", int, "N"
+    ),
+    _Flag(
+        "--apply-workers",
+        "apply_workers",
+        "policies of one batch re-checked and applied at once",
+        int,
+        "N",
+    ),
+    _Flag(
+        "--batch-window",
+        "batch_window_s",
+        "policies of one cluster due within this many seconds run as one batch",
+        float,
+        "SECONDS",
+    ),
+)
+
+
+def _add_flags(parser: argparse.ArgumentParser, flags: Sequence[_Flag], defaults: object) -> None:
+    for f in flags:
+        default = getattr(defaults, f.field)
+        shown = f"{default:g}" if isinstance(default, float) else default
+        parser.add_argument(
+            f.flag,
+            dest=f.field,
+            type=f.type,
+            default=default,
+            metavar=f.metavar,
+            help=f"{f.help} (default {shown})",
+        )
+
+
+def _given(args: argparse.Namespace, flags: Sequence[_Flag]) -> dict[str, Any]:
+    return {f.field: getattr(args, f.field) for f in flags}
+
+
+def _subcommand(
+    sub: Any, func: Callable[[argparse.Namespace], int], **words: str
+) -> argparse.ArgumentParser:
+    """The parser of a command that runs `func`, named as `func` is (less its "_")."""
+    parser: argparse.ArgumentParser = sub.add_parser(func.__name__.lstrip("_"), **words)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def _client_flags(parser: argparse.ArgumentParser) -> None:
+    """What the commands that talk to Kafka themselves take."""
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="client properties file (SASL/TLS): Java client properties, as "
+        "kafka-delete-records.sh takes them, or librdkafka's names",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help=PROGRESS_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-retention",
@@ -147,8 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser(
-        "run", help="run the operator against the current kubeconfig (like `kopf run`)"
+    run = _subcommand(
+        sub, _run, help="run the operator against the current kubeconfig (like `kopf run`)"
     )
     scope = run.add_mutually_exclusive_group()
     scope.add_argument(
@@ -196,31 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where plans run: local (in this process, default), kubernetes "
         "(spark-submit cluster mode) or spark-operator (SparkApplication)",
     )
-    run.add_argument(
-        "--spark-image",
-        default=defaults.image,
-        help=f"image of driver and executor pods (default {defaults.image})",
-    )
-    run.add_argument(
-        "--spark-service-account",
-        default=defaults.service_account,
-        help="service account of the driver pod",
-    )
-    run.add_argument(
-        "--spark-executors", type=int, default=defaults.executors, help="executor pods per run"
-    )
-    run.add_argument(
-        "--spark-run-timeout",
-        type=float,
-        default=defaults.run_timeout_s,
-        metavar="SECONDS",
-        help="give up on a pod run after this long",
-    )
-    run.add_argument(
-        "--spark-master",
-        default=defaults.master,
-        help="API server URL for spark-submit (kubernetes mode)",
-    )
+    _add_flags(run, _SPARK_FLAGS, defaults)
     run.add_argument(
         "--spark-conf",
         action="append",
@@ -230,30 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Spark property for pod runs, e.g. spark.kubernetes.driver.podTemplateFile=... "
         "(repeatable; kubernetes and spark-operator modes)",
     )
-    sched = config.SchedulingConfig()
-    run.add_argument(
-        "--workers",
-        type=int,
-        default=sched.workers,
-        metavar="N",
-        help=f"RetentionPolicy batches (one per cluster) run at once (default {sched.workers})",
-    )
-    run.add_argument(
-        "--apply-workers",
-        type=int,
-        default=sched.apply_workers,
-        metavar="N",
-        help="policies of one batch re-checked and applied at once "
-        f"(default {sched.apply_workers})",
-    )
-    run.add_argument(
-        "--batch-window",
-        type=float,
-        default=sched.batch_window_s,
-        metavar="SECONDS",
-        help="policies of one cluster due within this many seconds run as one batch "
-        f"(default {sched.batch_window_s:g})",
-    )
+    _add_flags(run, _SCHEDULING_FLAGS, config.SchedulingConfig())
     run.add_argument(
         "--in-process-max-partitions",
         type=int,
@@ -305,10 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-v", "--verbose", action="store_true", help="log more")
     run.add_argument("--debug", action="store_true", help="log everything")
-    run.set_defaults(func=_run)
 
-    purge = sub.add_parser(
-        "purge",
+    purge = _subcommand(
+        sub,
+        _purge,
         help="delete records like kafka-delete-records.sh, through the operator's safety rules",
         description="Reads kafka-delete-records.sh's offset JSON and deletes every record "
         "below each offset (-1 = high watermark). Exit status 1 when any partition fails.",
@@ -322,15 +364,6 @@ def build_parser() -> argparse.ArgumentParser:
         help='{"partitions": [{"topic": "t", "partition": 0, "offset": 10}], "version": 1}',
     )
     purge.add_argument(
-        "--command-config",
-        type=Path,
-        metavar="FILE",
-        help=(
-            "client properties file (SASL/TLS): Java client properties, as "
-            "kafka-delete-records.sh takes them, or librdkafka's names"
-        ),
-    )
-    purge.add_argument(
         "--dry-run",
         action="store_true",
         help="print the plan (records and estimated bytes), delete nothing",
@@ -340,11 +373,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow topics whose names start with '__'",
     )
-    purge.add_argument("-v", "--verbose", action="store_true", help=PROGRESS_HELP)
-    purge.set_defaults(func=_purge)
+    _client_flags(purge)
 
-    plan = sub.add_parser(
-        "plan",
+    plan = _subcommand(
+        sub,
+        _plan,
         help="compute a RetentionPolicy's cuts with the Spark pipeline; delete nothing",
         description="Runs the plan pipeline in local Spark mode against the cluster named "
         "in the policy and prints one row per partition.",
@@ -353,17 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--output", type=Path, metavar="plan.jsonl", help="also write the plan as JSON lines"
     )
-    plan.add_argument(
-        "--command-config",
-        type=Path,
-        metavar="FILE",
-        help=(
-            "client properties file (SASL/TLS): Java client properties, as "
-            "kafka-delete-records.sh takes them, or librdkafka's names"
-        ),
-    )
-    plan.add_argument("-v", "--verbose", action="store_true", help=PROGRESS_HELP)
-    plan.set_defaults(func=_plan)
+    _client_flags(plan)
     return parser
 
 
