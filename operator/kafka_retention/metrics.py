@@ -14,6 +14,18 @@ from prometheus_client import Counter, Gauge, Histogram
 _POLICY_GAUGES: list[Gauge] = []
 
 
+def _per_resource(name: str, doc: str, *labels: str) -> Counter:
+    """A counter of what one RecordPurge or RetentionPolicy did, labelled by its kind,
+    namespace, name and `labels`."""
+    return Counter(f"kafka_retention_{name}", doc, ["kind", "namespace", "name", *labels])
+
+
+def _per_policy(name: str, doc: str, *labels: str) -> Counter:
+    """A counter of what one RetentionPolicy did, labelled by its namespace, name and
+    `labels`."""
+    return Counter(f"kafka_retention_{name}", doc, ["namespace", "name", *labels])
+
+
 def _policy_gauge(name: str, doc: str, *labels: str) -> Gauge:
     """A gauge of one policy's latest view, labelled by the policy and `labels`, whose
     series forget_policy removes."""
@@ -22,20 +34,18 @@ def _policy_gauge(name: str, doc: str, *labels: str) -> Gauge:
     return gauge
 
 
-RECORDS_DELETED = Counter(
-    "kafka_retention_records_deleted_total",
+RECORDS_DELETED = _per_resource(
+    "records_deleted_total",
     "Records deleted by the operator (log start offset moves it caused).",
-    ["kind", "namespace", "name", "topic"],
+    "topic",
 )
-PARTITIONS_PURGED = Counter(
-    "kafka_retention_partitions_purged_total",
+PARTITIONS_PURGED = _per_resource(
+    "partitions_purged_total",
     "Partitions whose log start offset reached the planned cut.",
-    ["kind", "namespace", "name"],
 )
-PARTITION_FAILURES = Counter(
-    "kafka_retention_partition_failures_total",
+PARTITION_FAILURES = _per_resource(
+    "partition_failures_total",
     "Partitions that ended in a non-retriable failure.",
-    ["kind", "namespace", "name"],
 )
 RUN_SECONDS = Histogram(
     "kafka_retention_run_duration_seconds",
@@ -43,26 +53,27 @@ RUN_SECONDS = Histogram(
     ["kind"],
     buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
 )
-BYTES_RECLAIMED = Counter(
-    "kafka_retention_bytes_reclaimed_estimate_total",
+BYTES_RECLAIMED = _per_resource(
+    "bytes_reclaimed_estimate_total",
     "Estimated bytes freed by deletions (records deleted times sampled record size).",
-    ["kind", "namespace", "name"],
 )
-PARTITIONS_CUT = Counter(
-    "kafka_retention_partitions_cut_total",
+PARTITIONS_CUT = _per_resource(
+    "partitions_cut_total",
     "Partitions whose log start offset a policy run moved.",
-    ["kind", "namespace", "name"],
 )
-UNCONSUMED_DELETED = Counter(
-    "kafka_retention_unconsumed_records_deleted_total",
+UNCONSUMED_DELETED = _per_policy(
+    "unconsumed_records_deleted_total",
     "Records deleted before a deleteConsumed group had read them (maxRetention/deleteBefore).",
-    ["namespace", "name", "group", "topic"],
+    "group",
+    "topic",
 )
-UNCONSUMED_LOST = Counter(
-    "kafka_retention_unconsumed_lost_records_total",
+UNCONSUMED_LOST = _per_policy(
+    "unconsumed_lost_records_total",
     "Records removed before a spec.notify group read them, by what removed them "
     "(maxRetention, deleteBefore, brokerRetention, external); each loss counted once.",
-    ["namespace", "name", "group", "topic", "cause"],
+    "group",
+    "topic",
+    "cause",
 )
 UNREAD_AT_RISK = _policy_gauge(
     "unread_at_risk_seconds",
@@ -89,10 +100,10 @@ TOMBSTONE_MARGIN = _policy_gauge(
     "group",
     "topic",
 )
-DELETE_RETENTION_RAISED = Counter(
-    "kafka_retention_delete_retention_raised_total",
+DELETE_RETENTION_RAISED = _per_policy(
+    "delete_retention_raised_total",
     "Times a policy raised a compacted topic's delete.retention.ms (raiseDeleteRetention).",
-    ["namespace", "name", "topic"],
+    "topic",
 )
 # KIP-370's proposed broker metrics, from outside: per policy and broker.
 ORPHAN_PARTITIONS = _policy_gauge(
@@ -105,15 +116,15 @@ ORPHAN_BYTES = _policy_gauge(
     "Bytes those orphan directories hold.",
     "broker",
 )
-ORPHAN_BYTES_RECLAIMED = Counter(
-    "kafka_retention_orphan_bytes_reclaimed",
+ORPHAN_BYTES_RECLAIMED = _per_policy(
+    "orphan_bytes_reclaimed",
     "Bytes freed by removing orphan partition directories.",
-    ["namespace", "name", "broker"],
+    "broker",
 )
-RUN_FAILURES = Counter(
-    "kafka_retention_run_failures_total",
+RUN_FAILURES = _per_policy(
+    "run_failures_total",
     "Policy runs that could not complete (Kafka unreachable, Secret missing, ...).",
-    ["namespace", "name", "reason"],
+    "reason",
 )
 
 # --- the RetentionPolicy scheduler -------------------------------------------------------
