@@ -168,6 +168,10 @@ class KafkaNode:
             "log.initial.task.delay.ms": "1000",
             "log.segment.delete.delay.ms": "1000",
             "file.delete.delay.ms": "1000",
+            # The log cleaner looks for work every second (default 15 s): an erasure test
+            # follows two cleanings of a compacted topic (values, then the tombstone past
+            # delete.retention.ms). Other compacted topics' tests keep long horizons.
+            "log.cleaner.backoff.ms": "1000",
             "num.network.threads": "2",
             "num.io.threads": "4",
         }

@@ -22,6 +22,21 @@ def compacted(delete_retention_ms: int) -> dict[str, str]:
     return {"cleanup.policy": "compact", "delete.retention.ms": str(delete_retention_ms)}
 
 
+# A compacted topic the cleaner works on within seconds on the local stack: segments roll
+# after a second (on the next append: tests keep writing), any dirt makes the log
+# cleanable, the cleaner must clean within a second of a write, and a tombstone goes a
+# second after its first cleaning. segment.bytes cannot go below 1 MiB, so time rolls.
+FAST_COMPACTION = {
+    "cleanup.policy": "compact",
+    "segment.ms": "1000",
+    "min.cleanable.dirty.ratio": "0.01",
+    "min.compaction.lag.ms": "0",
+    "max.compaction.lag.ms": "1000",
+    "delete.retention.ms": "1000",
+    "file.delete.delay.ms": "1000",
+}
+
+
 class TopicFactory(Protocol):
     def __call__(self, partitions: int = 3, config: dict[str, str] | None = None) -> str: ...
 
