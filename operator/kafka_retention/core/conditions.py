@@ -70,6 +70,24 @@ class Reason(StrEnum):
     META_PROPERTIES_MISSING = "MetaPropertiesMissing"
     NO_TOPICS_IN_METADATA = "NoTopicsInMetadata"
     REMOVAL_CAP_REACHED = "RemovalCapReached"
+    # RecordErasure Erased: how far the erasure of its keys has come (core.erasure_states)
+    TOMBSTONED = "Tombstoned"
+    VALUES_ERASED = "ValuesErased"
+    KEY_ERASED = "KeyErased"
+    NOTHING_FOUND = "NothingFound"
+    AWAITING_COMPACTION = "AwaitingCompaction"
+    AWAITING_SEGMENT_ROLL = "AwaitingSegmentRoll"
+    AWAITING_RETENTION = "AwaitingRetention"
+    # a listed key was written again after its tombstone
+    KEY_REWRITTEN = "KeyRewritten"
+    # onDeleteTopics: cut is not built yet; nothing is deleted
+    CUT_NOT_SUPPORTED = "CutNotSupportedYet"
+    # RecordErasure DeadlineAtRisk: the topics' configs cannot meet spec.deadline
+    ERASURE_DEADLINE_AT_RISK = "ErasureDeadlineAtRisk"
+    ERASURE_DEADLINE_MET = "ErasureDeadlineMet"
+    # RecordErasure ReceiptSigned
+    RECEIPT_SIGNED = "ReceiptSigned"
+    SIGNING_KEY_UNAVAILABLE = "SigningKeyUnavailable"
 
 
 def timestamp(moment: datetime) -> str:
@@ -148,3 +166,10 @@ class EventReason(StrEnum):
     TOMBSTONES_AT_RISK = "TombstonesAtRisk"
     DELETE_RETENTION_RAISED = "DeleteRetentionRaised"
     ORPHAN_REMOVED = "OrphanDirectoryRemoved"
+    # RecordErasure (digests and counts only: never a key)
+    ERASURE_STARTED = "ErasureStarted"
+    TOMBSTONES_WRITTEN = "TombstonesWritten"
+    VALUES_ERASED = "ValuesErased"
+    KEY_ERASED = "KeyErased"
+    ERASURE_RECEIPT = "ErasureReceipt"
+    ERASURE_DEADLINE_AT_RISK = "ErasureDeadlineAtRisk"

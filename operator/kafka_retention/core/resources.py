@@ -10,6 +10,7 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 
 RECORD_PURGES: Final = "recordpurges"
 RETENTION_POLICIES: Final = "retentionpolicies"
+RECORD_ERASURES: Final = "recorderasures"
 KAFKA_CLUSTER_BINDINGS: Final = "kafkaclusterbindings"  # cluster-scoped
 
 # Kopf's finalizer and its progress/diff-base annotations live under the project's domain,

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
+from kafka_retention.core.erasure_scan import PartitionScan, TombstoneWrite, WrittenTombstone
 from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, OffsetKind
 from kafka_retention.core.orphans import Entry, LogDirIdentity
@@ -111,3 +112,34 @@ class BrokerVolumes(Protocol):
     def identity(self, log_dir: str) -> LogDirIdentity | None: ...
     def list(self, log_dir: str) -> list[Entry]: ...
     def remove(self, log_dir: str, name: str) -> None: ...
+
+
+class ErasureKafka(Protocol):
+    """What a RecordErasure needs of Kafka (adapters.kafka_erasure.ErasureAdmin): which
+    topics and partitions there are, how they are cleaned, where each listed key occurs,
+    and tombstones written with the exact key bytes found."""
+
+    def cluster_id(self) -> str: ...
+    def topic_names(self) -> list[str]: ...
+    def topic_partitions(self, topics: Iterable[str]) -> Mapping[str, list[int] | KafkaFailure]: ...
+    def topic_configs(
+        self, topics: Iterable[str]
+    ) -> Mapping[str, Mapping[str, str] | KafkaFailure]: ...
+    def log_bounds(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[
+        Mapping[TopicPartition, int | KafkaFailure], Mapping[TopicPartition, int | KafkaFailure]
+    ]: ...
+    def scan_keys(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], digests: AbstractSet[str]
+    ) -> Mapping[TopicPartition, PartitionScan | KafkaFailure]:
+        """Every record of each range [start, end) read (uncommitted ones too) and
+        matched against the digests of their keys."""
+        ...
+
+    def write_tombstones(
+        self, writes: Iterable[TombstoneWrite]
+    ) -> Mapping[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure]:
+        """A tombstone (null value) per write, to its partition exactly, with the key bytes
+        read back at its key_offset and checked against its digest."""
+        ...
