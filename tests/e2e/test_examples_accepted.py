@@ -350,7 +350,7 @@ def layout(
     for ns in [*made.strict_ns.values(), *made.open_ns.values()]:
         stack.kubectl(
             "delete",
-            "recordpurges,retentionpolicies",
+            "recordpurges,retentionpolicies,recorderasures",
             "--all",
             "-n",
             ns,

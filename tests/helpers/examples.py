@@ -33,8 +33,9 @@ CRDS = {
     "RecordPurge": REPO / "crds" / "recordpurges.kafka-retention.io.yaml",
     "RetentionPolicy": REPO / "crds" / "retentionpolicies.kafka-retention.io.yaml",
     "KafkaClusterBinding": REPO / "crds" / "kafkaclusterbindings.kafka-retention.io.yaml",
+    "RecordErasure": REPO / "crds" / "recorderasures.kafka-retention.io.yaml",
 }
-NAMESPACED = ("RecordPurge", "RetentionPolicy")
+NAMESPACED = ("RecordPurge", "RetentionPolicy", "RecordErasure")
 # The API server refusing to store the object, rather than the operator's Ready reason.
 ADMISSION = "admission"
 

@@ -337,8 +337,10 @@ def test_chart_with_watch_namespaces_renders_roles_there_and_a_small_cluster_rol
     assert resources == {
         "recordpurges",
         "retentionpolicies",
+        "recorderasures",
         "recordpurges/status",
         "retentionpolicies/status",
+        "recorderasures/status",
         "events",
         "configmaps",
         "kopfpeerings",  # --peering with --namespace: a KopfPeering in each

@@ -112,6 +112,8 @@ def test_overlay_passes_server_side_dry_run(stack: Stack, overlay: str) -> None:
     [
         ("watch", "recordpurges.kafka-retention.io"),
         ("patch", "recordpurges.kafka-retention.io/status"),
+        ("watch", "recorderasures.kafka-retention.io"),
+        ("patch", "recorderasures.kafka-retention.io/status"),
         ("patch", "retentionpolicies.kafka-retention.io"),
         ("patch", "retentionpolicies.kafka-retention.io/status"),
         ("create", "events"),

@@ -74,10 +74,10 @@ watches every namespace, in a Role in each watched namespace otherwise. */}}
 {{- define "kro.namespacedRules" -}}
 # The operator's own resources: watch, record progress, write status.
 - apiGroups: [kafka-retention.io]
-  resources: [recordpurges, retentionpolicies]
+  resources: [recordpurges, retentionpolicies, recorderasures]
   verbs: [get, list, watch, patch, update]
 - apiGroups: [kafka-retention.io]
-  resources: [recordpurges/status, retentionpolicies/status]
+  resources: [recordpurges/status, retentionpolicies/status, recorderasures/status]
   verbs: [get, patch, update]
 {{- end -}}
 
