@@ -97,8 +97,10 @@ def keys_from_args(text_keys: list[str], b64_keys: list[str], key_file: Path | N
 
 
 def print_erase(args: argparse.Namespace) -> int:
-    """`kafka-retention erase`: the RecordErasure as YAML on stdout, for `kubectl apply
-    -f -`. Exit 2 on a usage error."""
+    """`kafka-retention erase`: the RecordErasure as YAML on stdout, for `kubectl create
+    -f -` (client-side `kubectl apply` copies the object into an annotation limited to
+    256 KiB: about 3,000 digests; create, or apply --server-side, take 10,000). Exit 2
+    on a usage error."""
     try:
         keys = keys_from_args(args.key or [], args.key_base64 or [], args.key_file)
         resource = erase_resource(
@@ -119,7 +121,7 @@ def print_erase(args: argparse.Namespace) -> int:
     count = len(resource["spec"]["keys"])
     sys.stdout.write(
         f"# RecordErasure of {count} key(s), each as its SHA-256 only (the keys themselves "
-        "were not written).\n"
+        "were not written); apply with `kubectl create -f -`.\n"
     )
     sys.stdout.write(yaml.safe_dump(resource, sort_keys=False))
     return 0
