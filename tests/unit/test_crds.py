@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kafka_retention.core.bindings import OPERATIONS
 from kafka_retention.core.erasure import ERASURE_FIELDS
 from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.policy_spec import POLICY_FIELDS
@@ -134,3 +135,15 @@ def test_the_erasure_columns_show_phase_topics_remaining_and_deadline() -> None:
     columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
     assert [c["name"] for c in columns] == ["Phase", "Topics", "Remaining", "Deadline", "Age"]
     assert columns[2]["jsonPath"] == ".status.summary.matchesRemaining"
+
+
+def test_the_binding_crd_offers_exactly_the_operations_the_parser_knows() -> None:
+    crd = yaml.safe_load(
+        (REPO / "crds" / "kafkaclusterbindings.kafka-retention.io.yaml").read_text()
+    )
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    operations = schema["properties"]["spec"]["properties"]["tenants"]["items"]["properties"][
+        "operations"
+    ]
+    assert operations["items"]["enum"] == list(OPERATIONS)
+    assert operations["maxItems"] == len(OPERATIONS)

@@ -76,6 +76,15 @@ def test_a_key_needs_exactly_one_form(key: dict[str, Any]) -> None:
     assert EMAIL not in str(err)
 
 
+def test_a_key_written_bare_instead_of_as_an_object_is_refused_without_quoting_it() -> None:
+    err = refusal(erasure(keys=[EMAIL]))
+    assert err.field == "spec.keys[0]"
+    assert EMAIL not in str(err)
+    err = refusal(erasure(keys=EMAIL))
+    assert err.field == "spec.keys"
+    assert EMAIL not in str(err)
+
+
 def test_bad_base64_is_refused_without_quoting_it() -> None:
     err = refusal(erasure(keys=[{"base64": "alice@example.com"}]))
     assert err.field == "spec.keys[0].base64"
