@@ -17,6 +17,7 @@ import yaml
 
 from devstack.stack import Stack
 from kafka_retention.core.bindings import parse_binding
+from kafka_retention.core.erasure import parse_erasure_spec
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from tests.helpers.examples import (
@@ -36,6 +37,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "RecordPurge": parse_spec,
     "RetentionPolicy": parse_policy_spec,
     "KafkaClusterBinding": lambda spec: parse_binding("example", spec),
+    "RecordErasure": parse_erasure_spec,
 }
 FILES = {path.relative_to(EXAMPLES).as_posix(): path for path in example_files()}
 

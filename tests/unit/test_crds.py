@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kafka_retention.core.bindings import OPERATIONS
+from kafka_retention.core.erasure import ERASURE_FIELDS
+from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.policy_spec import POLICY_FIELDS
 from kafka_retention.core.purge import PURGE_FIELDS
 
@@ -38,7 +41,7 @@ def test_generated_crds_match_their_sources() -> None:
 
 def test_both_kinds_have_a_crd() -> None:
     kinds = {yaml.safe_load(p.read_text())["spec"]["names"]["kind"] for p in CRDS}
-    assert kinds == {"RecordPurge", "RetentionPolicy", "KafkaClusterBinding"}
+    assert kinds == {"RecordPurge", "RetentionPolicy", "KafkaClusterBinding", "RecordErasure"}
 
 
 @pytest.mark.parametrize("crd_file", CRDS, ids=lambda p: p.name)
@@ -84,6 +87,7 @@ def _shape(schema: dict[str, Any]) -> Any:
     [
         ("recordpurges.kafka-retention.io.yaml", PURGE_FIELDS),
         ("retentionpolicies.kafka-retention.io.yaml", POLICY_FIELDS),
+        ("recorderasures.kafka-retention.io.yaml", ERASURE_FIELDS),
     ],
 )
 def test_the_parsers_know_exactly_the_fields_the_crd_defines(
@@ -105,3 +109,41 @@ def test_printer_columns_hold_only_the_fields_the_api_server_knows(crd_file: Pat
     for version in crd["spec"]["versions"]:
         for column in version.get("additionalPrinterColumns", []):
             assert set(column) <= known, column
+
+
+def _erasure_schema() -> dict[str, Any]:
+    crd = yaml.safe_load((REPO / "crds" / "recorderasures.kafka-retention.io.yaml").read_text())
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_the_erasure_phases_are_the_ones_the_operator_writes() -> None:
+    phase = _erasure_schema()["properties"]["status"]["properties"]["phase"]
+    assert phase["enum"] == [p.value for p in Phase]
+
+
+def test_an_erasure_digest_has_no_pattern_the_api_server_would_quote() -> None:
+    """A pattern's refusal quotes the value, which may be a key pasted by mistake: the
+    operator refuses a bad digest instead, naming the field and not the value."""
+    keys = _erasure_schema()["properties"]["spec"]["properties"]["keys"]
+    assert "pattern" not in keys["items"]["properties"]["sha256"]
+    assert keys["maxItems"] == 10_000
+
+
+def test_the_erasure_columns_show_phase_topics_remaining_and_deadline() -> None:
+    crd = yaml.safe_load((REPO / "crds" / "recorderasures.kafka-retention.io.yaml").read_text())
+    columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    assert [c["name"] for c in columns] == ["Phase", "Topics", "Remaining", "Deadline", "Age"]
+    assert columns[2]["jsonPath"] == ".status.summary.matchesRemaining"
+
+
+def test_the_binding_crd_offers_exactly_the_operations_the_parser_knows() -> None:
+    crd = yaml.safe_load(
+        (REPO / "crds" / "kafkaclusterbindings.kafka-retention.io.yaml").read_text()
+    )
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    operations = schema["properties"]["spec"]["properties"]["tenants"]["items"]["properties"][
+        "operations"
+    ]
+    assert operations["items"]["enum"] == list(OPERATIONS)
+    assert operations["maxItems"] == len(OPERATIONS)

@@ -50,11 +50,13 @@ class BindingUnavailable(LookupError):
 
 # purge: RecordPurges; retention: RetentionPolicies that delete (and watch losses and
 # tombstones); orphanCleanup: spec.orphanPartitions; protect: a reader's right to hold
-# back other namespaces' cuts by its groups' positions, without deleting anything.
-Operation = Literal["purge", "retention", "orphanCleanup", "protect"]
-OPERATIONS: tuple[Operation, ...] = ("purge", "retention", "orphanCleanup", "protect")
+# back other namespaces' cuts by its groups' positions, without deleting anything;
+# erase: RecordErasures (tombstones written to the entry's compacted topics).
+Operation = Literal["purge", "retention", "orphanCleanup", "protect", "erase"]
+OPERATIONS: tuple[Operation, ...] = ("purge", "retention", "orphanCleanup", "protect", "erase")
 # Operations whose policies hold back other namespaces' cuts on the entry's topics: an
-# owner holds its own topics, a reader those it was granted protect on.
+# owner holds its own topics, a reader those it was granted protect on. Not erase: a
+# RecordErasure has no groups that stand for readers.
 HOLDING: frozenset[Operation] = frozenset({"retention", "protect"})
 
 # Defaults and bounds as the CRD states them (hack/crd-src/kafkaclusterbinding.yaml).

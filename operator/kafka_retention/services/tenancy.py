@@ -1,12 +1,13 @@
 """Which cluster, topics and broker pods a namespaced resource may act on.
 
-Every RecordPurge and RetentionPolicy passes here before anything is contacted: under
-strict tenancy (the default) its spec.cluster may only name a KafkaClusterBinding, the
-binding must admit the resource's namespace for the operation, and every topic the spec
-names must be one the binding allows. Only then is the binding's connection resolved
-(its Secret in the operator's own namespace), and every connection must answer with the
-binding's cluster id. What the binding says replaces what a tenant could otherwise type:
-the connection, the broker pods and their access, the topic filter.
+Every RecordPurge, RetentionPolicy and RecordErasure passes here before anything is
+contacted: under strict tenancy (the default) its spec.cluster may only name a
+KafkaClusterBinding, the binding must admit the resource's namespace for the operation,
+and every topic the spec names must be one the binding allows. Only then is the
+binding's connection resolved (its Secret in the operator's own namespace), and every
+connection must answer with the binding's cluster id. What the binding says replaces what
+a tenant could otherwise type: the connection, the broker pods and their access, the
+topic filter.
 
 Refusals name the spec field and leave the objects untouched: no Kafka connection, no
 Secret read, no exec happens for a refused resource.
@@ -27,6 +28,7 @@ from kafka_retention.core.bindings import (
     strict_refusal,
 )
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core.erasure import ErasureRequest
 from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec, TopicSelector
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.specs import BrokerAccess, ClusterRef, SpecError
@@ -187,6 +189,29 @@ class Tenancy:
             if why is not None:
                 raise Refused(field, Reason.NOT_PERMITTED, why)
         return self.binding(grant.binding)
+
+    def admit_erasure(self, namespace: str, request: ErasureRequest) -> Grant | None:
+        """The grant a RecordErasure runs under, once its binding allows erase in its
+        namespace and every topic it names; None for a cluster named inline under open
+        tenancy. The caller selects pattern topics within the grant:
+        TopicSelector(names, pattern, allow=grant.allow, protect=grant.all_protect)."""
+        grant = self.admit(namespace, request.cluster, {"erase": "spec.cluster.clusterRef"})
+        if grant is None:
+            return None
+        for field, topic in request.named_topics():
+            why = grant.topic_refusal(topic)
+            if why is not None:
+                raise Refused(field, Reason.NOT_PERMITTED, why)
+        if request.pattern is not None and not grant.allow:
+            # Without an allow list the selector would take every topic the pattern
+            # matches: an empty allow grants nothing, so the pattern may match nothing.
+            raise Refused(
+                "spec.topics",
+                Reason.NOT_PERMITTED,
+                f"KafkaClusterBinding {grant.binding} grants namespace {namespace} no "
+                f"topics ({grant.field}.allow is empty)",
+            )
+        return grant
 
     def admit_policy(self, namespace: str, spec: PolicySpec, peers_before: int = 0) -> PolicySpec:
         """The policy as it runs under its binding: its tenant entry's topic filter, the

@@ -1,0 +1,243 @@
+"""`kafka-retention erase`, `evidence` and `verify-receipt`, called as the integrator
+wires them: the printed RecordErasure holds digests and never a key, and a receipt
+verifies only as signed."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from kafka_retention.cli import erase
+from kafka_retention.cli.common import UsageError
+from kafka_retention.cli.plugin import kube
+from kafka_retention.core.erasure import parse_erasure_spec
+from kafka_retention.core.receipts import public_key_pem, receipt, sign
+
+EMAIL = "alice.secret@example.com"
+DIGEST = hashlib.sha256(EMAIL.encode()).hexdigest()
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+
+
+def erase_args(**more: Any) -> argparse.Namespace:
+    given: dict[str, Any] = {
+        "key": [EMAIL],
+        "key_base64": [],
+        "key_file": None,
+        "topic": ["customers"],
+        "pattern": None,
+        "cluster_ref": "orders-prod",
+        "name": "forget-alice",
+        "namespace": "team-a",
+        "dry_run": False,
+        "on_delete_topics": "report",
+        "accept_collateral": False,
+        "deadline": None,
+        **more,
+    }
+    return argparse.Namespace(**given)
+
+
+def test_the_resource_holds_the_digest_and_never_the_key() -> None:
+    resource = erase.erase_resource(
+        "forget-alice", "team-a", "orders-prod", ["customers"], [EMAIL.encode()], False
+    )
+    assert resource["kind"] == "RecordErasure"
+    assert resource["metadata"] == {"name": "forget-alice", "namespace": "team-a"}
+    assert resource["spec"]["keys"] == [{"sha256": DIGEST}]
+    assert EMAIL not in json.dumps(resource)
+    assert "alice" not in json.dumps(resource["spec"])
+    # What is printed is what the operator parses.
+    assert parse_erasure_spec(resource["spec"]).digests() == {DIGEST}
+
+
+def test_print_erase_writes_yaml_without_the_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert erase.print_erase(erase_args(key_base64=[base64.b64encode(b"\x00\xff").decode()])) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#")
+    assert EMAIL not in out
+    resource = yaml.safe_load(out)
+    assert {k["sha256"] for k in resource["spec"]["keys"]} == {
+        DIGEST,
+        hashlib.sha256(b"\x00\xff").hexdigest(),
+    }
+
+
+def test_the_options_reach_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    args = erase_args(
+        topic=[],
+        pattern="customers-.*",
+        dry_run=True,
+        on_delete_topics="cut",
+        deadline="7d",
+        namespace=None,
+    )
+    assert erase.print_erase(args) == 0
+    resource = yaml.safe_load(capsys.readouterr().out)
+    spec = resource["spec"]
+    assert spec["topics"] == {"pattern": "customers-.*"}
+    assert spec["onDeleteTopics"] == "cut"
+    assert spec["dryRun"] is True
+    assert spec["deadline"] == "7d"
+    assert "namespace" not in resource["metadata"]
+
+
+def test_cut_without_accepting_the_collateral_is_a_usage_error_naming_the_field(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert erase.print_erase(erase_args(on_delete_topics="cut")) == 2
+    captured = capsys.readouterr()
+    assert "spec.acceptCollateral" in captured.err
+    assert captured.out == ""
+    assert erase.print_erase(erase_args(on_delete_topics="cut", accept_collateral=True)) == 0
+
+
+def test_an_internal_topic_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert erase.print_erase(erase_args(topic=["__consumer_offsets"])) == 2
+    assert "spec.topics.names[0]" in capsys.readouterr().err
+
+
+def test_keys_come_from_text_base64_and_a_file_one_per_line(tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_bytes(b"bob@example.com\r\n\ncarol@example.com\n")
+    keys = erase.keys_from_args(["alice"], [base64.b64encode(b"\x01").decode()], keys_file)
+    assert keys == [b"alice", b"\x01", b"bob@example.com", b"carol@example.com"]
+
+
+def test_bad_base64_is_refused_by_position_not_by_value() -> None:
+    with pytest.raises(UsageError) as refused:
+        erase.keys_from_args([], ["YQ==", EMAIL], None)
+    assert "number 2" in str(refused.value)
+    assert EMAIL not in str(refused.value)
+
+
+def test_no_key_at_all_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert erase.print_erase(erase_args(key=[])) == 2
+    assert "at least one key" in capsys.readouterr().err
+
+
+def _signed() -> dict[str, Any]:
+    doc = receipt(
+        "forget-alice",
+        "team-a",
+        "uid-1",
+        "cluster-1",
+        [{"topic": "customers", "partition": 0, "digest": DIGEST, "scans": []}],
+        "2026-11-29T03:00:41Z",
+    )
+    return sign(doc, KEY)
+
+
+def test_verify_receipt_is_0_for_a_good_receipt_and_says_what_it_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(_signed()))
+    assert erase.verify_receipt(path, None) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("valid:")
+    assert "embedded in the receipt only" in out
+    pem = tmp_path / "key.pem"
+    pem.write_bytes(public_key_pem(KEY.public_key()))
+    assert erase.verify_receipt(path, pem) == 0
+    assert "embedded" not in capsys.readouterr().out
+
+
+def test_verify_receipt_is_1_for_a_tampered_receipt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    signed = _signed()
+    signed["receipt"]["evidence"][0]["partition"] = 1
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(signed))
+    assert erase.verify_receipt(path, None) == 1
+    assert capsys.readouterr().err.startswith("invalid:")
+
+
+def test_verify_receipt_is_1_for_another_signer_than_the_trusted_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(sign(_signed()["receipt"], Ed25519PrivateKey.generate())))
+    pem = tmp_path / "key.pem"
+    pem.write_bytes(public_key_pem(KEY.public_key()))
+    assert erase.verify_receipt(path, pem) == 1
+    assert "not by the trusted key" in capsys.readouterr().err
+
+
+def test_verify_receipt_of_a_file_that_is_not_json_is_1(tmp_path: Path) -> None:
+    path = tmp_path / "receipt.json"
+    path.write_text("nope")
+    assert erase.verify_receipt(path, None) == 1
+    assert erase.verify_receipt(tmp_path / "missing.json", None) == 2
+
+
+class FakeCluster:
+    """The API server as `evidence` reads it: one RecordErasure and its receipt set."""
+
+    namespace = "team-a"
+
+    def __init__(self, status: dict[str, Any], payload: str | None) -> None:
+        self.status = status
+        self.payload = payload
+        self.asked: list[tuple[str, str, str]] = []
+
+    def get(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        assert plural == "recorderasures"
+        return {"metadata": {"name": name}, "status": self.status} if name == "e" else None
+
+    def configmap_set(self, namespace: str, base: str, suffix: str) -> str | None:
+        self.asked.append((namespace, base, suffix))
+        return self.payload
+
+
+def evidence_args(tmp_path: Path, name: str = "e") -> argparse.Namespace:
+    return argparse.Namespace(name=name, namespace=None, output=tmp_path / "out.json")
+
+
+def test_evidence_writes_the_receipt_its_status_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    signed = _signed()
+    status = {
+        "phase": "KeyErased",
+        "receipt": {"configMap": "kr-recorderasure-e-receipt", "sha256": signed["sha256"]},
+    }
+    fake = FakeCluster(status, json.dumps(signed))
+    monkeypatch.setattr(kube, "connect", lambda kubeconfig, context: fake)
+    args = evidence_args(tmp_path)
+    assert erase.print_evidence(args) == 0
+    assert fake.asked == [("team-a", "kr-recorderasure-e", "receipt")]
+    written = json.loads(args.output.read_text())
+    assert written == signed
+    assert erase.verify_receipt(args.output, None) == 0
+
+
+def test_evidence_refuses_a_receipt_other_than_the_one_status_states(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = {"receipt": {"configMap": "kr-recorderasure-e-receipt", "sha256": "0" * 64}}
+    fake = FakeCluster(status, json.dumps(_signed()))
+    monkeypatch.setattr(kube, "connect", lambda kubeconfig, context: fake)
+    args = evidence_args(tmp_path)
+    assert erase.print_evidence(args) == 1
+    assert "not the one status.receipt states" in capsys.readouterr().err
+    assert not args.output.exists()
+
+
+def test_evidence_before_the_receipt_is_signed_says_the_phase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeCluster({"phase": "Tombstoned"}, None)
+    monkeypatch.setattr(kube, "connect", lambda kubeconfig, context: fake)
+    assert erase.print_evidence(evidence_args(tmp_path)) == 1
+    assert "phase Tombstoned" in capsys.readouterr().err
+    assert erase.print_evidence(evidence_args(tmp_path, name="other")) == 1
+    assert "no RecordErasure other" in capsys.readouterr().err
