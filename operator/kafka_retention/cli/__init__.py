@@ -131,6 +131,24 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 # Progress shows on a terminal by itself (one line, rewritten); -v asks for it elsewhere.
+def _erase(args: argparse.Namespace) -> int:
+    from kafka_retention.cli.erase import print_erase
+
+    return print_erase(args)
+
+
+def _evidence(args: argparse.Namespace) -> int:
+    from kafka_retention.cli.erase import print_evidence
+
+    return print_evidence(args)
+
+
+def _verify_receipt(args: argparse.Namespace) -> int:
+    from kafka_retention.cli.erase import verify_receipt
+
+    return verify_receipt(args.file, args.public_key)
+
+
 PROGRESS_HELP = "print each stage on a line of its own even when stderr is not a terminal"
 
 
@@ -210,8 +228,10 @@ def _given(args: argparse.Namespace, flags: Sequence[_Flag]) -> dict[str, Any]:
 def _subcommand(
     sub: Any, func: Callable[[argparse.Namespace], int], **words: str
 ) -> argparse.ArgumentParser:
-    """The parser of a command that runs `func`, named as `func` is (less its "_")."""
-    parser: argparse.ArgumentParser = sub.add_parser(func.__name__.lstrip("_"), **words)
+    """The parser of a command that runs `func`, named as `func` is (less its "_", with
+    "-" between words)."""
+    name = func.__name__.lstrip("_").replace("_", "-")
+    parser: argparse.ArgumentParser = sub.add_parser(name, **words)
     parser.set_defaults(func=func)
     return parser
 
@@ -387,7 +407,96 @@ def build_parser() -> argparse.ArgumentParser:
         "--output", type=Path, metavar="plan.jsonl", help="also write the plan as JSON lines"
     )
     _client_flags(plan)
+    _erasure_commands(sub)
     return parser
+
+
+def _erasure_commands(sub: Any) -> None:
+    erase = _subcommand(
+        sub,
+        _erase,
+        help="print a RecordErasure for keys, as their SHA-256 digests only",
+        description="Hashes each key on this machine (--key as UTF-8, --key-base64 as raw "
+        "bytes, --key-file one UTF-8 key per line) and prints the RecordErasure for "
+        "`kubectl create -f -`. The keys themselves are never printed; --key-file keeps "
+        "them out of the shell history too.",
+    )
+    erase.add_argument(
+        "--key", action="extend", nargs="+", metavar="TEXT", help="keys as UTF-8 text"
+    )
+    erase.add_argument(
+        "--key-base64", action="extend", nargs="+", metavar="B64", help="keys' raw bytes, base64"
+    )
+    erase.add_argument("--key-file", type=Path, metavar="FILE", help="keys, one UTF-8 key a line")
+    erase.add_argument(
+        "--topic", action="extend", nargs="+", metavar="T", help="topics to erase the keys from"
+    )
+    erase.add_argument(
+        "--pattern",
+        metavar="RE",
+        help="RE2 matching whole topic names (only those the binding allows for erase)",
+    )
+    erase.add_argument(
+        "--cluster-ref", required=True, metavar="NAME", help="the KafkaClusterBinding to use"
+    )
+    erase.add_argument("--name", required=True, metavar="N", help="the RecordErasure's name")
+    erase.add_argument(
+        "-n", "--namespace", metavar="NS", help="its namespace (default: kubectl's at create)"
+    )
+    erase.add_argument(
+        "--dry-run", action="store_true", help="scan and report matches; write nothing"
+    )
+    erase.add_argument(
+        "--on-delete-topics",
+        choices=["report", "cut"],
+        default="report",
+        help="on topics that cannot be compacted: report when retention removes the records "
+        "(default), or cut past the last match (needs --accept-collateral)",
+    )
+    erase.add_argument(
+        "--accept-collateral",
+        action="store_true",
+        help="accept the other keys' records a cut removes (see a --dry-run first)",
+    )
+    erase.add_argument(
+        "--deadline", metavar="DURATION", help="when it must be complete, from creation (30d)"
+    )
+
+    evidence = _subcommand(
+        sub,
+        _evidence,
+        help="write a RecordErasure's signed receipt",
+        description="Reads the RecordErasure's status.receipt and the ConfigMap it names, "
+        "checks the receipt is the one status states, and writes it as JSON. Exit 1 when "
+        "there is none yet.",
+    )
+    evidence.add_argument("name", metavar="NAME")
+    evidence.add_argument(
+        "-n", "--namespace", metavar="NS", help="default: the kubeconfig context's namespace"
+    )
+    evidence.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write it here (default: stdout)"
+    )
+    evidence.add_argument("--kubeconfig", metavar="FILE", help="default: kubectl's")
+    evidence.add_argument("--context", metavar="NAME", help="default: the current context")
+
+    verify = _subcommand(
+        sub,
+        _verify_receipt,
+        help="check a RecordErasure receipt's signature",
+        description="Exit 0 when the receipt is intact and signed (by --public-key, when "
+        "given: without it only the key embedded in the receipt is checked, which proves "
+        "integrity, not the signer); 1 with the reason on stderr when not.",
+    )
+    verify.add_argument(
+        "file", type=Path, metavar="FILE", help="the receipt, as `evidence` writes it"
+    )
+    verify.add_argument(
+        "--public-key",
+        type=Path,
+        metavar="PEM",
+        help="the operator's signing public key (SubjectPublicKeyInfo PEM) to trust",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
