@@ -1,0 +1,145 @@
+"""An erasure scan's bookkeeping: which records carry a listed key (by SHA-256), how many
+with values and how many tombstones, where, what a cut past them would take, and the
+scan's JSON form (which carries no key bytes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from kafka_retention.core.erasure import key_digest
+from kafka_retention.core.erasure_scan import DigestHits, KeyMatcher, PartitionScan, ScanTally
+from kafka_retention.core.facts import TopicPartition
+
+TP = TopicPartition("orders", 2)
+ALICE, BOB = b"user-alice", b"user-bob"
+
+
+def tally_of(records: list[tuple[int, bytes | None, bool]], *keys: bytes) -> PartitionScan:
+    """A scan of [0, 100) fed (offset, key, is_null) records, 10 bytes each, timestamp
+    1000 + offset."""
+    tally = ScanTally(TP, 0, 100, KeyMatcher(key_digest(k) for k in keys))
+    for offset, key, is_null in records:
+        tally.add(offset, 1000 + offset, key, is_null, 10)
+    return tally.result()
+
+
+def test_matcher_finds_listed_keys_by_their_sha256_and_nothing_else() -> None:
+    matcher = KeyMatcher([key_digest(ALICE)])
+    assert matcher.match(ALICE) == hashlib.sha256(ALICE).hexdigest()
+    assert matcher.match(BOB) is None
+    assert matcher.match(None) is None
+    assert matcher.match(b"") is None
+    # The digest of the bytes, not of some other encoding of the same text.
+    assert matcher.match(ALICE.decode().encode("utf-16")) is None
+
+
+def test_matcher_on_ten_thousand_digests_matches_exactly_the_listed_ones() -> None:
+    listed = [f"customer-{i}".encode() for i in range(10_000)]
+    matcher = KeyMatcher(key_digest(k) for k in listed)
+    assert len(matcher) == 10_000
+    assert all(matcher.match(k) == key_digest(k) for k in listed)
+    assert not any(matcher.match(f"customer-{i}".encode()) for i in range(10_000, 20_000))
+
+
+def test_matcher_refuses_a_malformed_digest_without_quoting_it() -> None:
+    pasted = "alice@example.com"
+    with pytest.raises(ValueError, match="digest #1 is not") as err:
+        KeyMatcher([key_digest(ALICE), pasted])
+    assert pasted not in str(err.value)
+    with pytest.raises(ValueError, match="digest #0 is not"):
+        KeyMatcher([key_digest(ALICE).upper()])
+
+
+def test_tally_counts_values_and_tombstones_per_digest_with_their_offsets() -> None:
+    scan = tally_of(
+        [
+            (3, ALICE, False),
+            (4, BOB, False),
+            (7, ALICE, False),
+            (9, BOB, True),
+            (12, ALICE, True),
+        ],
+        ALICE,
+        BOB,
+    )
+    alice, bob = scan.hits[key_digest(ALICE)], scan.hits[key_digest(BOB)]
+    assert alice == DigestHits(
+        records=3,
+        values=2,
+        tombstones=1,
+        first_offset=3,
+        last_offset=12,
+        last_value_offset=7,
+        last_tombstone_offset=12,
+        last_timestamp_ms=1012,
+    )
+    assert (bob.records, bob.values, bob.tombstones) == (2, 1, 1)
+    assert (bob.first_offset, bob.last_offset, bob.last_value_offset) == (4, 9, 4)
+    assert (scan.examined, scan.bytes_examined, scan.matches, scan.values) == (5, 50, 5, 3)
+
+
+def test_collateral_is_the_other_records_at_or_below_the_last_match() -> None:
+    scan = tally_of(
+        [
+            (0, b"other", False),
+            (1, None, False),  # keyless: never a match, taken by a cut all the same
+            (2, ALICE, False),
+            (3, BOB, False),  # not listed here
+            (5, ALICE, True),
+            (6, b"other", False),  # past the last match: a cut at 6 keeps it
+            (8, None, False),
+        ],
+        ALICE,
+    )
+    assert list(scan.hits) == [key_digest(ALICE)]
+    assert (scan.collateral_records, scan.collateral_bytes) == (3, 30)
+    assert scan.examined == 7
+
+
+def test_a_partition_without_matches_has_no_hits_and_no_collateral() -> None:
+    scan = tally_of([(0, BOB, False), (1, None, True)], ALICE)
+    assert scan.hits == {}
+    assert (scan.matches, scan.collateral_records, scan.examined) == (0, 0, 2)
+
+
+def test_tally_refuses_records_out_of_order_or_out_of_range() -> None:
+    tally = ScanTally(TP, 10, 20, KeyMatcher([key_digest(ALICE)]))
+    tally.add(10, 0, ALICE, False, 1)
+    with pytest.raises(ValueError, match="offset 10 after 10"):
+        tally.add(10, 0, ALICE, False, 1)
+    with pytest.raises(ValueError, match="offset 20 after 10, range"):
+        tally.add(20, 0, BOB, False, 1)
+    fresh = ScanTally(TP, 10, 20, KeyMatcher([]))
+    with pytest.raises(ValueError, match="offset 9 after 9"):
+        fresh.add(9, 0, BOB, False, 1)
+
+
+def test_a_scan_survives_a_json_round_trip_and_carries_no_key_bytes() -> None:
+    scan = tally_of([(1, b"other", False), (2, ALICE, False), (3, ALICE, True)], ALICE, BOB)
+    text = json.dumps(scan.to_json())
+    assert PartitionScan.from_json(json.loads(text)) == scan
+    assert "user-alice" not in text
+    assert key_digest(ALICE) in text
+    empty = PartitionScan(TopicPartition("t", 0), 5, 5)
+    assert PartitionScan.from_json(json.loads(json.dumps(empty.to_json()))) == empty
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"partition": "2"},
+        {"start": True},
+        {"surprise": 1},
+        {"hits": {"alice@example.com": {}}},
+        {"hits": {key_digest(ALICE): {"records": "1"}}},
+        {"topic": ""},
+    ],
+)
+def test_a_scan_document_with_a_wrong_field_is_refused(change: dict[str, object]) -> None:
+    raw = {**tally_of([(2, ALICE, False)], ALICE).to_json(), **change}
+    with pytest.raises(ValueError, match=r"PartitionScan|DigestHits") as err:
+        PartitionScan.from_json(raw)
+    assert "alice@example.com" not in str(err.value)
