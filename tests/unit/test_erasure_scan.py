@@ -9,9 +9,19 @@ import json
 
 import pytest
 
+from kafka_retention.adapters.kafka_erasure import ErasureAdmin
+from kafka_retention.adapters.kafka_writes import TombstoneWriter
 from kafka_retention.core.erasure import key_digest
-from kafka_retention.core.erasure_scan import DigestHits, KeyMatcher, PartitionScan, ScanTally
+from kafka_retention.core.erasure_scan import (
+    DigestHits,
+    KeyMatcher,
+    PartitionScan,
+    ScanTally,
+    TombstoneWrite,
+)
 from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaFailure
+from kafka_retention.services.ports import ErasureKafka
 
 TP = TopicPartition("orders", 2)
 ALICE, BOB = b"user-alice", b"user-bob"
@@ -143,3 +153,45 @@ def test_a_scan_document_with_a_wrong_field_is_refused(change: dict[str, object]
     with pytest.raises(ValueError, match=r"PartitionScan|DigestHits") as err:
         PartitionScan.from_json(raw)
     assert "alice@example.com" not in str(err.value)
+
+
+# --- the adapter, without a cluster ---------------------------------------------------
+
+
+def test_the_erasure_admin_is_what_the_erasure_service_asks_of_kafka() -> None:
+    # mypy (make lint) checks this assignment against the port, method by method.
+    port: ErasureKafka = ErasureAdmin("127.0.0.1:1")
+    assert callable(port.scan_keys)
+    assert callable(port.write_tombstones)
+
+
+@pytest.mark.parametrize("key", [b"", None])
+def test_the_writer_refuses_a_tombstone_without_a_key(key: bytes | None) -> None:
+    writer = TombstoneWriter("127.0.0.1:1")
+    with pytest.raises(ValueError, match="needs a non-empty key"):
+        writer.tombstones([(TP, b"k"), (TP, key)])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"cleanup.policy": "delete"},
+        {"cleanup.policy": "compact", "remote.storage.enable": "true"},
+    ],
+)
+def test_no_tombstone_is_written_to_a_topic_that_cannot_be_compacted(
+    config: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A null value on a delete topic erases nothing and stores the key once more."""
+    admin = ErasureAdmin("127.0.0.1:1")
+
+    def never(*_: object) -> object:
+        raise AssertionError("read or wrote records")
+
+    monkeypatch.setattr(admin, "topic_configs", lambda topics: dict.fromkeys(topics, config))
+    monkeypatch.setattr(admin, "_read_keys", never)
+    monkeypatch.setattr(admin, "_writer", never)
+    out = admin.write_tombstones([TombstoneWrite(TP, key_digest(ALICE), 3)])
+    failure = out[(TP, key_digest(ALICE))]
+    assert isinstance(failure, KafkaFailure)
+    assert (failure.code, failure.retriable) == ("NOT_COMPACTED", False)
