@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
 
+from kafka_retention.adapters import kafka_erasure
 from kafka_retention.adapters.kafka_erasure import ErasureAdmin
+from kafka_retention.adapters.kafka_records import RecordInfo
 from kafka_retention.adapters.kafka_writes import TombstoneWriter
 from kafka_retention.core.erasure import key_digest
 from kafka_retention.core.erasure_scan import (
@@ -18,9 +21,10 @@ from kafka_retention.core.erasure_scan import (
     PartitionScan,
     ScanTally,
     TombstoneWrite,
+    WrittenTombstone,
 )
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.failures import KafkaFailure
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.services.ports import ErasureKafka
 
 TP = TopicPartition("orders", 2)
@@ -195,3 +199,105 @@ def test_no_tombstone_is_written_to_a_topic_that_cannot_be_compacted(
     failure = out[(TP, key_digest(ALICE))]
     assert isinstance(failure, KafkaFailure)
     assert (failure.code, failure.retriable) == ("NOT_COMPACTED", False)
+
+
+class FakeLog:
+    """Partitions in memory as (offset, key, value) records, read as RecordReader reads
+    them; `broken` partitions raise KafkaUnavailable once reached."""
+
+    def __init__(self, records: dict[TopicPartition, list[tuple[int, bytes | None, bytes | None]]]):
+        self.records = records
+        self.broken: set[TopicPartition] = set()
+        self.reads: list[dict[TopicPartition, tuple[int, int]]] = []
+
+    def read_many(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], first: int | None = None
+    ) -> Iterator[tuple[TopicPartition, RecordInfo]]:
+        self.reads.append(dict(ranges))
+        for tp, (start, end) in ranges.items():
+            if tp in self.broken:
+                raise KafkaUnavailable(f"no records from {tp} for 10s")
+            found = [r for r in self.records.get(tp, []) if start <= r[0] < end]
+            for offset, key, value in found[:first]:
+                yield tp, RecordInfo(offset, 1000 + offset, key, 10, value is None)
+
+    def close(self) -> None:
+        pass
+
+
+class FakeWriter:
+    def __init__(self) -> None:
+        self.written: list[tuple[TopicPartition, bytes]] = []
+
+    def tombstones(
+        self, writes: Sequence[tuple[TopicPartition, bytes]]
+    ) -> list[WrittenTombstone | KafkaFailure]:
+        self.written.extend(writes)
+        return [WrittenTombstone(100 + i, 5) for i, _ in enumerate(writes)]
+
+    def close(self) -> None:
+        pass
+
+
+def fake_admin(monkeypatch: pytest.MonkeyPatch, log: FakeLog) -> tuple[ErasureAdmin, FakeWriter]:
+    admin, writer = ErasureAdmin("127.0.0.1:1"), FakeWriter()
+    ends = {tp: max((r[0] for r in recs), default=-1) + 1 for tp, recs in log.records.items()}
+    monkeypatch.setattr(admin, "_reader", lambda **_: log)
+    monkeypatch.setattr(admin, "_writer", lambda: writer)
+    monkeypatch.setattr(
+        admin, "topic_configs", lambda ts: {t: {"cleanup.policy": "compact"} for t in ts}
+    )
+    monkeypatch.setattr(
+        admin, "log_bounds", lambda tps: (dict.fromkeys(tps, 0), {tp: ends[tp] for tp in tps})
+    )
+    return admin, writer
+
+
+def test_a_tombstone_carries_the_bytes_of_a_record_whose_key_has_the_digest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only bytes that hash to the digest are ever written: where the record at the
+    offset has another key (compaction removed the match), the next match is used."""
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    log = FakeLog(
+        {
+            a: [(0, ALICE, b"v"), (1, BOB, b"v")],
+            b: [(0, BOB, b"v"), (3, b"other", b"v"), (7, ALICE, b"v2"), (8, ALICE, None)],
+        }
+    )
+    admin, writer = fake_admin(monkeypatch, log)
+    out = admin.write_tombstones(
+        [
+            TombstoneWrite(a, key_digest(ALICE), 0),
+            TombstoneWrite(a, key_digest(ALICE), 0),  # the same write twice: one tombstone
+            TombstoneWrite(b, key_digest(ALICE), 2),  # offset 2 is gone: 3 is "other"
+            TombstoneWrite(a, key_digest(b"carol"), 0),  # carol is not in the log
+        ]
+    )
+    assert sorted(writer.written) == [(a, ALICE), (b, ALICE)]
+    assert isinstance(out[(a, key_digest(ALICE))], WrittenTombstone)
+    assert isinstance(out[(b, key_digest(ALICE))], WrittenTombstone)
+    carol = out[(a, key_digest(b"carol"))]
+    assert isinstance(carol, KafkaFailure)
+    assert carol.code == "KEY_NOT_FOUND"
+    # One point read for each partition's first write, then searches for the misses.
+    assert log.reads[0] == {a: (0, 2), b: (2, 9)}
+
+
+def test_a_failed_scan_round_fails_its_partitions_and_an_unreachable_cluster_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kafka_erasure, "ROUND_PARTITIONS", 2)
+    tps = [TopicPartition("t", p) for p in range(8)]
+    log = FakeLog({tp: [(0, ALICE, b"v"), (1, BOB, b"v")] for tp in tps})
+    log.broken = {tps[3], tps[4]}  # the second round fails after a record; the third at once
+    admin, _ = fake_admin(monkeypatch, log)
+    out = admin.scan_keys(dict.fromkeys(tps, (0, 2)), {key_digest(ALICE)})
+    assert [type(out[tp]).__name__ for tp in tps] == ["PartitionScan"] * 2 + ["KafkaFailure"] * 6
+    assert len(log.reads) == 3  # the round that read nothing ends the scan: no fourth
+    first = out[tps[0]]
+    assert isinstance(first, PartitionScan)
+    assert first.hits[key_digest(ALICE)].values == 1
+    failed = out[tps[2]]
+    assert isinstance(failed, KafkaFailure)
+    assert failed.retriable
