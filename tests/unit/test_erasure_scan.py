@@ -301,3 +301,18 @@ def test_a_failed_scan_round_fails_its_partitions_and_an_unreachable_cluster_the
     failed = out[tps[2]]
     assert isinstance(failed, KafkaFailure)
     assert failed.retriable
+
+
+def test_a_write_whose_partition_does_not_answer_fails_and_nothing_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    log = FakeLog({a: [(0, ALICE, b"v")], b: [(0, ALICE, b"v")]})
+    log.broken = {b}
+    admin, writer = fake_admin(monkeypatch, log)
+    out = admin.write_tombstones([TombstoneWrite(b, key_digest(ALICE), 0)])
+    failure = out[(b, key_digest(ALICE))]
+    assert isinstance(failure, KafkaFailure)
+    assert (failure.code, failure.retriable) == ("KAFKA_UNAVAILABLE", True)
+    assert writer.written == []
+    assert len(log.reads) == 1  # no search after a read the cluster did not answer

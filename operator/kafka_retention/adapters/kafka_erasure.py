@@ -188,7 +188,7 @@ class ErasureAdmin(KafkaAdmin):
                 ranges[k] = (max(w.key_offset, start), end)
         reader = self._reader(partition_fetch_bytes=POINT_FETCH_BYTES)
         try:
-            misses = self._point_reads(reader, ranges, keys)
+            misses = self._point_reads(reader, ranges, keys, out)
             for k in misses:  # compaction moved the key on: look further, one by one
                 try:
                     found = self._first_with_digest(reader, k, ranges[k])
@@ -213,9 +213,11 @@ class ErasureAdmin(KafkaAdmin):
         reader: RecordReader,
         ranges: Mapping[tuple[TopicPartition, str], tuple[int, int]],
         keys: dict[tuple[TopicPartition, str], bytes],
+        out: Answers,
     ) -> list[tuple[TopicPartition, str]]:
         """The first record at or after each write's offset, in rounds with each
-        partition once (one assignment a round); the writes it did not satisfy."""
+        partition once (one assignment a round); the writes it did not satisfy. A round
+        the cluster did not answer fails its writes in `out` rather than searching on."""
         pending = [k for k, (lo, hi) in ranges.items() if lo < hi]
         misses = [k for k, (lo, hi) in ranges.items() if lo >= hi]
         while pending:
@@ -225,19 +227,20 @@ class ErasureAdmin(KafkaAdmin):
             for k in pending:
                 (rest if k[0] in seen else round_).append(k)
                 seen.add(k[0])
+            pending = rest
             first: dict[TopicPartition, bytes | None] = {}
             try:
                 for tp, rec in reader.read_many({k[0]: ranges[k] for k in round_}, first=1):
                     first[tp] = rec.key
-            except KafkaUnavailable:
-                first = {}  # each write of the round gets its own search, and its answer
+            except KafkaUnavailable as exc:
+                out.update(dict.fromkeys(round_, KafkaFailure("KAFKA_UNAVAILABLE", str(exc), True)))
+                continue
             for k in round_:
                 key = first.get(k[0])
                 if key is not None and key_digest(key) == k[1]:
                     keys[k] = key
                 else:
                     misses.append(k)
-            pending = rest
         return misses
 
     @staticmethod
