@@ -85,7 +85,7 @@ class ErasureAdmin(KafkaAdmin):
                 try:
                     for tp, rec in reader.read_many(part):
                         if rec.offset < part[tp][0]:
-                            continue  # before the range: reset to a log start below it
+                            continue  # an offset reset went to a log start below the range
                         tallies[tp].add(
                             rec.offset, rec.timestamp_ms, rec.key, rec.tombstone, rec.size
                         )
