@@ -59,6 +59,7 @@ KAFKA_ONLY = (
     "tests/integration/test_plan_pipeline.py",
     "tests/integration/test_client_properties.py",
     "tests/integration/test_batch_planning.py",
+    "tests/integration/test_erasure_kafka.py",
 )
 
 GROUP_OF_FILE = {

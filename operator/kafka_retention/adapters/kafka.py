@@ -1,5 +1,6 @@
-"""The Kafka adapter (this module's KafkaAdmin, with kafka_calls, kafka_groups and
-kafka_records beside it): the only modules that import confluent-kafka.
+"""The Kafka adapter (this module's KafkaAdmin, with kafka_calls, kafka_groups,
+kafka_records, kafka_erasure and kafka_writes beside it): the only modules that import
+confluent-kafka.
 
 It answers in the planning core's plain types, turns client exceptions into
 `KafkaFailure` values (per partition) or `KafkaUnavailable` (the cluster as a whole), and
