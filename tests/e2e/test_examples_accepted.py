@@ -19,7 +19,7 @@ What a reader types is rewritten only where the stack differs from their cluster
   in place of spec.cluster.strimzi: Strimzi is not here, and spec.brokers then names the
   pods by the labels the operator would have taken from Strimzi); a Secret they name is
   made, holding `security.protocol=PLAINTEXT`, unless the object is meant to be refused;
-- every purge and policy runs with dryRun (and orphanPartitions.dryRun): the shared local
+- every purge, policy and erasure runs with dryRun (and orphanPartitions.dryRun): the shared local
   cluster may hold topics with the examples' names, made by other tests, and this test
   must never delete their records. Tenancy and spec checks come before any plan, dry or
   not, so a dry run is refused exactly where a real one would be.
@@ -44,6 +44,7 @@ import yaml
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
 from kafka_retention.core.conditions import Reason
+from kafka_retention.core import erasure_states
 from kafka_retention.core.purge_states import FINAL_PHASES
 from kafka_retention.core.strimzi import StrimziRef
 from tests.helpers import tenancy
@@ -309,6 +310,8 @@ def verdict(obj: dict[str, Any]) -> tuple[str, str] | None:
         return "accepted", f"phase {phase}, Ready {reason}"
     if obj["kind"] == "RetentionPolicy" and completed(obj):
         return "accepted", f"a run completed, Ready {reason}"
+    if obj["kind"] == "RecordErasure" and phase in erasure_states.FINAL_PHASES:
+        return "accepted", f"phase {phase}, Ready {reason}"
     return None
 
 
