@@ -119,7 +119,7 @@ def load(status: Mapping[str, Any], blobs: BlobStore) -> list[Entry]:
     return [dict(e) for e in loaded]
 
 
-def store(evidence: Sequence[Mapping[str, Any]], blobs: BlobStore) -> Mapping[str, Any] | None:
+def save(evidence: Sequence[Mapping[str, Any]], blobs: BlobStore) -> Mapping[str, Any] | None:
     """Where the whole evidence is when status cannot hold it (None: status holds it
     all). A refusal raises WriteRefused."""
     if len(evidence) <= EVIDENCE_LIMIT:

@@ -507,7 +507,7 @@ def _picture(
         "tombstonesWritten": 0,
         **counts,
     }
-    ref = ev.store(entries, erasure.blobs)
+    ref = ev.save(entries, erasure.blobs)
     return Picture(topics, entries, ref, summary, deadline, at_risk)
 
 
