@@ -397,7 +397,7 @@ def _judge_entry(
         milestone = values_ms if stage == Phase.TOMBSTONED else key_ms
         judged.expected.setdefault(topic, []).append(milestone)
         judged.key_ms.append(key_ms)
-        if stage == Phase.TOMBSTONED:
+        if stage in (Phase.TOMBSTONED, Phase.AWAITING_RETENTION):
             judged.values_ms.append(values_ms)
         if note and key_ms is None:
             judged.notes.setdefault(topic, set()).add(note)
@@ -440,6 +440,11 @@ def _build(
     now_ms: int,
 ) -> Picture:
     topics = list(kept_topics)
+    # Topics not looked at this run (retention not due yet) still bound the deadline.
+    for kept in kept_topics:
+        if kept.get("stage") == Phase.AWAITING_RETENTION:
+            judged.values_ms.append(_expected_ms(kept))
+            judged.key_ms.append(_expected_ms(kept))
     for topic in sorted(selection.partitions):
         stages = judged.stages.get(topic) or [Phase.KEY_ERASED]
         stage = min(stages, key=STAGES.index)
@@ -525,14 +530,12 @@ def _met(erasure: Erasure, request: ErasureRequest, why: str) -> Condition:
 def _stored_picture(erasure: Erasure, known: list[Entry]) -> Picture:
     """What status already says, for a step that scans nothing."""
     st = erasure.status
-    at_risk = next(
-        (
-            Condition("DeadlineAtRisk", c["status"], Reason(c["reason"]), c.get("message", ""))
-            for c in st.get("conditions") or []
-            if c.get("type") == "DeadlineAtRisk"
-        ),
-        Condition("DeadlineAtRisk", "Unknown", Reason.ERASURE_DEADLINE_MET, ""),
-    )
+    at_risk = Condition("DeadlineAtRisk", "Unknown", Reason.ERASURE_DEADLINE_MET, "")
+    for c in st.get("conditions") or []:
+        if c.get("type") == "DeadlineAtRisk" and c.get("reason") in set(Reason):
+            at_risk = Condition(
+                "DeadlineAtRisk", c["status"], Reason(c["reason"]), str(c.get("message", ""))
+            )
     return Picture(
         [dict(t) for t in st.get("topics") or []],
         known,
