@@ -165,7 +165,7 @@ def _erase(
             )
         )
     except service.Retry as pending:
-        _post(body, pending.events)
+        _post(body, pending.events, namespace, name)
         if pending.quiet:
             # Waiting on the cleaner or on retention is the normal course: a log line.
             log.info("RecordErasure %s/%s: %s", namespace, name, pending)
@@ -175,7 +175,7 @@ def _erase(
     finally:
         metrics.RUN_SECONDS.labels(KIND).observe(time.monotonic() - started)
 
-    _post(body, outcome.events)
+    _post(body, outcome.events, namespace, name)
     if outcome.invalid_field is not None:
         kopf.warn(body, reason=EventReason.INVALID_SPEC, message=outcome.message)
         raise kopf.PermanentError(outcome.message)
@@ -183,8 +183,12 @@ def _erase(
         kopf.warn(body, reason=f"Erasure{Phase.FAILED}", message=outcome.message)
 
 
-def _post(body: kopf.Body, events: list[tuple[EventReason, str]]) -> None:
+def _post(
+    body: kopf.Body, events: list[tuple[EventReason, str]], namespace: str, name: str
+) -> None:
+    """The run's events, each also a log line (digests and counts only)."""
     for reason, message in events:
+        log.info("RecordErasure %s/%s %s: %s", namespace, name, reason, message)
         if reason == EventReason.ERASURE_DEADLINE_AT_RISK:
             kopf.warn(body, reason=reason, message=message)
         else:

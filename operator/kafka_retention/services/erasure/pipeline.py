@@ -427,7 +427,16 @@ def _write(kafka: ErasureKafka, judged: _Judged, now_ms: int) -> Event:
     message = f"{len(judged.writes)} tombstones written to {partitions} partitions"
     if rewrites:
         message += f" ({rewrites} for keys written again after their tombstone)"
+    message += f"; {_digest_list({w.digest for w, _ in judged.writes.values()})}"
     return (EventReason.TOMBSTONES_WRITTEN, message)
+
+
+def _digest_list(digests: set[str], shown: int = 5) -> str:
+    """Digests for an event (an Event message is cut at 1024 characters: a few, then a
+    count)."""
+    listed = sorted(digests)
+    text = "digests " + ", ".join(listed[:shown])
+    return text + (f" and {len(listed) - shown} more" if len(listed) > shown else "")
 
 
 def _build(
