@@ -688,3 +688,121 @@ def test_the_fake_refuses_a_tombstone_whose_key_does_not_hash_to_the_digest() ->
     assert isinstance(answers[(missing, DIGEST)], KafkaFailure)
     assert kafka.written == []
     assert cast(Any, kafka).logs[tp][-1].key == b"other"
+
+
+class Posted:
+    """kopf.info and kopf.warn as the handler calls them."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def info(self, body: Any, *, reason: str, message: str) -> None:
+        self.events.append(("Normal", str(reason), message))
+
+    def warn(self, body: Any, *, reason: str, message: str) -> None:
+        self.events.append(("Warning", str(reason), message))
+
+
+def handler_run(
+    monkeypatch: pytest.MonkeyPatch, answer: Any, cfg: Any = None
+) -> tuple[Posted, list[service.Erasure], BaseException | None]:
+    """One call of the handler's worker with reconcile answering `answer` (an Outcome to
+    return, or an exception to raise); what it posted, what it was given, what it raised."""
+    import kopf
+
+    from kafka_retention.config import OperatorConfig
+    from kafka_retention.handlers import erasure as handler
+
+    posted, given = Posted(), []
+
+    def reconcile(erasure: service.Erasure) -> service.Outcome:
+        given.append(erasure)
+        if isinstance(answer, BaseException):
+            raise answer
+        return cast(service.Outcome, answer)
+
+    monkeypatch.setattr(handler.service, "reconcile", reconcile)
+    monkeypatch.setattr(kopf, "info", posted.info)
+    monkeypatch.setattr(kopf, "warn", posted.warn)
+    memo = kopf.Memo(config=cfg or OperatorConfig(tenancy="open"))
+    meta = {"uid": "u-1", "generation": 1, "creationTimestamp": "2026-11-29T12:00:00Z"}
+    raised: BaseException | None = None
+    try:
+        handler._erase(
+            cast(Any, {}),
+            cast(Any, spec("users")),
+            cast(Any, {"startedAt": "2026-11-29T12:00:00Z"}),
+            cast(Any, meta),
+            "tenant",
+            "e",
+            0,
+            memo,
+        )
+    except BaseException as err:  # the test looks at what it was
+        raised = err
+    return posted, given, raised
+
+
+def test_the_handler_waits_on_the_cleaner_quietly_posting_only_what_the_run_did(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import kopf
+
+    caplog.set_level(logging.INFO)
+    wait = service.Retry(
+        "Tombstoned: waiting for the log cleaner",
+        7.5,
+        quiet=True,
+        events=[(EventReason.TOMBSTONES_WRITTEN, f"2 tombstones; digests {DIGEST}")],
+    )
+    posted, _, raised = handler_run(monkeypatch, wait)
+    assert isinstance(raised, kopf.TemporaryError)
+    assert raised.delay == 7.5
+    assert posted.events == [("Normal", "TombstonesWritten", f"2 tombstones; digests {DIGEST}")]
+    assert DIGEST in caplog.text
+
+
+def test_the_handler_warns_when_a_run_cannot_proceed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kopf
+
+    posted, _, raised = handler_run(monkeypatch, service.Retry("KafkaUnavailable: down", 10))
+    assert isinstance(raised, kopf.TemporaryError)
+    assert [(kind, reason) for kind, reason, _ in posted.events] == [("Warning", "ErasurePending")]
+
+
+def test_the_handler_ends_a_refused_erasure_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kopf
+
+    refused = service.Outcome(
+        Phase.FAILED,
+        "spec.keys[0].sha256: is not 64 hexadecimal characters",
+        finished=True,
+        reason=Reason.INVALID_SPEC,
+        invalid_field="spec.keys[0].sha256",
+    )
+    posted, _, raised = handler_run(monkeypatch, refused)
+    assert isinstance(raised, kopf.PermanentError)
+    assert posted.events == [("Warning", "InvalidSpec", refused.message)]
+
+
+def test_the_handler_signs_with_the_secret_the_operator_is_configured_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kafka_retention.config import OperatorConfig
+    from kafka_retention.handlers import erasure as handler
+
+    read: list[tuple[str, str]] = []
+
+    def read_signing_key(namespace: str, name: str) -> Ed25519PrivateKey:
+        read.append((namespace, name))
+        return SIGNING
+
+    monkeypatch.setattr(handler, "read_signing_key", read_signing_key)
+    cfg = OperatorConfig(operator_namespace="ops", erasure_signing_secret="receipts-key")
+    done = service.Outcome(Phase.KEY_ERASED, "erased", finished=True)
+    _, given, raised = handler_run(monkeypatch, done, cfg)
+    assert raised is None
+    assert given[0].signing_key() is SIGNING
+    assert read == [("ops", "receipts-key")]
+    assert (given[0].uid, given[0].name, given[0].namespace) == ("u-1", "e", "tenant")
+    assert given[0].created == NOW
