@@ -721,7 +721,7 @@ def handler_run(
             raise answer
         return cast(service.Outcome, answer)
 
-    monkeypatch.setattr(handler.service, "reconcile", reconcile)
+    monkeypatch.setattr(service, "reconcile", reconcile)
     monkeypatch.setattr(kopf, "info", posted.info)
     monkeypatch.setattr(kopf, "warn", posted.warn)
     memo = kopf.Memo(config=cfg or OperatorConfig(tenancy="open"))
