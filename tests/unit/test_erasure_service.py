@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import kopf
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from kafka_retention.config import OperatorConfig
 from kafka_retention.core.bindings import Grant
 from kafka_retention.core.conditions import EventReason, Reason
 from kafka_retention.core.erasure import ErasureRequest
@@ -27,6 +29,7 @@ from kafka_retention.core.erasure_scan import (
 from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
+from kafka_retention.handlers import erasure as handler
 from kafka_retention.services import erasure as service
 from kafka_retention.services import tenancy
 from kafka_retention.services.erasure import evidence as ev
@@ -708,11 +711,6 @@ def handler_run(
 ) -> tuple[Posted, list[service.Erasure], BaseException | None]:
     """One call of the handler's worker with reconcile answering `answer` (an Outcome to
     return, or an exception to raise); what it posted, what it was given, what it raised."""
-    import kopf
-
-    from kafka_retention.config import OperatorConfig
-    from kafka_retention.handlers import erasure as handler
-
     posted, given = Posted(), []
 
     def reconcile(erasure: service.Erasure) -> service.Outcome:
@@ -746,8 +744,6 @@ def handler_run(
 def test_the_handler_waits_on_the_cleaner_quietly_posting_only_what_the_run_did(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import kopf
-
     caplog.set_level(logging.INFO)
     wait = service.Retry(
         "Tombstoned: waiting for the log cleaner",
@@ -763,16 +759,12 @@ def test_the_handler_waits_on_the_cleaner_quietly_posting_only_what_the_run_did(
 
 
 def test_the_handler_warns_when_a_run_cannot_proceed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kopf
-
     posted, _, raised = handler_run(monkeypatch, service.Retry("KafkaUnavailable: down", 10))
     assert isinstance(raised, kopf.TemporaryError)
     assert [(kind, reason) for kind, reason, _ in posted.events] == [("Warning", "ErasurePending")]
 
 
 def test_the_handler_ends_a_refused_erasure_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kopf
-
     refused = service.Outcome(
         Phase.FAILED,
         "spec.keys[0].sha256: is not 64 hexadecimal characters",
@@ -788,9 +780,6 @@ def test_the_handler_ends_a_refused_erasure_for_good(monkeypatch: pytest.MonkeyP
 def test_the_handler_signs_with_the_secret_the_operator_is_configured_with(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from kafka_retention.config import OperatorConfig
-    from kafka_retention.handlers import erasure as handler
-
     read: list[tuple[str, str]] = []
 
     def read_signing_key(namespace: str, name: str) -> Ed25519PrivateKey:
