@@ -171,7 +171,7 @@ def _first(
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
     if not selection.partitions:
-        message = "no topic the binding allows matches spec.topics; nothing was read or written"
+        message = "no topic the binding allows matches spec.topics; no record was read or written"
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
     tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
     digests = request.digests()
