@@ -795,3 +795,73 @@ def test_the_handler_signs_with_the_secret_the_operator_is_configured_with(
     assert read == [("ops", "receipts-key")]
     assert (given[0].uid, given[0].name, given[0].namespace) == ("u-1", "e", "tenant")
     assert given[0].created == NOW
+
+
+def test_a_delete_topic_whose_log_start_passed_every_match_is_verified_before_its_bound() -> None:
+    world = World(spec("clicks"))
+    world.kafka.topic("clicks", 1, DELETE)
+    world.kafka.produce(TopicPartition("clicks", 0), KEY, b"v")
+    world.run()
+    assert world.store.status["phase"] == Phase.AWAITING_RETENTION
+    world.later(60)  # long before retention.ms (1 h) says
+    world.kafka.expire("clicks")
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    scans = world.store.status["evidence"][0]["scans"]
+    assert (scans[-1]["phase"], scans[-1]["matches"]) == ("KeyErased", 0)
+
+
+def test_an_unbounded_cleaner_puts_the_deadline_at_risk_naming_the_config() -> None:
+    world = World(spec("users"))
+    unbounded = {k: v for k, v in COMPACTED.items() if k != "max.compaction.lag.ms"}
+    world.kafka.topic("users", 1, unbounded)
+    world.kafka.produce(TopicPartition("users", 0), KEY, b"v")
+    world.run()
+    at_risk = world.condition("DeadlineAtRisk")
+    assert (at_risk["status"], at_risk["reason"]) == ("True", Reason.ERASURE_DEADLINE_AT_RISK)
+    assert "max.compaction.lag.ms" in at_risk["message"]
+    assert world.store.status["deadline"]["atRisk"] is True
+    assert "expectedKeyErasedAt" not in world.store.status["deadline"]
+    assert [r for r, _ in world.events].count(EventReason.ERASURE_DEADLINE_AT_RISK) == 1
+    world.later(5)
+    world.run()  # still at risk: not announced again
+    assert [r for r, _ in world.events].count(EventReason.ERASURE_DEADLINE_AT_RISK) == 1
+
+
+def test_a_bounded_cleaner_meets_the_deadline_and_status_says_when() -> None:
+    world = compacted_world()
+    world.run()
+    met = world.condition("DeadlineAtRisk")
+    assert (met["status"], met["reason"]) == ("False", Reason.ERASURE_DEADLINE_MET)
+    deadline = world.store.status["deadline"]
+    assert deadline["requestedBy"] == "2026-12-29T12:00:00Z"  # 30 days from creation
+    assert deadline["expectedValuesErasedAt"] < deadline["expectedKeyErasedAt"]
+    # Times in status are RFC 3339, as the CRD's date-time fields take them.
+    tombstone = world.store.status["evidence"][0]["tombstone"]
+    assert tombstone["timestamp"] == "2026-11-29T12:00:00Z"
+
+
+def test_the_receipt_vouches_for_every_listed_digest_even_one_found_nowhere() -> None:
+    world = compacted_world()
+    absent = hashlib.sha256(b"never written").hexdigest()
+    world.spec["keys"].append({"sha256": absent})
+    world.run()
+    world.kafka.compact("users", drop_tombstones=True)
+    world.later(5)
+    world.run()
+    receipt = json.loads(world.blobs.sets["receipt"])["receipt"]
+    assert receipt["digests"] == sorted([DIGEST, absent])
+    assert {"Scanning", "KeyErased"} <= set(receipt["phases"])
+
+
+def test_a_pattern_selecting_more_topics_than_status_can_list_is_refused() -> None:
+    world = World(spec(digest=DIGEST))
+    world.spec["topics"] = {"pattern": "t-.*"}
+    for i in range(pipeline.MAX_TOPICS + 1):
+        world.kafka.topic(f"t-{i}", 1, COMPACTED)
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.topics"
+    assert world.store.status["phase"] == Phase.FAILED
+    assert not any(c.startswith(("scan:", "write")) for c in world.kafka.calls)

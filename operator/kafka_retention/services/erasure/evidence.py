@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+from kafka_retention.core.conditions import timestamp
 from kafka_retention.core.erasure_scan import DigestHits, PartitionScan, WrittenTombstone
 from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.failures import WriteRefused
 from kafka_retention.kube_objects.chunks import SinkError
 from kafka_retention.services.ports import BlobStore
 
@@ -89,12 +90,41 @@ def add_scan(entry: Mapping[str, Any], record: Mapping[str, Any]) -> Entry:
 
 
 def with_tombstone(entry: Mapping[str, Any], written: WrittenTombstone) -> Entry:
-    return {**entry, "tombstone": {"offset": written.offset, "timestamp": written.timestamp_ms}}
+    """The entry with the tombstone written for it (its time as status holds times)."""
+    moment = datetime.fromtimestamp(written.timestamp_ms / 1000, UTC)
+    return {**entry, "tombstone": {"offset": written.offset, "timestamp": timestamp(moment)}}
+
+
+def tombstone_ms(entry: Mapping[str, Any]) -> int | None:
+    """When the entry's tombstone was written (ms), None without one."""
+    written = (entry.get("tombstone") or {}).get("timestamp")
+    if not isinstance(written, str):
+        return None
+    try:
+        return int(datetime.fromisoformat(written.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def phases_reached(evidence: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each phase a scan recorded, and when first (the receipt's phases)."""
+    reached: dict[str, str] = {}
+    for entry in evidence:
+        for s in entry.get("scans") or []:
+            phase, at = str(s.get("phase")), str(s.get("at"))
+            if phase not in reached or at < reached[phase]:
+                reached[phase] = at
+    return reached
 
 
 def rewrites(entry: Mapping[str, Any]) -> int:
     """How often the key was found written again after its tombstone."""
     return sum(1 for s in entry.get("scans") or [] if s.get("phase") == KEY_REWRITTEN)
+
+
+def last_match(entry: Mapping[str, Any]) -> int:
+    """The offset of the last record with the key any scan of the entry saw (-1: none)."""
+    return max((int(s.get("lastMatchOffset", -1)) for s in entry.get("scans") or []), default=-1)
 
 
 def matches(entry: Mapping[str, Any]) -> int:
@@ -134,6 +164,3 @@ def fold(evidence: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def digests_found(evidence: Iterable[Mapping[str, Any]]) -> int:
     return len({e["digest"] for e in evidence if e.get("digest")})
-
-
-__all__ = ["EVIDENCE_LIMIT", "EvidenceLost", "WriteRefused"]

@@ -10,7 +10,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,16 +141,27 @@ def receipt(
     cluster_id: str,
     evidence: Sequence[Mapping[str, Any]],
     completed_at: str,
+    *,
+    digests: Iterable[str] | None = None,
+    phases: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    return {
+    entries = [dict(e) for e in evidence]
+    listed = {str(e["digest"]) for e in entries if "digest" in e}
+    doc = {
         "kind": "RecordErasureReceipt",
-        "erasure": erasure,
-        "namespace": namespace,
-        "uid": uid,
+        "version": 1,
+        "resource": {"kind": "RecordErasure", "namespace": namespace, "name": erasure, "uid": uid},
         "clusterId": cluster_id,
+        "digests": sorted(listed if digests is None else set(digests)),
+        "evidence": sorted(
+            entries,
+            key=lambda e: (str(e.get("topic")), int(e.get("partition", -1)), str(e.get("digest"))),
+        ),
+        "phases": dict(phases or {}),
         "completedAt": completed_at,
-        "evidence": [dict(e) for e in evidence],
     }
+    canonical_json(doc)
+    return doc
 
 
 def key_id(public: Ed25519PublicKey) -> str:
@@ -175,6 +186,8 @@ def sign(doc: Mapping[str, Any], key: Ed25519PrivateKey) -> dict[str, Any]:
 
 
 def verify(signed: Mapping[str, Any], trusted: Ed25519PublicKey | None = None) -> str | None:
+    if (signed.get("receipt") or {}).get("kind") != "RecordErasureReceipt":
+        return "not a RecordErasureReceipt"
     try:
         body = canonical_json(signed["receipt"])
         signature = signed["signature"]
@@ -205,9 +218,10 @@ class Cleaning:
     max_lag_ms: int | None
     delete_retention_ms: int
     retention_ms: int | None
+    topic: str = ""
 
     @classmethod
-    def from_config(cls, config: Mapping[str, str]) -> Cleaning:
+    def from_config(cls, config: Mapping[str, str], topic: str = "") -> Cleaning:
         policy = {p.strip() for p in config.get("cleanup.policy", "delete").split(",")}
         kind: TopicKind = (
             "tiered"
@@ -226,6 +240,7 @@ class Cleaning:
             None if max_lag >= 2**63 - 1 else max_lag,
             int(config.get("delete.retention.ms", "86400000")),
             None if retention < 0 else retention,
+            topic,
         )
 
 
@@ -234,16 +249,19 @@ class Expected:
     values_erased_ms: int | None
     key_erased_ms: int | None
     note: str
+    topic: str = ""
+    bound_by: str = ""
 
 
 def expected_compaction(c: Cleaning, tombstone_ms: int) -> Expected:
     if c.max_lag_ms is None:
-        return Expected(
-            None, None, "max.compaction.lag.ms is not set: nothing bounds when the cleaner runs"
-        )
+        note = f"max.compaction.lag.ms is not set on topic {c.topic}: nothing bounds the cleaner"
+        return Expected(None, None, note, c.topic, "max.compaction.lag.ms")
     values = tombstone_ms + max(c.segment_ms, c.min_lag_ms) + c.max_lag_ms + CLEANER_BACKOFF_MS
     key = values + c.delete_retention_ms + c.max_lag_ms + CLEANER_BACKOFF_MS
-    return Expected(values, key, "if the topic keeps receiving writes")
+    return Expected(
+        values, key, "while the topic keeps receiving writes", c.topic, "max.compaction.lag.ms"
+    )
 
 
 def expected_retention(c: Cleaning, last_match_ms: int) -> int | None:
@@ -252,8 +270,20 @@ def expected_retention(c: Cleaning, last_match_ms: int) -> int | None:
     return last_match_ms + c.retention_ms + c.segment_ms
 
 
-def deadline_condition(expected: Expected, created_ms: int, deadline_ms: int) -> Condition:
+def deadline_condition(
+    expected: Expected | Iterable[Expected], created_ms: int, deadline_ms: int
+) -> Condition:
+    every = [expected] if isinstance(expected, Expected) else list(expected)
     due = created_ms + deadline_ms
-    if expected.key_erased_ms is None or expected.key_erased_ms > due:
-        return Condition("DeadlineAtRisk", "True", Reason.ERASURE_DEADLINE_AT_RISK, expected.note)
-    return Condition("DeadlineAtRisk", "False", Reason.ERASURE_DEADLINE_MET, expected.note)
+    risks = [
+        e.note if e.key_erased_ms is None else f"topic {e.topic} is expected clear too late"
+        for e in every
+        if e.key_erased_ms is None or e.key_erased_ms > due
+    ]
+    if risks:
+        return Condition(
+            "DeadlineAtRisk", "True", Reason.ERASURE_DEADLINE_AT_RISK, "; ".join(risks[:3])
+        )
+    return Condition(
+        "DeadlineAtRisk", "False", Reason.ERASURE_DEADLINE_MET, "expected before the deadline"
+    )

@@ -86,6 +86,9 @@ MIN_DELAY_S, MAX_DELAY_S, UNBOUNDED_DELAY_S = 2.0, 300.0, 60.0
 # Topic stages from least to most advanced: the resource's phase is its least advanced.
 STAGES = (Phase.TOMBSTONED, Phase.AWAITING_RETENTION, Phase.VALUES_ERASED, Phase.KEY_ERASED)
 _UNSIGNED_DELAY_S = 30.0
+# status.topics holds at most this many (the CRD's maxItems), and notes this long.
+MAX_TOPICS = 500
+NOTE_LIMIT = 4096
 
 
 def finished(status_: Mapping[str, Any]) -> bool:
@@ -158,7 +161,8 @@ def _step(
             known = None  # scanned again from the start: the log is the truth
         if known is not None:
             if phase == Phase.KEY_ERASED:
-                return _sign(erasure, run, kafka, _stored_picture(erasure, known), [])
+                picture = _stored_picture(erasure, known)
+                return _sign(erasure, run, kafka, request, picture, [])
             return _follow(erasure, run, kafka, request, known)
     status.write(erasure, Scanning(run))
     return _first(erasure, run, kafka, request, grant)
@@ -172,6 +176,12 @@ def _first(
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
     if not selection.partitions:
         message = "no topic the binding allows matches spec.topics; no record was read or written"
+        return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
+    if len(selection.partitions) > MAX_TOPICS:
+        message = (
+            f"spec.topics selects {len(selection.partitions)} topics; at most {MAX_TOPICS} in "
+            "one RecordErasure (status lists each): split it; no record was read or written"
+        )
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
     tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
     digests = request.digests()
@@ -190,15 +200,12 @@ def _first(
         }
         for t in sorted(selection.partitions)
     ]
-    picture = _picture(
-        erasure, request, ev.nothing_found(scans, at), scans, topics, Expected(None, None, ""), {}
-    )
-    picture = _with_risk(picture, _met(erasure, request, "no record to erase"))
+    picture = _picture(erasure, request, ev.nothing_found(scans, at), scans, topics, [], {})
     message = f"none of the {len(digests)} digests was found in {len(scans)} partitions"
     if request.dry_run:
         return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
     events: list[Event] = [(EventReason.KEY_ERASED, message)]
-    return _sign(erasure, run, kafka, picture, events, Reason.NOTHING_FOUND)
+    return _sign(erasure, run, kafka, request, picture, events, Reason.NOTHING_FOUND)
 
 
 def _follow(
@@ -211,12 +218,13 @@ def _follow(
     """The topics not erased yet and due for a look, scanned again where the keys were."""
     now_ms = _ms(erasure.now())
     topics = [dict(t) for t in erasure.status.get("topics") or []]
+    open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
     due = [
         str(t["name"])
-        for t in topics
-        if t.get("stage") != Phase.KEY_ERASED
-        and (t.get("kind") == "compacted" or (_expected_ms(t) or 0) <= now_ms)
+        for t in open_
+        if t.get("kind") == "compacted" or (_expected_ms(t) or 0) <= now_ms
     ]
+    due += _retention_passed(kafka, known, [t for t in open_ if str(t["name"]) not in due])
     if not due:
         picture = _stored_picture(erasure, known)
         return _waiting(
@@ -240,6 +248,29 @@ def _follow(
     return _judge(erasure, run, kafka, request, selection, known, scans, kept, first=False)
 
 
+def _retention_passed(
+    kafka: ErasureKafka, known: Sequence[Entry], waiting: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """The topics awaiting retention whose log start offsets already passed every match
+    (retention came before its bound): worth a scan now, which reads what is left. One
+    log_bounds call, no record read."""
+    names = {str(t["name"]) for t in waiting}
+    last: dict[TopicPartition, int] = {}
+    for entry in known:
+        tp = ev.tp_of(entry)
+        if entry.get("digest") and tp.topic in names:
+            last[tp] = max(last.get(tp, -1), ev.last_match(entry))
+    if not last:
+        return []
+    starts, _ = kafka.log_bounds(list(last))
+    unpassed: set[str] = set()
+    for tp, offset in last.items():
+        start = starts.get(tp)
+        if not isinstance(start, int) or start <= offset:
+            unpassed.add(tp.topic)
+    return sorted({tp.topic for tp in last} - unpassed)
+
+
 @dataclass
 class _Judged:
     """Where each entry of the topics scanned this run stands."""
@@ -247,8 +278,8 @@ class _Judged:
     entries: list[Entry] = field(default_factory=list)
     stages: dict[str, list[Phase]] = field(default_factory=dict)  # topic -> entry stages
     expected: dict[str, list[int | None]] = field(default_factory=dict)  # next milestone
-    values_ms: list[int | None] = field(default_factory=list)
-    key_ms: list[int | None] = field(default_factory=list)
+    # What the deadline is judged from: one per entry not erased yet (core.erasure_deadlines).
+    expectations: list[Expected] = field(default_factory=list)
     notes: dict[str, set[str]] = field(default_factory=dict)
     writes: dict[int, tuple[TombstoneWrite, bool]] = field(default_factory=dict)  # i -> rewrite?
     segment_roll: bool = False
@@ -305,12 +336,12 @@ def _judge(
             f"{', '.join(judged.exhausted[:5])}: a producer still writes it; stop it, then "
             "create a new RecordErasure"
         )
-        picture = _build(erasure, request, judged, scans, selection, kept_topics, now_ms)
+        picture = _build(erasure, request, judged, scans, selection, kept_topics)
         return Completed(run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
     events: list[Event] = []
     if judged.writes and not request.dry_run:
-        events.append(_write(kafka, judged, now_ms))
-    picture = _build(erasure, request, judged, scans, selection, kept_topics, now_ms)
+        events.append(_write(kafka, judged))
+    picture = _build(erasure, request, judged, scans, selection, kept_topics)
     collateral = sum(s.collateral_records for s in scans.values())
     if request.dry_run:
         message = (
@@ -326,7 +357,7 @@ def _judge(
     if phase == Phase.KEY_ERASED:
         message = f"no record with any of the {picture.summary['digests']} digests is left"
         events.append((EventReason.KEY_ERASED, message))
-        return _sign(erasure, run, kafka, picture, events)
+        return _sign(erasure, run, kafka, request, picture, events)
     if phase == Phase.VALUES_ERASED and previous != Phase.VALUES_ERASED:
         events.append(
             (EventReason.VALUES_ERASED, "no value with a listed key is left; tombstones remain")
@@ -382,30 +413,36 @@ def _judge_entry(
     entry = ev.add_scan(entry, ev.scan_record(label, at, found, hits))
     # When the next milestone is expected: the cleaner's from the tombstone's time (now,
     # for one about to be written), retention's from the last match's.
-    tomb_ms = int(tombstone["timestamp"]) if tombstone and i not in judged.writes else now_ms
-    values_ms: int | None = None
-    key_ms: int | None = None
-    note = ""
+    written_ms = ev.tombstone_ms(entry) if i not in judged.writes else None
+    tomb_ms = written_ms if written_ms is not None else now_ms
+    expected: Expected | None = None
     if stage in (Phase.TOMBSTONED, Phase.VALUES_ERASED):
         expected = expected_compaction(cleaning, tomb_ms)
-        values_ms, key_ms, note = expected.values_erased_ms, expected.key_erased_ms, expected.note
     elif stage == Phase.AWAITING_RETENTION and hits is not None:
-        values_ms = key_ms = expected_retention(cleaning, hits.last_timestamp_ms)
-        if key_ms is None:
-            note = "retention.ms is -1: retention never removes these records"
-    if stage != Phase.KEY_ERASED:
-        milestone = values_ms if stage == Phase.TOMBSTONED else key_ms
+        expected = _by_retention(cleaning, expected_retention(cleaning, hits.last_timestamp_ms))
+    if expected is not None:
+        milestone = (
+            expected.values_erased_ms if stage == Phase.TOMBSTONED else expected.key_erased_ms
+        )
         judged.expected.setdefault(topic, []).append(milestone)
-        judged.key_ms.append(key_ms)
-        if stage in (Phase.TOMBSTONED, Phase.AWAITING_RETENTION):
-            judged.values_ms.append(values_ms)
-        if note and key_ms is None:
-            judged.notes.setdefault(topic, set()).add(note)
+        judged.expectations.append(expected)
+        if expected.key_erased_ms is None:
+            judged.notes.setdefault(topic, set()).add(expected.note)
     judged.stages.setdefault(topic, []).append(stage)
     return entry
 
 
-def _write(kafka: ErasureKafka, judged: _Judged, now_ms: int) -> Event:
+def _by_retention(cleaning: Cleaning, gone_ms: int | None) -> Expected:
+    """A delete or tiered topic's bound: retention removes the matches (None: never)."""
+    note = (
+        f"retention.ms is -1 on topic {cleaning.topic}: retention never removes the records"
+        if gone_ms is None
+        else f"retention removes the records by {_time(gone_ms)}"
+    )
+    return Expected(gone_ms, gone_ms, note, cleaning.topic, "retention.ms")
+
+
+def _write(kafka: ErasureKafka, judged: _Judged) -> Event:
     """The tombstones, each to its partition (compacted topics only: _judge_entry never
     asks for one elsewhere); a write that fails leaves the whole step to be tried again
     (a second tombstone for the same key adds no data)."""
@@ -446,14 +483,16 @@ def _build(
     scans: Mapping[TopicPartition, PartitionScan],
     selection: Selection,
     kept_topics: list[dict[str, Any]],
-    now_ms: int,
 ) -> Picture:
     topics = list(kept_topics)
     # Topics not looked at this run (retention not due yet) still bound the deadline.
     for kept in kept_topics:
         if kept.get("stage") == Phase.AWAITING_RETENTION:
-            judged.values_ms.append(_expected_ms(kept))
-            judged.key_ms.append(_expected_ms(kept))
+            gone = _expected_ms(kept)
+            note = str(kept.get("note") or "retention removes the records")
+            judged.expectations.append(
+                Expected(gone, gone, note, str(kept["name"]), "retention.ms")
+            )
     for topic in sorted(selection.partitions):
         stages = judged.stages.get(topic) or [Phase.KEY_ERASED]
         stage = min(stages, key=STAGES.index)
@@ -470,15 +509,10 @@ def _build(
             collateral = sum(s.collateral_records for tp, s in scans.items() if tp.topic == topic)
             notes.append(f"a cut just past the last match would remove {collateral} other records")
         if notes:
-            entry["note"] = "; ".join(notes)
+            entry["note"] = "; ".join(notes)[:NOTE_LIMIT]
         topics.append(entry)
     topics.sort(key=lambda t: str(t["name"]))
     written = sum(1 for w in judged.writes if "tombstone" in judged.entries[w])
-    expected_all = Expected(
-        None if None in judged.values_ms else max(judged.values_ms, default=now_ms),  # type: ignore[type-var]
-        None if None in judged.key_ms else max(judged.key_ms, default=now_ms),  # type: ignore[type-var]
-        "; ".join(f"topic {t}: {n}" for t, ns in sorted(judged.notes.items()) for n in sorted(ns)),
-    )
     previous = erasure.status.get("summary") or {}
     tombstones = int(previous.get("tombstonesWritten", 0)) + (0 if request.dry_run else written)
     return _picture(
@@ -487,7 +521,7 @@ def _build(
         judged.entries,
         scans,
         topics,
-        expected_all,
+        judged.expectations,
         {"tombstonesWritten": tombstones},
     )
 
@@ -498,19 +532,24 @@ def _picture(
     entries: Sequence[Entry],
     scans: Mapping[TopicPartition, PartitionScan],
     topics: Sequence[Mapping[str, Any]],
-    expected: Expected,
+    expectations: Sequence[Expected],
     counts: Mapping[str, int],
 ) -> Picture:
+    """Status's view of the run: `expectations` are the entries not erased yet, each
+    with when its values and its key are expected gone (None: nothing bounds it)."""
     created_ms = _ms(erasure.created) if erasure.created else _ms(erasure.now())
     deadline: dict[str, Any] = {"requestedBy": _time(created_ms + request.deadline_ms)}
-    if expected.values_erased_ms is not None:
-        deadline["expectedValuesErasedAt"] = _time(expected.values_erased_ms)
-    if expected.key_erased_ms is not None:
-        deadline["expectedKeyErasedAt"] = _time(expected.key_erased_ms)
-    at_risk = deadline_condition(expected, created_ms, request.deadline_ms)
+    for name, times in (
+        ("expectedValuesErasedAt", [e.values_erased_ms for e in expectations]),
+        ("expectedKeyErasedAt", [e.key_erased_ms for e in expectations]),
+    ):
+        bounded = [t for t in times if t is not None]
+        if bounded and len(bounded) == len(times):
+            deadline[name] = _time(max(bounded))
+    at_risk = deadline_condition(list(expectations), created_ms, request.deadline_ms)
     deadline["atRisk"] = at_risk.status == "True"
     if at_risk.message:
-        deadline["note"] = at_risk.message
+        deadline["note"] = at_risk.message[:NOTE_LIMIT]
     summary = {
         "topics": len(topics),
         "partitionsScanned": len(scans),
@@ -523,17 +562,6 @@ def _picture(
     }
     ref = ev.save(entries, erasure.blobs)
     return Picture(topics, entries, ref, summary, deadline, at_risk)
-
-
-def _with_risk(picture: Picture, at_risk: Condition) -> Picture:
-    deadline = {**picture.deadline, "atRisk": at_risk.status == "True", "note": at_risk.message}
-    return Picture(
-        picture.topics, picture.evidence, picture.evidence_ref, picture.summary, deadline, at_risk
-    )
-
-
-def _met(erasure: Erasure, request: ErasureRequest, why: str) -> Condition:
-    return Condition("DeadlineAtRisk", "False", Reason.ERASURE_DEADLINE_MET, why)
 
 
 def _stored_picture(erasure: Erasure, known: list[Entry]) -> Picture:
@@ -559,6 +587,7 @@ def _sign(
     erasure: Erasure,
     run: Run,
     kafka: ErasureKafka,
+    request: ErasureRequest,
     picture: Picture,
     events: list[Event],
     reason: Reason | None = None,
@@ -578,6 +607,9 @@ def _sign(
         kafka.cluster_id(),
         picture.evidence,
         completed,
+        # Every listed digest: one found nowhere is still one the receipt vouches for.
+        digests=request.digests(),
+        phases={**ev.phases_reached(picture.evidence), Phase.KEY_ERASED: completed},
     )
     signed = sign(document, key)
     ref = erasure.blobs.save("receipt", json.dumps(signed, sort_keys=True))

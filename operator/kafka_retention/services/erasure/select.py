@@ -45,5 +45,5 @@ def cleaning_of(kafka: ErasureKafka, topics: list[str]) -> Selection:
             out.problems[topic] = f"topic {topic}: config unreadable ({config})"
         else:
             out.partitions[topic] = sorted(parts)
-            out.cleaning[topic] = Cleaning.from_config(config)
+            out.cleaning[topic] = Cleaning.from_config(config, topic=topic)
     return out
