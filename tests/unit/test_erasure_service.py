@@ -756,6 +756,7 @@ def test_the_handler_waits_on_the_cleaner_quietly_posting_only_what_the_run_did(
     posted, _, raised = handler_run(monkeypatch, wait)
     assert isinstance(raised, kopf.TemporaryError)
     assert raised.delay == 7.5
+    assert str(raised).startswith(handler.WAITING)  # kopf's line then made quiet
     assert posted.events == [("Normal", "TombstonesWritten", f"2 tombstones; digests {DIGEST}")]
     assert DIGEST in caplog.text
 
@@ -867,3 +868,29 @@ def test_a_pattern_selecting_more_topics_than_status_can_list_is_refused() -> No
     assert outcome.invalid_field == "spec.topics"
     assert world.store.status["phase"] == Phase.FAILED
     assert not any(c.startswith(("scan:", "write")) for c in world.kafka.calls)
+
+
+def test_kopfs_line_for_a_quiet_wait_is_info_and_no_event_and_other_failures_stay_loud() -> None:
+    quiet = logging.LogRecord(
+        "kopf.objects",
+        logging.ERROR,
+        __file__,
+        1,
+        f"Handler 'erasure' failed temporarily: {handler.WAITING} Tombstoned: waiting",
+        None,
+        None,
+    )
+    loud = logging.LogRecord(
+        "kopf.objects",
+        logging.ERROR,
+        __file__,
+        1,
+        "Handler 'erasure' failed temporarily: KafkaUnavailable: down",
+        None,
+        None,
+    )
+    assert handler.QuietWaits().filter(quiet)
+    assert handler.QuietWaits().filter(loud)
+    assert (quiet.levelno, getattr(quiet, "k8s_skip", False)) == (logging.INFO, True)
+    assert (loud.levelno, getattr(loud, "k8s_skip", False)) == (logging.ERROR, False)
+    assert handler._QUIET_WAITS in logging.getLogger("kopf.objects").filters

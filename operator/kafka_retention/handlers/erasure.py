@@ -38,6 +38,27 @@ SLOTS = 2
 
 log = logging.getLogger(__name__)
 
+# What a quiet wait's TemporaryError says first. Kopf logs every TemporaryError as an
+# error of the object, which its event poster turns into a Warning event: at each step of
+# an erasure that only waits on the cleaner or on retention, the normal course. The
+# filter below makes those records a quiet log line (INFO, no event); a run that cannot
+# proceed (Kafka down, no signing key) still warns.
+WAITING = "waiting:"
+_QUIET_PREFIX = f"Handler 'erasure' failed temporarily: {WAITING}"
+
+
+class QuietWaits(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(_QUIET_PREFIX):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.k8s_skip = True  # kopf's poster leaves it out of the events
+        return True
+
+
+_QUIET_WAITS = QuietWaits()
+if _QUIET_WAITS not in logging.getLogger("kopf.objects").filters:
+    logging.getLogger("kopf.objects").addFilter(_QUIET_WAITS)
+
 
 def erasure_slots(memo: kopf.Memo) -> FairSlots:
     slots: FairSlots = memo.setdefault("erasure_slots", FairSlots(SLOTS))
@@ -167,10 +188,9 @@ def _erase(
     except service.Retry as pending:
         _post(body, pending.events, namespace, name)
         if pending.quiet:
-            # Waiting on the cleaner or on retention is the normal course: a log line.
-            log.info("RecordErasure %s/%s: %s", namespace, name, pending)
-        else:
-            kopf.warn(body, reason=f"Erasure{Phase.PENDING}", message=str(pending))
+            # Waiting on the cleaner or on retention: kopf's own line, made quiet.
+            raise kopf.TemporaryError(f"{WAITING} {pending}", delay=pending.delay) from None
+        kopf.warn(body, reason=f"Erasure{Phase.PENDING}", message=str(pending))
         raise kopf.TemporaryError(str(pending), delay=pending.delay) from None
     finally:
         metrics.RUN_SECONDS.labels(KIND).observe(time.monotonic() - started)
