@@ -73,6 +73,9 @@ class OperatorConfig:
     tenancy: Literal["strict", "open"] = "strict"
     # Where the Secrets that bindings name live (the operator's own namespace).
     operator_namespace: str = "kafka-retention-system"
+    # The Secret there holding the Ed25519 key RecordErasure receipts are signed with
+    # (data key ed25519.pem or ed25519.seed).
+    erasure_signing_secret: str = "kafka-retention-erasure-signing"  # noqa: S105 - a name
 
     def in_process_max_partitions(self) -> int:
         """The largest batch planned in the operator process (--in-process-max-partitions,

@@ -1,0 +1,225 @@
+"""Kopf handler for RecordErasure: wire the service (services.erasure) to Kubernetes and
+Kafka, run one step per call, and report with events. Events and log lines carry digests
+and counts only, never a key."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import kopf
+
+from kafka_retention import metrics
+from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter
+from kafka_retention.adapters.receipt_keys import read_signing_key
+from kafka_retention.core.bindings import Grant, Operation
+from kafka_retention.core.conditions import EventReason, Reason
+from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.core.erasure_states import Phase
+from kafka_retention.core.failures import SecretUnavailable
+from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_ERASURES, VERSION
+from kafka_retention.handlers.common import config, namespaced, tenancy
+from kafka_retention.kube_objects.chunks import set_base
+from kafka_retention.kube_objects.owners import Owner
+from kafka_retention.services import erasure as service
+from kafka_retention.services.fair_slots import FairSlots
+from kafka_retention.services.ports import ErasureKafka
+from kafka_retention.services.tenancy import ClusterIdMismatch, Refused, Tenancy, check_cluster_id
+
+KIND = "RecordErasure"
+# Erasures that run at once (each scan reads whole partitions in a worker thread): fewer
+# than purges, so that erasures cannot starve them.
+SLOTS = 2
+
+log = logging.getLogger(__name__)
+
+# What a quiet wait's TemporaryError says first. Kopf logs every TemporaryError as an
+# error of the object, which its event poster turns into a Warning event: at each step of
+# an erasure that only waits on the cleaner or on retention, the normal course. The
+# filter below makes those records a quiet log line (INFO, no event); a run that cannot
+# proceed (Kafka down, no signing key) still warns.
+WAITING = "waiting:"
+_QUIET_PREFIX = f"Handler 'erasure' failed temporarily: {WAITING}"
+
+
+class QuietWaits(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(_QUIET_PREFIX):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.k8s_skip = True  # kopf's poster leaves it out of the events
+        return True
+
+
+_QUIET_WAITS = QuietWaits()
+if _QUIET_WAITS not in logging.getLogger("kopf.objects").filters:
+    logging.getLogger("kopf.objects").addFilter(_QUIET_WAITS)
+
+
+def erasure_slots(memo: kopf.Memo) -> FairSlots:
+    slots: FairSlots = memo.setdefault("erasure_slots", FairSlots(SLOTS))
+    return slots
+
+
+def _admitter(rules: Tenancy, namespace: str) -> Any:
+    """Asked before anything is contacted: strict tenancy's refusal of an inline cluster,
+    then the binding's word on the namespace, the operation and every topic named."""
+
+    def admit(spec: Mapping[str, Any], request: ErasureRequest) -> Grant | None:
+        rules.check_spec(spec)
+        return _admit_erasure(rules, namespace, request)
+
+    return admit
+
+
+def _admit_erasure(rules: Tenancy, namespace: str, request: ErasureRequest) -> Grant | None:
+    """TEMPORARY stand-in for Tenancy.admit_erasure (package A): the integrator calls
+    `rules.admit_erasure(namespace, request)` instead and deletes this."""
+    real = getattr(rules, "admit_erasure", None)
+    if real is not None:
+        return cast(Grant | None, real(namespace, request))
+    erase = cast(Operation, "erase")
+    grant = rules.admit(namespace, request.cluster, {erase: "spec.cluster.clusterRef"})
+    if grant is None:
+        return None
+    for field, topic in request.named_topics():
+        why = grant.topic_refusal(topic)
+        if why is not None:
+            raise Refused(field, Reason.NOT_PERMITTED, why)
+    if request.pattern and not grant.allow:
+        raise Refused("spec.topics", Reason.NOT_PERMITTED, "the binding grants no topics")
+    return grant
+
+
+def _erasure_admin(bootstrap: str, client_config: Mapping[str, str]) -> ErasureKafka:
+    """TEMPORARY until package B merges: the integrator imports
+    adapters.kafka_erasure.ErasureAdmin at the top instead and deletes this."""
+    module = importlib.import_module("kafka_retention.adapters.kafka_erasure")
+    admin: ErasureKafka = module.ErasureAdmin(bootstrap, dict(client_config))
+    return admin
+
+
+def _connector(rules: Tenancy, namespace: str) -> Any:
+    def connect(request: ErasureRequest) -> ErasureKafka:
+        try:
+            bootstrap, client_config = rules.connection(namespace, request.cluster)
+        except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
+            raise service.Unresolved(err.reason, str(err)) from err
+        admin = _erasure_admin(bootstrap, client_config)
+        if request.binding is not None:
+            expected = rules.binding(request.binding).cluster_id
+            try:
+                check_cluster_id(request.binding, expected, admin.cluster_id())
+            except ClusterIdMismatch as err:
+                raise service.Unresolved(err.reason, str(err)) from None
+        return admin
+
+    return connect
+
+
+@kopf.on.create(GROUP, VERSION, RECORD_ERASURES, id="erasure")
+async def erasure(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    namespace: str | None,
+    name: str,
+    retry: int,
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    namespace = namespaced(namespace)
+    if service.finished(status):
+        return
+    async with erasure_slots(memo).slot(namespace):
+        await asyncio.to_thread(_erase, body, spec, status, meta, namespace, name, retry, memo)
+
+
+def _erase(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    namespace: str,
+    name: str,
+    retry: int,
+    memo: kopf.Memo,
+) -> None:
+    cfg = config(memo)
+    rules = tenancy(cfg).once()
+    if not status.get("startedAt"):
+        kopf.info(
+            body,
+            reason=EventReason.ERASURE_STARTED,
+            message="scanning for the listed digests"
+            + (" (dry run)" if spec.get("dryRun") else ""),
+        )
+    uid = str(meta.get("uid"))
+    started = time.monotonic()
+    try:
+        outcome = service.reconcile(
+            service.Erasure(
+                spec=spec,
+                status=status,
+                generation=meta.get("generation"),
+                uid=uid,
+                name=name,
+                namespace=namespace,
+                store=StatusWriter(RECORD_ERASURES, namespace, name),
+                # The receipt and evidence beyond status live in ConfigMaps it owns.
+                blobs=ConfigMapStore(
+                    namespace, set_base(KIND, name), Owner(API_VERSION, KIND, name, uid).reference()
+                ),
+                connect=_connector(rules, namespace),
+                admit=_admitter(rules, namespace),
+                signing_key=lambda: read_signing_key(
+                    cfg.operator_namespace, cfg.erasure_signing_secret
+                ),
+                now=lambda: datetime.now(UTC),
+                retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
+                created=_created(meta),
+            )
+        )
+    except service.Retry as pending:
+        _post(body, pending.events, namespace, name)
+        if pending.quiet:
+            # Waiting on the cleaner or on retention: kopf's own line, made quiet.
+            raise kopf.TemporaryError(f"{WAITING} {pending}", delay=pending.delay) from None
+        kopf.warn(body, reason=f"Erasure{Phase.PENDING}", message=str(pending))
+        raise kopf.TemporaryError(str(pending), delay=pending.delay) from None
+    finally:
+        metrics.RUN_SECONDS.labels(KIND).observe(time.monotonic() - started)
+
+    _post(body, outcome.events, namespace, name)
+    if outcome.invalid_field is not None:
+        kopf.warn(body, reason=EventReason.INVALID_SPEC, message=outcome.message)
+        raise kopf.PermanentError(outcome.message)
+    if outcome.phase == Phase.FAILED:
+        kopf.warn(body, reason=f"Erasure{Phase.FAILED}", message=outcome.message)
+
+
+def _post(
+    body: kopf.Body, events: list[tuple[EventReason, str]], namespace: str, name: str
+) -> None:
+    """The run's events, each also a log line (digests and counts only)."""
+    for reason, message in events:
+        log.info("RecordErasure %s/%s %s: %s", namespace, name, reason, message)
+        if reason == EventReason.ERASURE_DEADLINE_AT_RISK:
+            kopf.warn(body, reason=reason, message=message)
+        else:
+            kopf.info(body, reason=reason, message=message)
+
+
+def _created(meta: kopf.Meta) -> datetime | None:
+    text = meta.get("creationTimestamp")
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -1,0 +1,721 @@
+"""RecordErasure reconciliation: a state machine over status.phase, one step per run.
+
+    Pending -> Scanning -> Tombstoned -> ValuesErased -> KeyErased (receipt signed)
+                     \\-> AwaitingRetention ------------/
+    (DryRun, Failed: final too)
+
+Every run first parses the spec and asks tenancy (a refusal ends Failed with nothing
+read or written), then takes one step from where status says the erasure is:
+
+    first scan ..... every selected partition read [log start, high watermark); the
+                     evidence; a dry run ends here; tombstones written to compacted
+                     topics only, for each (partition, digest) with a value
+    follow-up ...... the partitions involved read again once the cleaner (or retention)
+                     is expected to have acted: values gone -> ValuesErased, every
+                     match gone -> KeyErased; a key written again after its tombstone
+                     gets a new one (MAX_TOMBSTONE_ROUNDS in all, then Failed)
+    receipt ........ at KeyErased: the evidence signed (Ed25519) and stored in the
+                     erasure's ConfigMaps; a key that cannot be read waits, unsigned
+
+A tombstone is NEVER written to a topic that is not compacted (delete or tiered): Kafka
+would store it, one more copy of the key, and erase nothing. Those topics are reported
+(AwaitingRetention) and scanned again when retention should have removed the matches.
+The resource's phase is its least advanced topic's stage.
+
+Between steps the run asks to be called again after a delay from the expected times
+(`next_delay`). status.py alone writes status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kafka_retention.core import conditions as cond
+from kafka_retention.core.conditions import Condition, EventReason, Reason
+from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.core.erasure_scan import DigestHits, PartitionScan, TombstoneWrite
+from kafka_retention.core.erasure_states import FINAL_PHASES, Phase
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import (
+    KafkaFailure,
+    KafkaUnavailable,
+    SecretUnavailable,
+    WriteRefused,
+)
+from kafka_retention.core.specs import SpecError
+from kafka_retention.services import tenancy
+from kafka_retention.services.erasure import evidence as ev
+from kafka_retention.services.erasure import status
+from kafka_retention.services.erasure.evidence import Entry
+from kafka_retention.services.erasure.inputs import Erasure, Unresolved
+from kafka_retention.services.erasure.interim import (
+    Cleaning,
+    Expected,
+    deadline_condition,
+    expected_compaction,
+    expected_retention,
+    parse_erasure_spec,
+    receipt,
+    sign,
+)
+from kafka_retention.services.erasure.outcomes import (
+    Completed,
+    Event,
+    NotReady,
+    Outcome,
+    Picture,
+    Refusal,
+    Run,
+    Scanning,
+    Unsigned,
+    Waiting,
+)
+from kafka_retention.services.erasure.scan import scan
+from kafka_retention.services.erasure.select import Selection, cleaning_of, select_topics
+from kafka_retention.services.ports import ErasureKafka
+
+__all__ = ["MAX_TOMBSTONE_ROUNDS", "finished", "next_delay", "reconcile"]
+
+# Tombstones written for one (partition, digest): the first and two after rewrites.
+MAX_TOMBSTONE_ROUNDS = 3
+MIN_DELAY_S, MAX_DELAY_S, UNBOUNDED_DELAY_S = 2.0, 300.0, 60.0
+# Topic stages from least to most advanced: the resource's phase is its least advanced.
+STAGES = (Phase.TOMBSTONED, Phase.AWAITING_RETENTION, Phase.VALUES_ERASED, Phase.KEY_ERASED)
+_UNSIGNED_DELAY_S = 30.0
+# status.topics holds at most this many (the CRD's maxItems), and notes this long.
+MAX_TOPICS = 500
+NOTE_LIMIT = 4096
+
+
+def finished(status_: Mapping[str, Any]) -> bool:
+    """Whether the erasure needs no more runs: a final phase, and at KeyErased a receipt."""
+    phase = status_.get("phase")
+    if phase not in FINAL_PHASES:
+        return False
+    return phase != Phase.KEY_ERASED or bool(status_.get("receipt"))
+
+
+def reconcile(erasure: Erasure) -> Outcome:
+    if finished(erasure.status):
+        return Outcome(str(erasure.status.get("phase")), "already complete", finished=True)
+    try:
+        request = parse_erasure_spec(erasure.spec)
+    except SpecError as err:
+        message = f"{err}; nothing was read or written"
+        return status.end(erasure, Refusal(Reason.INVALID_SPEC, message, err.field))
+    phase = _phase(erasure.status)
+    run = Run(erasure.generation, erasure.status.get("startedAt") or cond.timestamp(erasure.now()))
+    try:
+        grant = erasure.admit(erasure.spec, request) if erasure.admit is not None else None
+        if request.on_delete_topics == "cut" and not request.dry_run:
+            message = (
+                "spec.onDeleteTopics: cut is not supported yet (a later release cuts the "
+                "topics that cannot be compacted); use report; nothing was read or written"
+            )
+            return status.end(
+                erasure, Refusal(Reason.CUT_NOT_SUPPORTED, message, "spec.onDeleteTopics")
+            )
+        kafka = erasure.connect(request)
+        step = _step(erasure, run, phase, kafka, request, grant)
+    except tenancy.Refused as err:
+        message = f"{err}; nothing was read or written"
+        return status.end(erasure, Refusal(err.reason, message, err.field))
+    except (KafkaUnavailable, Unresolved, tenancy.BindingUnavailable) as err:
+        reason = Reason.KAFKA_UNAVAILABLE if isinstance(err, KafkaUnavailable) else err.reason
+        raise status.retry(erasure, NotReady(run, phase, reason, str(err))) from err
+    except WriteRefused as err:
+        message = f"the erasure's ConfigMaps not stored: HTTP {err.status} {err.reason}"
+        waiting = NotReady(run, phase, Reason.STATE_NOT_PERSISTED, message)
+        raise status.retry(erasure, waiting) from err
+    if isinstance(step, Completed | Refusal):
+        return status.end(erasure, step)
+    raise status.retry(erasure, step)
+
+
+Step = Completed | Refusal | Waiting | Unsigned
+
+
+def _phase(status_: Mapping[str, Any]) -> Phase:
+    try:
+        return Phase(status_.get("phase") or Phase.PENDING)
+    except ValueError:
+        return Phase.PENDING
+
+
+def _step(
+    erasure: Erasure,
+    run: Run,
+    phase: Phase,
+    kafka: ErasureKafka,
+    request: ErasureRequest,
+    grant: Any,
+) -> Step:
+    if phase not in (Phase.PENDING, Phase.SCANNING):
+        try:
+            known = ev.load(erasure.status, erasure.blobs)
+        except ev.EvidenceLost:
+            known = None  # scanned again from the start: the log is the truth
+        if known is not None:
+            if phase == Phase.KEY_ERASED:
+                picture = _stored_picture(erasure, known)
+                return _sign(erasure, run, kafka, request, picture, [])
+            return _follow(erasure, run, kafka, request, known)
+    status.write(erasure, Scanning(run))
+    return _first(erasure, run, kafka, request, grant)
+
+
+def _first(
+    erasure: Erasure, run: Run, kafka: ErasureKafka, request: ErasureRequest, grant: Any
+) -> Step:
+    selection = select_topics(kafka, request, grant)
+    if selection.problems:
+        raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
+    if not selection.partitions:
+        message = "no topic the binding allows matches spec.topics; no record was read or written"
+        return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
+    if len(selection.partitions) > MAX_TOPICS:
+        message = (
+            f"spec.topics selects {len(selection.partitions)} topics; at most {MAX_TOPICS} in "
+            "one RecordErasure (status lists each): split it; no record was read or written"
+        )
+        return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
+    tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
+    digests = request.digests()
+    scans = scan(kafka, tps, digests)
+    at = cond.timestamp(erasure.now())
+    found = ev.first_scan(scans, at)
+    if found:
+        return _judge(erasure, run, kafka, request, selection, found, scans, [], first=True)
+    topics = [
+        {
+            "name": t,
+            "kind": selection.cleaning[t].kind,
+            "stage": Phase.KEY_ERASED,
+            "note": f"none of the {len(digests)} digests is in its "
+            f"{len(selection.partitions[t])} partitions",
+        }
+        for t in sorted(selection.partitions)
+    ]
+    picture = _picture(erasure, request, ev.nothing_found(scans, at), scans, topics, [], {})
+    message = f"none of the {len(digests)} digests was found in {len(scans)} partitions"
+    if request.dry_run:
+        return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
+    events: list[Event] = [(EventReason.KEY_ERASED, message)]
+    return _sign(erasure, run, kafka, request, picture, events, Reason.NOTHING_FOUND)
+
+
+def _follow(
+    erasure: Erasure,
+    run: Run,
+    kafka: ErasureKafka,
+    request: ErasureRequest,
+    known: list[Entry],
+) -> Step:
+    """The topics not erased yet and due for a look, scanned again where the keys were."""
+    now_ms = _ms(erasure.now())
+    topics = [dict(t) for t in erasure.status.get("topics") or []]
+    open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
+    due = [
+        str(t["name"])
+        for t in open_
+        if t.get("kind") == "compacted" or (_expected_ms(t) or 0) <= now_ms
+    ]
+    due += _retention_passed(kafka, known, [t for t in open_ if str(t["name"]) not in due])
+    if not due:
+        picture = _stored_picture(erasure, known)
+        return _waiting(
+            erasure,
+            run,
+            _phase_of(topics),
+            picture,
+            Reason.AWAITING_RETENTION,
+            "waiting for retention",
+            _delays(topics, now_ms),
+            [],
+        )
+    selection = cleaning_of(kafka, due)
+    if selection.problems:
+        raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
+    tps = {
+        ev.tp_of(e) for e in known if e.get("digest") and ev.tp_of(e).topic in selection.partitions
+    }
+    scans = scan(kafka, tps, request.digests())
+    kept = [t for t in topics if t["name"] not in selection.partitions]
+    return _judge(erasure, run, kafka, request, selection, known, scans, kept, first=False)
+
+
+def _retention_passed(
+    kafka: ErasureKafka, known: Sequence[Entry], waiting: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """The topics awaiting retention whose log start offsets already passed every match
+    (retention came before its bound): worth a scan now, which reads what is left. One
+    log_bounds call, no record read."""
+    names = {str(t["name"]) for t in waiting}
+    last: dict[TopicPartition, int] = {}
+    for entry in known:
+        tp = ev.tp_of(entry)
+        if entry.get("digest") and tp.topic in names:
+            last[tp] = max(last.get(tp, -1), ev.last_match(entry))
+    if not last:
+        return []
+    starts, _ = kafka.log_bounds(list(last))
+    unpassed: set[str] = set()
+    for tp, offset in last.items():
+        start = starts.get(tp)
+        if not isinstance(start, int) or start <= offset:
+            unpassed.add(tp.topic)
+    return sorted({tp.topic for tp in last} - unpassed)
+
+
+@dataclass
+class _Judged:
+    """Where each entry of the topics scanned this run stands."""
+
+    entries: list[Entry] = field(default_factory=list)
+    stages: dict[str, list[Phase]] = field(default_factory=dict)  # topic -> entry stages
+    expected: dict[str, list[int | None]] = field(default_factory=dict)  # next milestone
+    # What the deadline is judged from: one per entry not erased yet (core.erasure_deadlines).
+    expectations: list[Expected] = field(default_factory=list)
+    notes: dict[str, set[str]] = field(default_factory=dict)
+    writes: dict[int, tuple[TombstoneWrite, bool]] = field(default_factory=dict)  # i -> rewrite?
+    segment_roll: bool = False
+    rewritten: bool = False
+    exhausted: list[str] = field(default_factory=list)
+
+
+def _judge(
+    erasure: Erasure,
+    run: Run,
+    kafka: ErasureKafka,
+    request: ErasureRequest,
+    selection: Selection,
+    known: list[Entry],
+    scans: Mapping[TopicPartition, PartitionScan],
+    kept_topics: list[dict[str, Any]],
+    first: bool,
+) -> Step:
+    now = erasure.now()
+    at, now_ms = cond.timestamp(now), _ms(now)
+    entries = list(known)
+    seen = {(ev.tp_of(e), e.get("digest")) for e in entries}
+    # A listed key found where it was not before (a partition scanned for another one).
+    for tp, partition_scan in sorted(scans.items()):
+        for listed, listed_hits in sorted(partition_scan.hits.items()):
+            if listed_hits.records and (tp, listed) not in seen:
+                entries.append(
+                    {"topic": tp.topic, "partition": tp.partition, "digest": listed, "scans": []}
+                )
+    judged = _Judged()
+    for i, entry in enumerate(entries):
+        tp, digest = ev.tp_of(entry), entry.get("digest")
+        if tp.topic not in selection.cleaning or tp not in scans or not digest:
+            judged.entries.append(entry)
+            continue
+        found = scans[tp]
+        hits = found.hits.get(str(digest))
+        entry = _judge_entry(
+            judged,
+            i,
+            entry,
+            selection.cleaning[tp.topic],
+            found,
+            hits,
+            at,
+            now_ms,
+            first,
+            request.dry_run,
+        )
+        judged.entries.append(entry)
+    if judged.exhausted:
+        message = (
+            f"a listed key was written again after {MAX_TOMBSTONE_ROUNDS} tombstones in "
+            f"{', '.join(judged.exhausted[:5])}: a producer still writes it; stop it, then "
+            "create a new RecordErasure"
+        )
+        picture = _build(erasure, request, judged, scans, selection, kept_topics)
+        return Completed(run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
+    events: list[Event] = []
+    if judged.writes and not request.dry_run:
+        events.append(_write(kafka, judged))
+    picture = _build(erasure, request, judged, scans, selection, kept_topics)
+    collateral = sum(s.collateral_records for s in scans.values())
+    if request.dry_run:
+        message = (
+            f"{picture.summary['digestsFound']} of {picture.summary['digests']} digests found, "
+            f"{picture.summary['matchesRemaining']} records; {len(judged.writes)} tombstones "
+            f"would be written; a cut would also remove {collateral} records of other keys"
+        )
+        return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
+    phase = _phase_of(picture.topics)
+    previous = _phase(erasure.status)
+    if picture.at_risk.status == "True" and not _was_at_risk(erasure):
+        events.append((EventReason.ERASURE_DEADLINE_AT_RISK, picture.at_risk.message[:1000]))
+    if phase == Phase.KEY_ERASED:
+        message = f"no record with any of the {picture.summary['digests']} digests is left"
+        events.append((EventReason.KEY_ERASED, message))
+        return _sign(erasure, run, kafka, request, picture, events)
+    if phase == Phase.VALUES_ERASED and previous != Phase.VALUES_ERASED:
+        events.append(
+            (EventReason.VALUES_ERASED, "no value with a listed key is left; tombstones remain")
+        )
+    reason, message = _erased_reason(phase, judged)
+    return _waiting(
+        erasure, run, phase, picture, reason, message, _delays(picture.topics, now_ms), events
+    )
+
+
+def _judge_entry(
+    judged: _Judged,
+    i: int,
+    entry: Entry,
+    cleaning: Cleaning,
+    found: PartitionScan,
+    hits: DigestHits | None,
+    at: str,
+    now_ms: int,
+    first: bool,
+    dry_run: bool,
+) -> Entry:
+    topic = found.tp.topic
+    tombstone = entry.get("tombstone")
+    stage: Phase
+    if hits is None or not hits.records:
+        stage = Phase.KEY_ERASED
+    elif cleaning.kind != "compacted":
+        stage = Phase.AWAITING_RETENTION  # reported: never a tombstone here
+    elif not hits.values:
+        stage = Phase.VALUES_ERASED
+    elif (
+        tombstone is not None
+        and hits.last_value_offset is not None
+        and hits.last_value_offset < int(tombstone["offset"])
+    ):
+        stage = Phase.TOMBSTONED
+        if found.end == int(tombstone["offset"]) + 1:
+            judged.segment_roll = True  # nothing written after it: the segment cannot roll
+    else:
+        stage = Phase.TOMBSTONED
+        # After the first scan, a value to tombstone is one written after the erasure began.
+        rewrite = not first
+        if rewrite and ev.rewrites(entry) + 1 >= MAX_TOMBSTONE_ROUNDS:
+            judged.exhausted.append(f"{found.tp} ({entry['digest']})")
+        elif hits.last_value_offset is not None:
+            write = TombstoneWrite(found.tp, str(entry["digest"]), hits.last_value_offset)
+            judged.writes[i] = (write, rewrite)
+            judged.rewritten |= rewrite
+    label = Phase.SCANNING if first else stage
+    if i in judged.writes and judged.writes[i][1]:
+        label = ev.KEY_REWRITTEN  # type: ignore[assignment]
+    entry = ev.add_scan(entry, ev.scan_record(label, at, found, hits))
+    # When the next milestone is expected: the cleaner's from the tombstone's time (now,
+    # for one about to be written), retention's from the last match's.
+    written_ms = ev.tombstone_ms(entry) if i not in judged.writes else None
+    tomb_ms = written_ms if written_ms is not None else now_ms
+    expected: Expected | None = None
+    if stage in (Phase.TOMBSTONED, Phase.VALUES_ERASED):
+        expected = expected_compaction(cleaning, tomb_ms)
+    elif stage == Phase.AWAITING_RETENTION and hits is not None:
+        expected = _by_retention(cleaning, expected_retention(cleaning, hits.last_timestamp_ms))
+    if expected is not None:
+        milestone = (
+            expected.values_erased_ms if stage == Phase.TOMBSTONED else expected.key_erased_ms
+        )
+        judged.expected.setdefault(topic, []).append(milestone)
+        judged.expectations.append(expected)
+        if expected.key_erased_ms is None:
+            judged.notes.setdefault(topic, set()).add(expected.note)
+    judged.stages.setdefault(topic, []).append(stage)
+    return entry
+
+
+def _by_retention(cleaning: Cleaning, gone_ms: int | None) -> Expected:
+    """A delete or tiered topic's bound: retention removes the matches (None: never)."""
+    note = (
+        f"retention.ms is -1 on topic {cleaning.topic}: retention never removes the records"
+        if gone_ms is None
+        else f"retention removes the records by {_time(gone_ms)}"
+    )
+    return Expected(gone_ms, gone_ms, note, cleaning.topic, "retention.ms")
+
+
+def _write(kafka: ErasureKafka, judged: _Judged) -> Event:
+    """The tombstones, each to its partition (compacted topics only: _judge_entry never
+    asks for one elsewhere); a write that fails leaves the whole step to be tried again
+    (a second tombstone for the same key adds no data)."""
+    answers = kafka.write_tombstones([w for w, _ in judged.writes.values()])
+    failed = {key: answer for key, answer in answers.items() if isinstance(answer, KafkaFailure)}
+    missing = [w for w, _ in judged.writes.values() if (w.tp, w.digest) not in answers]
+    if failed or missing:
+        first = min(failed) if failed else (missing[0].tp, missing[0].digest)
+        why = failed.get(first, "no answer")
+        raise KafkaUnavailable(
+            f"{len(failed) + len(missing)} tombstones not written; {first[0]}: {why}"
+        )
+    for i, (write, _) in judged.writes.items():
+        written = answers[(write.tp, write.digest)]
+        assert not isinstance(written, KafkaFailure)
+        judged.entries[i] = ev.with_tombstone(judged.entries[i], written)
+    partitions = len({w.tp for w, _ in judged.writes.values()})
+    rewrites = sum(1 for _, rewrite in judged.writes.values() if rewrite)
+    message = f"{len(judged.writes)} tombstones written to {partitions} partitions"
+    if rewrites:
+        message += f" ({rewrites} for keys written again after their tombstone)"
+    message += f"; {_digest_list({w.digest for w, _ in judged.writes.values()})}"
+    return (EventReason.TOMBSTONES_WRITTEN, message)
+
+
+def _digest_list(digests: set[str], shown: int = 5) -> str:
+    """Digests for an event (an Event message is cut at 1024 characters: a few, then a
+    count)."""
+    listed = sorted(digests)
+    text = "digests " + ", ".join(listed[:shown])
+    return text + (f" and {len(listed) - shown} more" if len(listed) > shown else "")
+
+
+def _build(
+    erasure: Erasure,
+    request: ErasureRequest,
+    judged: _Judged,
+    scans: Mapping[TopicPartition, PartitionScan],
+    selection: Selection,
+    kept_topics: list[dict[str, Any]],
+) -> Picture:
+    topics = list(kept_topics)
+    # Topics not looked at this run (retention not due yet) still bound the deadline.
+    for kept in kept_topics:
+        if kept.get("stage") == Phase.AWAITING_RETENTION:
+            gone = _expected_ms(kept)
+            note = str(kept.get("note") or "retention removes the records")
+            judged.expectations.append(
+                Expected(gone, gone, note, str(kept["name"]), "retention.ms")
+            )
+    for topic in sorted(selection.partitions):
+        stages = judged.stages.get(topic) or [Phase.KEY_ERASED]
+        stage = min(stages, key=STAGES.index)
+        entry: dict[str, Any] = {
+            "name": topic,
+            "kind": selection.cleaning[topic].kind,
+            "stage": stage if not request.dry_run else Phase.SCANNING,
+        }
+        expected = judged.expected.get(topic) or []
+        if expected and None not in expected:
+            entry["expectedBy"] = _time(max(e for e in expected if e is not None))
+        notes = sorted(judged.notes.get(topic, set()))
+        if request.dry_run:
+            collateral = sum(s.collateral_records for tp, s in scans.items() if tp.topic == topic)
+            notes.append(f"a cut just past the last match would remove {collateral} other records")
+        if notes:
+            entry["note"] = "; ".join(notes)[:NOTE_LIMIT]
+        topics.append(entry)
+    topics.sort(key=lambda t: str(t["name"]))
+    written = sum(1 for w in judged.writes if "tombstone" in judged.entries[w])
+    previous = erasure.status.get("summary") or {}
+    tombstones = int(previous.get("tombstonesWritten", 0)) + (0 if request.dry_run else written)
+    return _picture(
+        erasure,
+        request,
+        judged.entries,
+        scans,
+        topics,
+        judged.expectations,
+        {"tombstonesWritten": tombstones},
+    )
+
+
+def _picture(
+    erasure: Erasure,
+    request: ErasureRequest,
+    entries: Sequence[Entry],
+    scans: Mapping[TopicPartition, PartitionScan],
+    topics: Sequence[Mapping[str, Any]],
+    expectations: Sequence[Expected],
+    counts: Mapping[str, int],
+) -> Picture:
+    """Status's view of the run: `expectations` are the entries not erased yet, each
+    with when its values and its key are expected gone (None: nothing bounds it)."""
+    created_ms = _ms(erasure.created) if erasure.created else _ms(erasure.now())
+    deadline: dict[str, Any] = {"requestedBy": _time(created_ms + request.deadline_ms)}
+    for name, times in (
+        ("expectedValuesErasedAt", [e.values_erased_ms for e in expectations]),
+        ("expectedKeyErasedAt", [e.key_erased_ms for e in expectations]),
+    ):
+        bounded = [t for t in times if t is not None]
+        if bounded and len(bounded) == len(times):
+            deadline[name] = _time(max(bounded))
+    at_risk = deadline_condition(list(expectations), created_ms, request.deadline_ms)
+    deadline["atRisk"] = at_risk.status == "True"
+    if at_risk.message:
+        deadline["note"] = at_risk.message[:NOTE_LIMIT]
+    summary = {
+        "topics": len(topics),
+        "partitionsScanned": len(scans),
+        "recordsExamined": sum(s.examined for s in scans.values()),
+        "digests": len(request.digests()),
+        "digestsFound": ev.digests_found(entries),
+        "matchesRemaining": sum(ev.matches(e) for e in entries if e.get("digest")),
+        "tombstonesWritten": 0,
+        **counts,
+    }
+    ref = ev.save(entries, erasure.blobs)
+    return Picture(topics, entries, ref, summary, deadline, at_risk)
+
+
+def _stored_picture(erasure: Erasure, known: list[Entry]) -> Picture:
+    """What status already says, for a step that scans nothing."""
+    st = erasure.status
+    at_risk = Condition("DeadlineAtRisk", "Unknown", Reason.ERASURE_DEADLINE_MET, "")
+    for c in st.get("conditions") or []:
+        if c.get("type") == "DeadlineAtRisk" and c.get("reason") in set(Reason):
+            at_risk = Condition(
+                "DeadlineAtRisk", c["status"], Reason(c["reason"]), str(c.get("message", ""))
+            )
+    return Picture(
+        [dict(t) for t in st.get("topics") or []],
+        known,
+        st.get("evidenceRef") or None,
+        dict(st.get("summary") or {}),
+        dict(st.get("deadline") or {}),
+        at_risk,
+    )
+
+
+def _sign(
+    erasure: Erasure,
+    run: Run,
+    kafka: ErasureKafka,
+    request: ErasureRequest,
+    picture: Picture,
+    events: list[Event],
+    reason: Reason | None = None,
+) -> Step:
+    """The receipt: the evidence, signed, in the erasure's ConfigMaps."""
+    if reason is None:
+        reason = _erased_reason_stored(erasure) if not events else Reason.KEY_ERASED
+    try:
+        key = erasure.signing_key()
+    except SecretUnavailable as err:
+        return Unsigned(run, picture, reason, str(err), _UNSIGNED_DELAY_S, events)
+    completed = cond.timestamp(erasure.now())
+    document = receipt(
+        erasure.name,
+        erasure.namespace,
+        erasure.uid,
+        kafka.cluster_id(),
+        picture.evidence,
+        completed,
+        # Every listed digest: one found nowhere is still one the receipt vouches for.
+        digests=request.digests(),
+        phases={**ev.phases_reached(picture.evidence), Phase.KEY_ERASED: completed},
+    )
+    signed = sign(document, key)
+    ref = erasure.blobs.save("receipt", json.dumps(signed, sort_keys=True))
+    stored = {
+        "configMap": ref["configMap"],
+        "sha256": signed["sha256"],
+        "keyId": signed["signature"]["keyId"],
+        "algorithm": signed["signature"]["algorithm"],
+        "signedAt": completed,
+    }
+    events = [
+        *events,
+        (
+            EventReason.ERASURE_RECEIPT,
+            f"receipt sha256 {stored['sha256']}, key {stored['keyId']}, "
+            f"ConfigMap {stored['configMap']}",
+        ),
+    ]
+    message = (
+        "none of the listed digests was found: the scan is the evidence"
+        if reason == Reason.NOTHING_FOUND
+        else "no record with a listed key is left"
+    )
+    return Completed(run, Phase.KEY_ERASED, picture, reason, message, stored, events)
+
+
+def _erased_reason_stored(erasure: Erasure) -> Reason:
+    for c in erasure.status.get("conditions") or []:
+        if c.get("type") == "Erased" and c.get("reason") == Reason.NOTHING_FOUND:
+            return Reason.NOTHING_FOUND
+    return Reason.KEY_ERASED
+
+
+def _erased_reason(phase: Phase, judged: _Judged) -> tuple[Reason, str]:
+    if judged.rewritten:
+        return (
+            Reason.KEY_REWRITTEN,
+            "a listed key was written again after its tombstone; a new tombstone was written",
+        )
+    if phase == Phase.TOMBSTONED:
+        if judged.segment_roll:
+            return Reason.AWAITING_SEGMENT_ROLL, (
+                "a tombstone is the last record of its partition: the segment rolls (and "
+                "the cleaner can act) only when something is written after it"
+            )
+        return Reason.AWAITING_COMPACTION, "tombstones written; waiting for the log cleaner"
+    if phase == Phase.AWAITING_RETENTION:
+        return Reason.AWAITING_RETENTION, "waiting for retention to remove the matches"
+    return Reason.VALUES_ERASED, "no value is left; waiting for the cleaner to drop the tombstones"
+
+
+def _waiting(
+    erasure: Erasure,
+    run: Run,
+    phase: Phase,
+    picture: Picture,
+    reason: Reason,
+    message: str,
+    delay: float,
+    events: list[Event],
+) -> Waiting:
+    return Waiting(run, phase, picture, reason, message, delay, events)
+
+
+def _phase_of(topics: Sequence[Mapping[str, Any]]) -> Phase:
+    stages = [Phase(t["stage"]) for t in topics if t.get("stage") in STAGES]
+    return min(stages, key=STAGES.index) if stages else Phase.KEY_ERASED
+
+
+def _delays(topics: Sequence[Mapping[str, Any]], now_ms: int) -> float:
+    waiting = [_expected_ms(t) for t in topics if t.get("stage") != Phase.KEY_ERASED]
+    bounded = [e for e in waiting if e is not None]
+    return next_delay(min(bounded) if bounded else None, now_ms)
+
+
+def next_delay(expected_ms: int | None, now_ms: int) -> float:
+    """Seconds until the next look: a quarter of the time left to the expected moment;
+    once it has passed, half the time since (a quiet topic's cleaner may never come, and
+    a rescan reads whole partitions: the looks grow apart); between 2 s and 300 s."""
+    if expected_ms is None:
+        return UNBOUNDED_DELAY_S
+    gap_s = (expected_ms - now_ms) / 1000
+    wanted = gap_s / 4 if gap_s > 0 else -gap_s / 2
+    return min(max(wanted, MIN_DELAY_S), MAX_DELAY_S)
+
+
+def _was_at_risk(erasure: Erasure) -> bool:
+    return any(
+        c.get("type") == "DeadlineAtRisk" and c.get("status") == "True"
+        for c in erasure.status.get("conditions") or []
+    )
+
+
+def _expected_ms(topic: Mapping[str, Any]) -> int | None:
+    text = topic.get("expectedBy")
+    if not isinstance(text, str):
+        return None
+    try:
+        return _ms(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def _time(ms: int) -> str:
+    return cond.timestamp(datetime.fromtimestamp(ms / 1000).astimezone())

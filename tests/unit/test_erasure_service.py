@@ -1,0 +1,896 @@
+"""The RecordErasure service against an in-memory Kafka: the phases one step per run,
+tombstones only where compaction can erase, the receipt, refusals, and privacy."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import kopf
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from kafka_retention.config import OperatorConfig
+from kafka_retention.core.bindings import Grant
+from kafka_retention.core.conditions import EventReason, Reason
+from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.core.erasure_scan import (
+    DigestHits,
+    PartitionScan,
+    TombstoneWrite,
+    WrittenTombstone,
+)
+from kafka_retention.core.erasure_states import Phase
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
+from kafka_retention.handlers import erasure as handler
+from kafka_retention.services import erasure as service
+from kafka_retention.services import tenancy
+from kafka_retention.services.erasure import evidence as ev
+from kafka_retention.services.erasure import pipeline
+
+# TEMPORARY: core.receipts.verify (package A) after the merge.
+from kafka_retention.services.erasure.interim import verify
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+KEY = b"user-4711@example.com"  # the key to erase; it must never appear in any output
+DIGEST = hashlib.sha256(KEY).hexdigest()
+COMPACTED = {
+    "cleanup.policy": "compact",
+    "segment.ms": "1000",
+    "min.compaction.lag.ms": "0",
+    "max.compaction.lag.ms": "1000",
+    "delete.retention.ms": "1000",
+}
+DELETE = {"cleanup.policy": "delete", "retention.ms": "3600000", "segment.ms": "60000"}
+TIERED = {**DELETE, "remote.storage.enable": "true"}
+SIGNING = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+
+
+@dataclass
+class Record:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+
+
+class FakeErasureKafka:
+    """Topics and their logs in memory, answering as Kafka does: a tombstone is a record
+    with a null value on any topic (Kafka accepts one on a delete topic too, and erases
+    nothing with it); the writer refuses a key whose bytes do not hash to the digest and
+    a partition that does not exist. `compact` and `expire` play the cleaner and
+    retention."""
+
+    def __init__(self, clock: list[datetime]) -> None:
+        self.clock = clock
+        self.configs: dict[str, dict[str, str]] = {}
+        self.logs: dict[TopicPartition, list[Record]] = {}
+        self.starts: dict[TopicPartition, int] = {}
+        self.ends: dict[TopicPartition, int] = {}
+        self.calls: list[str] = []
+        self.written: list[tuple[TopicPartition, str]] = []
+        self.unavailable = False
+
+    # --- test side
+    def topic(self, name: str, partitions: int, config: Mapping[str, str]) -> None:
+        self.configs[name] = dict(config)
+        for p in range(partitions):
+            tp = TopicPartition(name, p)
+            self.logs[tp], self.starts[tp], self.ends[tp] = [], 0, 0
+
+    def produce(self, tp: TopicPartition, key: bytes | None, value: bytes | None) -> int:
+        offset = self.ends[tp]
+        ts = int(self.clock[0].timestamp() * 1000)
+        self.logs[tp].append(Record(offset, key, value, ts))
+        self.ends[tp] = offset + 1
+        return offset
+
+    def compact(self, topic: str, drop_tombstones: bool = False) -> None:
+        """The cleaner: only the latest record of each key stays; past the delete horizon
+        (drop_tombstones) a tombstone goes too. Offsets and the high watermark stay."""
+        assert "compact" in self.configs[topic]["cleanup.policy"]
+        for tp, records in self.logs.items():
+            if tp.topic != topic:
+                continue
+            latest = {r.key: r.offset for r in records}
+            kept = [r for r in records if latest[r.key] == r.offset]
+            if drop_tombstones:
+                kept = [r for r in kept if r.value is not None]
+            self.logs[tp] = kept
+
+    def expire(self, topic: str) -> None:
+        """Retention removed every segment: the log start moves to the high watermark."""
+        for tp in self.logs:
+            if tp.topic == topic:
+                self.logs[tp] = []
+                self.starts[tp] = self.ends[tp]
+
+    def keys_present(self, key: bytes) -> list[Record]:
+        return [r for records in self.logs.values() for r in records if r.key == key]
+
+    # --- ports.ErasureKafka
+    def _check(self, what: str) -> None:
+        self.calls.append(what)
+        if self.unavailable:
+            raise KafkaUnavailable("_TRANSPORT: all brokers down")
+
+    def cluster_id(self) -> str:
+        return "fake-cluster-id"
+
+    def topic_names(self) -> list[str]:
+        self._check("topic_names")
+        return sorted(self.configs)
+
+    def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
+        self._check("topic_partitions")
+        out: dict[str, list[int] | KafkaFailure] = {}
+        for t in topics:
+            parts = sorted(tp.partition for tp in self.logs if tp.topic == t)
+            out[t] = parts or KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", t, False)
+        return out
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, Mapping[str, str] | KafkaFailure]:
+        self._check("topic_configs")
+        return {
+            t: self.configs.get(t) or KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", t, False)
+            for t in topics
+        }
+
+    def log_bounds(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[dict[TopicPartition, int | KafkaFailure], dict[TopicPartition, int | KafkaFailure]]:
+        wanted = list(tps)
+        self._check("log_bounds")
+        return {tp: self.starts[tp] for tp in wanted}, {tp: self.ends[tp] for tp in wanted}
+
+    def scan_keys(
+        self, ranges: Mapping[TopicPartition, tuple[int, int]], digests: AbstractSet[str]
+    ) -> dict[TopicPartition, PartitionScan | KafkaFailure]:
+        self._check("scan:" + ",".join(sorted(str(tp) for tp in ranges)))
+        out: dict[TopicPartition, PartitionScan | KafkaFailure] = {}
+        for tp, (start, end) in ranges.items():
+            found = PartitionScan(tp, start, end)
+            records = [r for r in self.logs[tp] if start <= r.offset < end]
+            for r in records:
+                found.examined += 1
+                digest = hashlib.sha256(r.key).hexdigest() if r.key is not None else None
+                if digest is None or digest not in digests:
+                    continue
+                hits = found.hits.setdefault(digest, DigestHits())
+                hits.records += 1
+                if hits.first_offset < 0:
+                    hits.first_offset = r.offset
+                hits.last_offset, hits.last_timestamp_ms = r.offset, r.timestamp_ms
+                if r.value is None:
+                    hits.tombstones += 1
+                    hits.last_tombstone_offset = r.offset
+                else:
+                    hits.values += 1
+                    hits.last_value_offset = r.offset
+            last = max((h.last_offset for h in found.hits.values()), default=-1)
+            found.collateral_records = sum(
+                1
+                for r in records
+                if r.offset <= last
+                and (r.key is None or hashlib.sha256(r.key).hexdigest() not in digests)
+            )
+            out[tp] = found
+        return out
+
+    def write_tombstones(
+        self, writes: Iterable[TombstoneWrite]
+    ) -> dict[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure]:
+        self._check("write_tombstones")
+        out: dict[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure] = {}
+        for w in writes:
+            if w.tp not in self.logs:
+                out[(w.tp, w.digest)] = KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "", False)
+                continue
+            # The key bytes are read back from the log at key_offset (or the first match
+            # after it, if the cleaner moved it), and checked against the digest.
+            candidates = [r for r in self.logs[w.tp] if r.offset >= w.key_offset and r.key]
+            key = next(
+                (r.key for r in candidates if hashlib.sha256(r.key or b"").hexdigest() == w.digest),
+                None,
+            )
+            if key is None:
+                out[(w.tp, w.digest)] = KafkaFailure("KEY_NOT_FOUND", "no such key", False)
+                continue
+            offset = self.produce(w.tp, key, None)
+            self.written.append((w.tp, self.configs[w.tp.topic]["cleanup.policy"]))
+            ts = self.logs[w.tp][-1].timestamp_ms
+            out[(w.tp, w.digest)] = WrittenTombstone(offset, ts)
+        return out
+
+
+class Blobs:
+    def __init__(self) -> None:
+        self.sets: dict[str, str] = {}
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]:
+        self.sets[suffix] = payload
+        return {"configMap": f"recorderasure-e-{suffix}", "chunks": 1, "bytes": len(payload)}
+
+    def load(self, suffix: str) -> str | None:
+        return self.sets.get(suffix)
+
+
+class Store:
+    def __init__(self) -> None:
+        self.status: dict[str, Any] = {}
+        self.patches: list[dict[str, Any]] = []
+
+    def patch(self, status: Mapping[str, Any]) -> None:
+        self.patches.append(dict(status))
+        self.status.update(status)
+        self.status = {k: v for k, v in self.status.items() if v is not None}
+
+
+@dataclass
+class World:
+    spec: dict[str, Any]
+    clock: list[datetime] = field(default_factory=lambda: [NOW])
+    store: Store = field(default_factory=Store)
+    blobs: Blobs = field(default_factory=Blobs)
+    key_available: bool = True
+    admitted: Grant | None = None
+    connects: int = 0
+    events: list[tuple[str, str]] = field(default_factory=list)
+    retries: list[service.Retry] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.kafka = FakeErasureKafka(self.clock)
+
+    def signing_key(self) -> Ed25519PrivateKey:
+        if not self.key_available:
+            raise SecretUnavailable("Secret ops/kafka-retention-erasure-signing: not found")
+        return SIGNING
+
+    def connect(self, request: ErasureRequest) -> FakeErasureKafka:
+        self.connects += 1
+        return self.kafka
+
+    def admit(self, spec: Mapping[str, Any], request: ErasureRequest) -> Grant | None:
+        """Stand-in for Tenancy.admit_erasure (package A): the grant's word on each topic."""
+        if self.admitted is None:
+            return None
+        for path, topic in request.named_topics():
+            why = self.admitted.topic_refusal(topic)
+            if why is not None:
+                raise tenancy.Refused(path, Reason.NOT_PERMITTED, why)
+        return self.admitted
+
+    def run(self) -> service.Outcome | service.Retry:
+        """One handler run, from the status the last one left."""
+        erasure = service.Erasure(
+            spec=self.spec,
+            status=json.loads(json.dumps(self.store.status)),
+            generation=1,
+            uid="uid-1",
+            name="e",
+            namespace="tenant",
+            store=self.store,
+            blobs=self.blobs,
+            connect=self.connect,
+            signing_key=self.signing_key,
+            now=lambda: self.clock[0],
+            admit=self.admit,
+            created=NOW,
+        )
+        try:
+            outcome = service.reconcile(erasure)
+        except service.Retry as retry:
+            self.retries.append(retry)
+            self.events += [(str(r), m) for r, m in retry.events]
+            return retry
+        self.events += [(str(r), m) for r, m in outcome.events]
+        return outcome
+
+    def later(self, seconds: float) -> None:
+        self.clock[0] += timedelta(seconds=seconds)
+
+    def condition(self, type_: str) -> dict[str, Any]:
+        return next(c for c in self.store.status["conditions"] if c["type"] == type_)
+
+
+def spec(*topics: str, digest: str = DIGEST, **extra: Any) -> dict[str, Any]:
+    return {
+        "cluster": {"bootstrapServers": "kafka:9092"},
+        "topics": {"names": list(topics)},
+        "keys": [{"sha256": digest}],
+        **extra,
+    }
+
+
+def compacted_world(*extra_spec: tuple[str, Any]) -> World:
+    """`users` (compacted, 3 partitions): the key in partitions 0 and 1, other keys
+    everywhere."""
+    world = World(spec("users", **dict(extra_spec)))
+    kafka = world.kafka
+    kafka.topic("users", 3, COMPACTED)
+    for p in range(3):
+        kafka.produce(TopicPartition("users", p), b"other-%d" % p, b"v")
+    kafka.produce(TopicPartition("users", 0), KEY, b"address-1")
+    kafka.produce(TopicPartition("users", 0), KEY, b"address-2")
+    kafka.produce(TopicPartition("users", 1), KEY, b"address-3")  # explicit partition=
+    for p in range(3):
+        kafka.produce(TopicPartition("users", p), b"after-%d" % p, b"v")
+    return world
+
+
+def test_a_compacted_topic_goes_tombstoned_values_erased_key_erased_with_a_signed_receipt() -> None:
+    world = compacted_world()
+    kafka = world.kafka
+
+    first = world.run()
+    assert isinstance(first, service.Retry)
+    assert first.quiet
+    assert world.store.status["phase"] == Phase.TOMBSTONED
+    # One tombstone to each partition the key is in, with its exact bytes.
+    assert sorted(tp.partition for tp, _ in kafka.written) == [0, 1]
+    tombstones = [r for r in kafka.keys_present(KEY) if r.value is None]
+    assert len(tombstones) == 2
+    evidence = world.store.status["evidence"]
+    assert {(e["partition"], e["digest"]) for e in evidence} == {(0, DIGEST), (1, DIGEST)}
+    assert all("tombstone" in e for e in evidence)
+    assert world.store.status["summary"]["tombstonesWritten"] == 2
+    assert world.store.status["summary"]["matchesRemaining"] == 3
+    assert (
+        EventReason.TOMBSTONES_WRITTEN,
+        f"2 tombstones written to 2 partitions; digests {DIGEST}",
+    ) in [(EventReason(r), m) for r, m in world.events]
+
+    # Nothing compacted yet: still Tombstoned, and no second tombstone. The tombstones
+    # are the last records of their partitions: their segment cannot roll yet.
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert world.condition("Erased")["reason"] == Reason.AWAITING_SEGMENT_ROLL
+    for p in range(3):
+        kafka.produce(TopicPartition("users", p), b"filler", b"v")
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert world.store.status["phase"] == Phase.TOMBSTONED
+    assert world.condition("Erased")["reason"] == Reason.AWAITING_COMPACTION
+    assert len(kafka.written) == 2
+
+    kafka.compact("users")
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert world.store.status["phase"] == Phase.VALUES_ERASED
+    assert world.condition("Erased")["reason"] == Reason.VALUES_ERASED
+    assert EventReason.VALUES_ERASED in [r for r, _ in world.events]
+
+    kafka.compact("users", drop_tombstones=True)
+    world.later(5)
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert done.finished
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    assert kafka.keys_present(KEY) == []
+    assert world.condition("Erased")["status"] == "True"
+    assert world.condition("ReceiptSigned")["status"] == "True"
+    assert world.store.status["summary"]["matchesRemaining"] == 0
+
+    signed = json.loads(world.blobs.sets["receipt"])
+    assert verify(signed, SIGNING.public_key()) is None
+    stored = world.store.status["receipt"]
+    assert stored["sha256"] == signed["sha256"]
+    assert stored["configMap"] == "recorderasure-e-receipt"
+    assert stored["algorithm"] == "Ed25519"
+    phases = [s["phase"] for e in signed["receipt"]["evidence"] for s in e["scans"]]
+    assert {"Scanning", "ValuesErased", "KeyErased"} <= set(phases)
+    receipt_events = [m for r, m in world.events if r == EventReason.ERASURE_RECEIPT]
+    assert receipt_events == [
+        f"receipt sha256 {signed['sha256']}, key {stored['keyId']}, "
+        "ConfigMap recorderasure-e-receipt"
+    ]
+    assert len(receipt_events[0]) < 1024
+
+    # A tampered receipt does not verify.
+    signed["receipt"]["evidence"][0]["partition"] = 2
+    assert verify(signed, SIGNING.public_key()) is not None
+    # Final: the next run does nothing at all.
+    kafka.calls.clear()
+    assert isinstance(world.run(), service.Outcome)
+    assert kafka.calls == []
+
+
+def test_the_key_never_appears_in_status_events_messages_or_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # The plain form too: its bytes are in the spec, and must go no further.
+    world = compacted_world()
+    world.spec["keys"] = [{"string": KEY.decode()}]
+    outputs: list[str] = []
+    for step in range(4):
+        result = world.run()
+        outputs.append(str(result) + repr(result))
+        if step == 1:
+            world.kafka.compact("users")
+        if step == 2:
+            world.kafka.compact("users", drop_tombstones=True)
+        world.later(5)
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    text = json.dumps(world.store.patches) + json.dumps(world.events) + "".join(outputs)
+    text += caplog.text + json.dumps(world.blobs.sets)
+    for form in (KEY.decode(), KEY.hex(), "user-4711"):
+        assert form not in text
+    assert DIGEST in json.dumps(world.store.status)
+
+
+def test_a_bad_digest_is_refused_naming_the_field_before_any_kafka_contact() -> None:
+    world = compacted_world()
+    world.spec["keys"] = [{"sha256": "not-a-digest-" + KEY.decode()}]
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.keys[0].sha256"
+    assert world.store.status["phase"] == Phase.FAILED
+    ready = world.condition("Ready")
+    assert (ready["status"], ready["reason"]) == ("False", Reason.INVALID_SPEC)
+    assert "spec.keys[0].sha256" in ready["message"]
+    assert KEY.decode() not in json.dumps(world.store.status)
+    assert world.connects == 0
+    assert world.kafka.calls == []
+
+
+def test_a_topic_outside_the_binding_is_refused_before_any_kafka_contact() -> None:
+    world = compacted_world()
+    world.spec["topics"] = {"names": ["own-events", "users"]}
+    world.admitted = Grant("team-a", 0, frozenset({"erase"}), ("own-.*",), (), ())  # type: ignore[arg-type]
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.topics.names[1]"
+    ready = world.condition("Ready")
+    assert (ready["status"], ready["reason"]) == ("False", Reason.NOT_PERMITTED)
+    assert ready["message"].startswith("spec.topics.names[1]: ")
+    assert world.connects == 0
+    assert world.kafka.calls == []
+    assert world.kafka.written == []
+
+
+def test_cut_without_accept_collateral_is_refused_naming_the_field() -> None:
+    world = compacted_world(("onDeleteTopics", "cut"))
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.acceptCollateral"
+    assert world.condition("Ready")["reason"] == Reason.INVALID_SPEC
+    assert world.connects == 0
+    assert world.kafka.calls == []
+
+
+def test_an_accepted_cut_ends_failed_as_not_supported_yet_with_nothing_read() -> None:
+    world = compacted_world(("onDeleteTopics", "cut"), ("acceptCollateral", True))
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert world.store.status["phase"] == Phase.FAILED
+    ready = world.condition("Ready")
+    assert ready["reason"] == Reason.CUT_NOT_SUPPORTED
+    assert "spec.onDeleteTopics" in ready["message"]
+    assert world.connects == 0
+    assert world.kafka.calls == []
+
+
+def test_a_dry_run_of_a_cut_reports_matches_and_collateral_and_writes_nothing() -> None:
+    world = compacted_world(("onDeleteTopics", "cut"), ("dryRun", True))
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.finished
+    status = world.store.status
+    assert status["phase"] == Phase.DRY_RUN
+    assert world.kafka.written == []
+    assert "write_tombstones" not in world.kafka.calls
+    assert status["summary"]["digestsFound"] == 1
+    assert status["summary"]["matchesRemaining"] == 3
+    # Partition 0: other-0 below the last match; partition 1: other-1.
+    assert "would remove 2 other records" in status["topics"][0]["note"]
+    assert "expectedKeyErasedAt" in status["deadline"]
+    assert "receipt" not in status
+
+
+def test_no_tombstone_is_ever_written_to_a_delete_or_tiered_topic() -> None:
+    world = World(spec("users", "clicks", "archive"))
+    kafka = world.kafka
+    kafka.topic("users", 2, COMPACTED)
+    kafka.topic("clicks", 2, DELETE)
+    kafka.topic("archive", 1, TIERED)
+    for topic, parts in (("users", 2), ("clicks", 2), ("archive", 1)):
+        for p in range(parts):
+            kafka.produce(TopicPartition(topic, p), KEY, b"v")
+    for _ in range(3):
+        world.run()
+        world.later(10)
+    assert kafka.written
+    assert {policy for _, policy in kafka.written} == {"compact"}
+    assert {tp.topic for tp, _ in kafka.written} == {"users"}
+    kinds = {t["name"]: (t["kind"], t["stage"]) for t in world.store.status["topics"]}
+    assert kinds["clicks"] == ("delete", Phase.AWAITING_RETENTION)
+    assert kinds["archive"] == ("tiered", Phase.AWAITING_RETENTION)
+    assert world.store.status["phase"] == Phase.TOMBSTONED
+
+
+def test_a_delete_topic_awaits_retention_then_reaches_key_erased_without_a_write() -> None:
+    world = World(spec("clicks"))
+    kafka = world.kafka
+    kafka.topic("clicks", 2, DELETE)
+    kafka.produce(TopicPartition("clicks", 1), KEY, b"v")
+    kafka.produce(TopicPartition("clicks", 1), b"other", b"v")
+
+    waiting = world.run()
+    assert isinstance(waiting, service.Retry)
+    assert waiting.quiet
+    status = world.store.status
+    assert status["phase"] == Phase.AWAITING_RETENTION
+    assert world.condition("Erased")["reason"] == Reason.AWAITING_RETENTION
+    # At least retention.ms (1 h) and segment.ms (1 min) after the match's timestamp
+    # (core.erasure_deadlines may add the broker's retention check interval).
+    expected_by = status["topics"][0]["expectedBy"]
+    assert "2026-11-29T13:01:00Z" <= expected_by < "2026-11-29T13:10:00Z"
+    assert status["deadline"]["expectedKeyErasedAt"] == expected_by
+    assert world.condition("DeadlineAtRisk")["status"] == "False"
+    assert 300 >= waiting.delay >= 2
+
+    # Before the expected time nothing is scanned again.
+    world.later(600)
+    kafka.calls.clear()
+    assert isinstance(world.run(), service.Retry)
+    assert not any(c.startswith("scan:") for c in kafka.calls)
+
+    world.later(3700)
+    kafka.expire("clicks")
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert done.finished
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    assert kafka.written == []
+    assert "write_tombstones" not in kafka.calls
+    assert verify(json.loads(world.blobs.sets["receipt"]), SIGNING.public_key()) is None
+
+
+def test_a_key_written_again_after_its_tombstone_gets_a_new_one_then_fails_after_three() -> None:
+    world = compacted_world()
+    kafka = world.kafka
+    world.run()
+    assert len(kafka.written) == 2
+    tp0 = TopicPartition("users", 0)
+    for round_ in (2, 3):
+        kafka.produce(tp0, KEY, b"written again")
+        world.later(5)
+        result = world.run()
+        assert isinstance(result, service.Retry)
+        assert world.condition("Erased")["reason"] == Reason.KEY_REWRITTEN
+        assert len(kafka.written) == round_ + 1  # one more, to partition 0 only
+        assert kafka.written[-1][0] == tp0
+    entry = next(e for e in world.store.status["evidence"] if e["partition"] == 0)
+    assert ev.rewrites(entry) == 2
+    # A third rewrite: no fourth tombstone, the erasure fails loudly.
+    kafka.produce(tp0, KEY, b"and again")
+    world.later(5)
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert world.store.status["phase"] == Phase.FAILED
+    assert world.condition("Erased")["reason"] == Reason.KEY_REWRITTEN
+    assert len(kafka.written) == 4
+
+
+def test_a_tombstone_as_the_last_record_waits_for_a_segment_roll() -> None:
+    world = World(spec("users"))
+    world.kafka.topic("users", 1, COMPACTED)
+    world.kafka.produce(TopicPartition("users", 0), KEY, b"v")
+    world.run()
+    world.later(5)
+    world.run()
+    assert world.condition("Erased")["reason"] == Reason.AWAITING_SEGMENT_ROLL
+
+
+def test_without_the_signing_key_the_erasure_waits_unsigned_then_signs() -> None:
+    world = compacted_world()
+    world.run()
+    world.kafka.compact("users", drop_tombstones=True)
+    world.key_available = False
+    world.later(5)
+    retry = world.run()
+    assert isinstance(retry, service.Retry)
+    assert not retry.quiet
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    assert not pipeline.finished(world.store.status)
+    signed = world.condition("ReceiptSigned")
+    assert (signed["status"], signed["reason"]) == ("False", Reason.SIGNING_KEY_UNAVAILABLE)
+    assert world.condition("Ready")["status"] == "False"
+    assert "receipt" not in world.blobs.sets
+
+    world.key_available = True
+    world.kafka.calls.clear()
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert done.finished
+    assert world.condition("ReceiptSigned")["status"] == "True"
+    assert pipeline.finished(world.store.status)
+    assert not any(c.startswith(("scan:", "write")) for c in world.kafka.calls)
+
+
+def test_nothing_found_anywhere_is_key_erased_with_the_scan_as_evidence() -> None:
+    world = World(spec("users"))
+    world.kafka.topic("users", 2, COMPACTED)
+    world.kafka.produce(TopicPartition("users", 0), b"someone-else", b"v")
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.finished
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    assert world.condition("Erased")["reason"] == Reason.NOTHING_FOUND
+    assert world.kafka.written == []
+    signed = json.loads(world.blobs.sets["receipt"])
+    assert verify(signed) is None
+    scanned = {(e["topic"], e["partition"]) for e in signed["receipt"]["evidence"]}
+    assert scanned == {("users", 0), ("users", 1)}
+
+
+def test_kafka_unreachable_keeps_the_phase_and_retries_with_ready_false() -> None:
+    world = compacted_world()
+    world.run()
+    world.kafka.unavailable = True
+    retry = world.run()
+    assert isinstance(retry, service.Retry)
+    assert not retry.quiet
+    assert world.store.status["phase"] == Phase.TOMBSTONED
+    assert world.condition("Ready")["reason"] == Reason.KAFKA_UNAVAILABLE
+
+
+def test_evidence_beyond_the_status_limit_goes_to_configmaps_and_is_read_back() -> None:
+    world = World(spec("users"))
+    world.kafka.topic("users", 1, COMPACTED)
+    keys = [b"k-%d" % i for i in range(ev.EVIDENCE_LIMIT + 5)]
+    world.spec["keys"] = [{"sha256": hashlib.sha256(k).hexdigest()} for k in keys]
+    # One partition per key would need many topics; spread them over two instead.
+    world.kafka.topic("more", 2, COMPACTED)
+    world.spec["topics"]["names"].append("more")
+    for i, k in enumerate(keys):
+        world.kafka.produce(TopicPartition("more", i % 2), k, b"v")
+        world.kafka.produce(TopicPartition("users", 0), k, b"v")
+    world.run()
+    status = world.store.status
+    assert len(status["evidence"]) == ev.EVIDENCE_LIMIT
+    assert status["evidenceRef"]["configMap"] == "recorderasure-e-evidence"
+    stored = json.loads(world.blobs.sets["evidence"])
+    assert len(stored) == 2 * len(keys)
+    for topic in ("users", "more"):
+        world.kafka.compact(topic, drop_tombstones=True)
+    world.later(5)
+    world.run()
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    signed = json.loads(world.blobs.sets["receipt"])
+    assert len(signed["receipt"]["evidence"]) == 2 * len(keys)
+
+
+@pytest.mark.parametrize(
+    ("expected_in_s", "delay"),
+    [(None, 60.0), (40, 10.0), (4, 2.0), (4000, 300.0), (-20, 10.0), (-2, 2.0)],
+)
+def test_the_next_look_is_a_quarter_of_the_time_left_and_grows_once_overdue(
+    expected_in_s: int | None, delay: float
+) -> None:
+    now_ms = 1_000_000
+    expected = None if expected_in_s is None else now_ms + expected_in_s * 1000
+    assert pipeline.next_delay(expected, now_ms) == delay
+
+
+def test_the_fake_refuses_a_tombstone_whose_key_does_not_hash_to_the_digest() -> None:
+    kafka = FakeErasureKafka([NOW])
+    kafka.topic("users", 1, COMPACTED)
+    tp = TopicPartition("users", 0)
+    kafka.produce(tp, b"other", b"v")
+    answers = kafka.write_tombstones([TombstoneWrite(tp, DIGEST, 0)])
+    assert isinstance(answers[(tp, DIGEST)], KafkaFailure)
+    missing = TopicPartition("users", 7)
+    answers = kafka.write_tombstones([TombstoneWrite(missing, DIGEST, 0)])
+    assert isinstance(answers[(missing, DIGEST)], KafkaFailure)
+    assert kafka.written == []
+    assert cast(Any, kafka).logs[tp][-1].key == b"other"
+
+
+class Posted:
+    """kopf.info and kopf.warn as the handler calls them."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def info(self, body: Any, *, reason: str, message: str) -> None:
+        self.events.append(("Normal", str(reason), message))
+
+    def warn(self, body: Any, *, reason: str, message: str) -> None:
+        self.events.append(("Warning", str(reason), message))
+
+
+def handler_run(
+    monkeypatch: pytest.MonkeyPatch, answer: Any, cfg: Any = None
+) -> tuple[Posted, list[service.Erasure], BaseException | None]:
+    """One call of the handler's worker with reconcile answering `answer` (an Outcome to
+    return, or an exception to raise); what it posted, what it was given, what it raised."""
+    posted, given = Posted(), []
+
+    def reconcile(erasure: service.Erasure) -> service.Outcome:
+        given.append(erasure)
+        if isinstance(answer, BaseException):
+            raise answer
+        return cast(service.Outcome, answer)
+
+    monkeypatch.setattr(service, "reconcile", reconcile)
+    monkeypatch.setattr(kopf, "info", posted.info)
+    monkeypatch.setattr(kopf, "warn", posted.warn)
+    memo = kopf.Memo(config=cfg or OperatorConfig(tenancy="open"))
+    meta = {"uid": "u-1", "generation": 1, "creationTimestamp": "2026-11-29T12:00:00Z"}
+    raised: BaseException | None = None
+    try:
+        handler._erase(
+            cast(Any, {}),
+            cast(Any, spec("users")),
+            cast(Any, {"startedAt": "2026-11-29T12:00:00Z"}),
+            cast(Any, meta),
+            "tenant",
+            "e",
+            0,
+            memo,
+        )
+    except BaseException as err:  # the test looks at what it was
+        raised = err
+    return posted, given, raised
+
+
+def test_the_handler_waits_on_the_cleaner_quietly_posting_only_what_the_run_did(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    wait = service.Retry(
+        "Tombstoned: waiting for the log cleaner",
+        7.5,
+        quiet=True,
+        events=[(EventReason.TOMBSTONES_WRITTEN, f"2 tombstones; digests {DIGEST}")],
+    )
+    posted, _, raised = handler_run(monkeypatch, wait)
+    assert isinstance(raised, kopf.TemporaryError)
+    assert raised.delay == 7.5
+    assert str(raised).startswith(handler.WAITING)  # kopf's line then made quiet
+    assert posted.events == [("Normal", "TombstonesWritten", f"2 tombstones; digests {DIGEST}")]
+    assert DIGEST in caplog.text
+
+
+def test_the_handler_warns_when_a_run_cannot_proceed(monkeypatch: pytest.MonkeyPatch) -> None:
+    posted, _, raised = handler_run(monkeypatch, service.Retry("KafkaUnavailable: down", 10))
+    assert isinstance(raised, kopf.TemporaryError)
+    assert [(kind, reason) for kind, reason, _ in posted.events] == [("Warning", "ErasurePending")]
+
+
+def test_the_handler_ends_a_refused_erasure_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = service.Outcome(
+        Phase.FAILED,
+        "spec.keys[0].sha256: is not 64 hexadecimal characters",
+        finished=True,
+        reason=Reason.INVALID_SPEC,
+        invalid_field="spec.keys[0].sha256",
+    )
+    posted, _, raised = handler_run(monkeypatch, refused)
+    assert isinstance(raised, kopf.PermanentError)
+    assert posted.events == [("Warning", "InvalidSpec", refused.message)]
+
+
+def test_the_handler_signs_with_the_secret_the_operator_is_configured_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read: list[tuple[str, str]] = []
+
+    def read_signing_key(namespace: str, name: str) -> Ed25519PrivateKey:
+        read.append((namespace, name))
+        return SIGNING
+
+    monkeypatch.setattr(handler, "read_signing_key", read_signing_key)
+    cfg = OperatorConfig(operator_namespace="ops", erasure_signing_secret="receipts-key")
+    done = service.Outcome(Phase.KEY_ERASED, "erased", finished=True)
+    _, given, raised = handler_run(monkeypatch, done, cfg)
+    assert raised is None
+    assert given[0].signing_key() is SIGNING
+    assert read == [("ops", "receipts-key")]
+    assert (given[0].uid, given[0].name, given[0].namespace) == ("u-1", "e", "tenant")
+    assert given[0].created == NOW
+
+
+def test_a_delete_topic_whose_log_start_passed_every_match_is_verified_before_its_bound() -> None:
+    world = World(spec("clicks"))
+    world.kafka.topic("clicks", 1, DELETE)
+    world.kafka.produce(TopicPartition("clicks", 0), KEY, b"v")
+    world.run()
+    assert world.store.status["phase"] == Phase.AWAITING_RETENTION
+    world.later(60)  # long before retention.ms (1 h) says
+    world.kafka.expire("clicks")
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    scans = world.store.status["evidence"][0]["scans"]
+    assert (scans[-1]["phase"], scans[-1]["matches"]) == ("KeyErased", 0)
+
+
+def test_an_unbounded_cleaner_puts_the_deadline_at_risk_naming_the_config() -> None:
+    world = World(spec("users"))
+    unbounded = {k: v for k, v in COMPACTED.items() if k != "max.compaction.lag.ms"}
+    world.kafka.topic("users", 1, unbounded)
+    world.kafka.produce(TopicPartition("users", 0), KEY, b"v")
+    world.run()
+    at_risk = world.condition("DeadlineAtRisk")
+    assert (at_risk["status"], at_risk["reason"]) == ("True", Reason.ERASURE_DEADLINE_AT_RISK)
+    assert "max.compaction.lag.ms" in at_risk["message"]
+    assert world.store.status["deadline"]["atRisk"] is True
+    assert "expectedKeyErasedAt" not in world.store.status["deadline"]
+    assert [r for r, _ in world.events].count(EventReason.ERASURE_DEADLINE_AT_RISK) == 1
+    world.later(5)
+    world.run()  # still at risk: not announced again
+    assert [r for r, _ in world.events].count(EventReason.ERASURE_DEADLINE_AT_RISK) == 1
+
+
+def test_a_bounded_cleaner_meets_the_deadline_and_status_says_when() -> None:
+    world = compacted_world()
+    world.run()
+    met = world.condition("DeadlineAtRisk")
+    assert (met["status"], met["reason"]) == ("False", Reason.ERASURE_DEADLINE_MET)
+    deadline = world.store.status["deadline"]
+    assert deadline["requestedBy"] == "2026-12-29T12:00:00Z"  # 30 days from creation
+    assert deadline["expectedValuesErasedAt"] < deadline["expectedKeyErasedAt"]
+    # Times in status are RFC 3339, as the CRD's date-time fields take them.
+    tombstone = world.store.status["evidence"][0]["tombstone"]
+    assert tombstone["timestamp"] == "2026-11-29T12:00:00Z"
+
+
+def test_the_receipt_vouches_for_every_listed_digest_even_one_found_nowhere() -> None:
+    world = compacted_world()
+    absent = hashlib.sha256(b"never written").hexdigest()
+    world.spec["keys"].append({"sha256": absent})
+    world.run()
+    world.kafka.compact("users", drop_tombstones=True)
+    world.later(5)
+    world.run()
+    receipt = json.loads(world.blobs.sets["receipt"])["receipt"]
+    assert receipt["digests"] == sorted([DIGEST, absent])
+    assert {"Scanning", "KeyErased"} <= set(receipt["phases"])
+
+
+def test_a_pattern_selecting_more_topics_than_status_can_list_is_refused() -> None:
+    world = World(spec(digest=DIGEST))
+    world.spec["topics"] = {"pattern": "t-.*"}
+    for i in range(pipeline.MAX_TOPICS + 1):
+        world.kafka.topic(f"t-{i}", 1, COMPACTED)
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.topics"
+    assert world.store.status["phase"] == Phase.FAILED
+    assert not any(c.startswith(("scan:", "write")) for c in world.kafka.calls)
+
+
+def test_kopfs_line_for_a_quiet_wait_is_info_and_no_event_and_other_failures_stay_loud() -> None:
+    quiet = logging.LogRecord(
+        "kopf.objects",
+        logging.ERROR,
+        __file__,
+        1,
+        f"Handler 'erasure' failed temporarily: {handler.WAITING} Tombstoned: waiting",
+        None,
+        None,
+    )
+    loud = logging.LogRecord(
+        "kopf.objects",
+        logging.ERROR,
+        __file__,
+        1,
+        "Handler 'erasure' failed temporarily: KafkaUnavailable: down",
+        None,
+        None,
+    )
+    assert handler.QuietWaits().filter(quiet)
+    assert handler.QuietWaits().filter(loud)
+    assert (quiet.levelno, getattr(quiet, "k8s_skip", False)) == (logging.INFO, True)
+    assert (loud.levelno, getattr(loud, "k8s_skip", False)) == (logging.ERROR, False)
+    assert handler._QUIET_WAITS in logging.getLogger("kopf.objects").filters
