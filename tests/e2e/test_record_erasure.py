@@ -32,10 +32,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
+from kafka_retention.core.receipts import verify
 from kafka_retention.kube_objects.chunks import assemble, parts_selector, set_base
-
-# TEMPORARY: kafka_retention.core.receipts.verify (package A) after the merge.
-from kafka_retention.services.erasure.interim import verify
 from tests.helpers import tenancy
 from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka

@@ -44,7 +44,14 @@ def watched_namespaces(
         create_watched_namespace(stack, operator, ns)
     yield tuple(names)
     for ns in names:
-        stack.kubectl("delete", "retentionpolicies,recordpurges,recorderasures", "--all", "-n", ns, check=False)
+        stack.kubectl(
+            "delete",
+            "retentionpolicies,recordpurges,recorderasures",
+            "--all",
+            "-n",
+            ns,
+            check=False,
+        )
         stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 

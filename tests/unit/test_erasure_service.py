@@ -29,14 +29,12 @@ from kafka_retention.core.erasure_scan import (
 from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
+from kafka_retention.core.receipts import verify
 from kafka_retention.handlers import erasure as handler
 from kafka_retention.services import erasure as service
 from kafka_retention.services import tenancy
 from kafka_retention.services.erasure import evidence as ev
 from kafka_retention.services.erasure import pipeline
-
-# TEMPORARY: core.receipts.verify (package A) after the merge.
-from kafka_retention.services.erasure.interim import verify
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 KEY = b"user-4711@example.com"  # the key to erase; it must never appear in any output
@@ -444,7 +442,7 @@ def test_a_bad_digest_is_refused_naming_the_field_before_any_kafka_contact() -> 
 def test_a_topic_outside_the_binding_is_refused_before_any_kafka_contact() -> None:
     world = compacted_world()
     world.spec["topics"] = {"names": ["own-events", "users"]}
-    world.admitted = Grant("team-a", 0, frozenset({"erase"}), ("own-.*",), (), ())  # type: ignore[arg-type]
+    world.admitted = Grant("team-a", 0, frozenset({"erase"}), ("own-.*",), (), ())
     outcome = world.run()
     assert isinstance(outcome, service.Outcome)
     assert outcome.invalid_field == "spec.topics.names[1]"

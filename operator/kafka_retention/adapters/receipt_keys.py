@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
 
 import kubernetes
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from kubernetes.client.exceptions import ApiException
 
 from kafka_retention.adapters.kube import api_client
 from kafka_retention.core.failures import SecretUnavailable
+from kafka_retention.core.receipts import ReceiptError, load_signing_key
 
 
 def read_signing_key(namespace: str, name: str) -> Ed25519PrivateKey:
@@ -33,26 +32,6 @@ def read_signing_key(namespace: str, name: str) -> Ed25519PrivateKey:
     except (binascii.Error, ValueError):
         raise SecretUnavailable(f"{where}: its data is not base64") from None
     try:
-        return _load_signing_key(data)
-    except ValueError as err:
+        return load_signing_key(data)
+    except ReceiptError as err:
         raise SecretUnavailable(f"{where}: {err}") from None
-
-
-def _load_signing_key(data: Mapping[str, bytes]) -> Ed25519PrivateKey:
-    """TEMPORARY stand-in for core.receipts.load_signing_key (package A): the integrator
-    calls that one instead and deletes this. Raises ValueError saying what is wrong
-    (never quoting the data)."""
-    if "ed25519.pem" in data:
-        try:
-            key = serialization.load_pem_private_key(data["ed25519.pem"], password=None)
-        except (TypeError, ValueError):
-            raise ValueError("ed25519.pem is not an unencrypted PKCS#8 PEM key") from None
-        if not isinstance(key, Ed25519PrivateKey):
-            raise ValueError("ed25519.pem is not an Ed25519 key")
-        return key
-    if "ed25519.seed" in data:
-        seed = data["ed25519.seed"]
-        if len(seed) != 32:
-            raise ValueError(f"ed25519.seed has {len(seed)} bytes, not 32")
-        return Ed25519PrivateKey.from_private_bytes(seed)
-    raise ValueError("it has neither ed25519.pem nor ed25519.seed")

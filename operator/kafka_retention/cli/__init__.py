@@ -79,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         peering=peering,
         tenancy=args.tenancy,
         operator_namespace=args.operator_namespace,
+        erasure_signing_secret=args.erasure_signing_secret,
     )
     kopf.configure(verbose=args.verbose, debug=args.debug)
     # Spark's Python gateway logs every call at DEBUG: far too much even for --debug.
@@ -344,6 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NS",
         help="the namespace whose Secrets KafkaClusterBindings name, and where pod runs of "
         "bound policies happen (default: $POD_NAMESPACE, else kafka-retention-system)",
+    )
+    run.add_argument(
+        "--erasure-signing-secret",
+        default=config.OperatorConfig.erasure_signing_secret,
+        metavar="NAME",
+        help="the Secret in --operator-namespace holding the Ed25519 key RecordErasure "
+        "receipts are signed with (data key ed25519.pem or ed25519.seed; default "
+        f"{config.OperatorConfig.erasure_signing_secret})",
     )
     run.add_argument(
         "--local-broker-volumes",

@@ -5,20 +5,20 @@ and counts only, never a key."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 import kopf
 
 from kafka_retention import metrics
+from kafka_retention.adapters.kafka_erasure import ErasureAdmin
 from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter
 from kafka_retention.adapters.receipt_keys import read_signing_key
-from kafka_retention.core.bindings import Grant, Operation
-from kafka_retention.core.conditions import EventReason, Reason
+from kafka_retention.core.bindings import Grant
+from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.erasure import ErasureRequest
 from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.failures import SecretUnavailable
@@ -28,8 +28,7 @@ from kafka_retention.kube_objects.chunks import set_base
 from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import erasure as service
 from kafka_retention.services.fair_slots import FairSlots
-from kafka_retention.services.ports import ErasureKafka
-from kafka_retention.services.tenancy import ClusterIdMismatch, Refused, Tenancy, check_cluster_id
+from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
 
 KIND = "RecordErasure"
 # Erasures that run at once (each scan reads whole partitions in a worker thread): fewer
@@ -71,45 +70,18 @@ def _admitter(rules: Tenancy, namespace: str) -> Any:
 
     def admit(spec: Mapping[str, Any], request: ErasureRequest) -> Grant | None:
         rules.check_spec(spec)
-        return _admit_erasure(rules, namespace, request)
+        return rules.admit_erasure(namespace, request)
 
     return admit
 
 
-def _admit_erasure(rules: Tenancy, namespace: str, request: ErasureRequest) -> Grant | None:
-    """TEMPORARY stand-in for Tenancy.admit_erasure (package A): the integrator calls
-    `rules.admit_erasure(namespace, request)` instead and deletes this."""
-    real = getattr(rules, "admit_erasure", None)
-    if real is not None:
-        return cast(Grant | None, real(namespace, request))
-    erase = cast(Operation, "erase")
-    grant = rules.admit(namespace, request.cluster, {erase: "spec.cluster.clusterRef"})
-    if grant is None:
-        return None
-    for field, topic in request.named_topics():
-        why = grant.topic_refusal(topic)
-        if why is not None:
-            raise Refused(field, Reason.NOT_PERMITTED, why)
-    if request.pattern and not grant.allow:
-        raise Refused("spec.topics", Reason.NOT_PERMITTED, "the binding grants no topics")
-    return grant
-
-
-def _erasure_admin(bootstrap: str, client_config: Mapping[str, str]) -> ErasureKafka:
-    """TEMPORARY until package B merges: the integrator imports
-    adapters.kafka_erasure.ErasureAdmin at the top instead and deletes this."""
-    module = importlib.import_module("kafka_retention.adapters.kafka_erasure")
-    admin: ErasureKafka = module.ErasureAdmin(bootstrap, dict(client_config))
-    return admin
-
-
 def _connector(rules: Tenancy, namespace: str) -> Any:
-    def connect(request: ErasureRequest) -> ErasureKafka:
+    def connect(request: ErasureRequest) -> ErasureAdmin:
         try:
             bootstrap, client_config = rules.connection(namespace, request.cluster)
         except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
             raise service.Unresolved(err.reason, str(err)) from err
-        admin = _erasure_admin(bootstrap, client_config)
+        admin = ErasureAdmin(bootstrap, client_config)
         if request.binding is not None:
             expected = rules.binding(request.binding).cluster_id
             try:

@@ -36,7 +36,14 @@ from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Condition, EventReason, Reason
-from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.core.erasure import ErasureRequest, parse_erasure_spec
+from kafka_retention.core.erasure_deadlines import (
+    Cleaning,
+    Expected,
+    deadline_condition,
+    expected_compaction,
+    expected_retention,
+)
 from kafka_retention.core.erasure_scan import DigestHits, PartitionScan, TombstoneWrite
 from kafka_retention.core.erasure_states import FINAL_PHASES, Phase
 from kafka_retention.core.facts import TopicPartition
@@ -46,22 +53,13 @@ from kafka_retention.core.failures import (
     SecretUnavailable,
     WriteRefused,
 )
+from kafka_retention.core.receipts import receipt, sign
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import tenancy
 from kafka_retention.services.erasure import evidence as ev
 from kafka_retention.services.erasure import status
 from kafka_retention.services.erasure.evidence import Entry
 from kafka_retention.services.erasure.inputs import Erasure, Unresolved
-from kafka_retention.services.erasure.interim import (
-    Cleaning,
-    Expected,
-    deadline_condition,
-    expected_compaction,
-    expected_retention,
-    parse_erasure_spec,
-    receipt,
-    sign,
-)
 from kafka_retention.services.erasure.outcomes import (
     Completed,
     Event,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from kafka_retention.core.bindings import Grant
 from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.core.erasure_deadlines import Cleaning
 from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.policy_spec import TopicSelector
-from kafka_retention.services.erasure.interim import Cleaning
 from kafka_retention.services.ports import ErasureKafka
 
 
