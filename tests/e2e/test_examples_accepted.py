@@ -43,8 +43,8 @@ import yaml
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from kafka_retention.core.conditions import Reason
 from kafka_retention.core import erasure_states
+from kafka_retention.core.conditions import Reason
 from kafka_retention.core.purge_states import FINAL_PHASES
 from kafka_retention.core.strimzi import StrimziRef
 from tests.helpers import tenancy
