@@ -31,6 +31,7 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
 from kafka_retention.core.receipts import verify
 from kafka_retention.handlers import erasure as handler
+from kafka_retention.handlers.common import Created
 from kafka_retention.services import erasure as service
 from kafka_retention.services import tenancy
 from kafka_retention.services.erasure import evidence as ev
@@ -727,14 +728,16 @@ def handler_run(
     raised: BaseException | None = None
     try:
         handler._erase(
-            cast(Any, {}),
-            cast(Any, spec("users")),
-            cast(Any, {"startedAt": "2026-11-29T12:00:00Z"}),
-            cast(Any, meta),
-            "tenant",
-            "e",
-            0,
-            memo,
+            Created(
+                cast(Any, {}),
+                cast(Any, spec("users")),
+                cast(Any, {"startedAt": "2026-11-29T12:00:00Z"}),
+                cast(Any, meta),
+                "tenant",
+                "e",
+                0,
+                memo,
+            )
         )
     except BaseException as err:  # the test looks at what it was
         raised = err

@@ -223,5 +223,5 @@ def test_every_field_of_the_shape_is_read() -> None:
     assert request.protect_groups == ("g",)
     assert request.deadline_ms == 86_400_000
     assert request.dry_run
-    assert request.bootstrap_servers == "k:9092"
-    assert request.client_config_secret == "s"
+    assert request.cluster.bootstrap_servers == "k:9092"
+    assert request.cluster.client_config_secret == "s"

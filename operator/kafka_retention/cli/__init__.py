@@ -421,6 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _erasure_commands(sub: Any) -> None:
+    from kafka_retention.cli.common import kube_connection_flags
+
     erase = _subcommand(
         sub,
         _erase,
@@ -480,14 +482,10 @@ def _erasure_commands(sub: Any) -> None:
         "there is none yet.",
     )
     evidence.add_argument("name", metavar="NAME")
-    evidence.add_argument(
-        "-n", "--namespace", metavar="NS", help="default: the kubeconfig context's namespace"
-    )
+    kube_connection_flags(evidence, suppress=False)
     evidence.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="write it here (default: stdout)"
     )
-    evidence.add_argument("--kubeconfig", metavar="FILE", help="default: kubectl's")
-    evidence.add_argument("--context", metavar="NAME", help="default: the current context")
 
     verify = _subcommand(
         sub,

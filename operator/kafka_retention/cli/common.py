@@ -3,6 +3,7 @@ files as Kafka's own tools read them, and progress on a terminal."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import threading
 import time
@@ -118,3 +119,25 @@ class Progress:
         finally:
             stop.set()
             ticker.join()
+
+
+def kube_connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """-n, --context and --kubeconfig, as kubectl takes them. On a subcommand they default
+    to SUPPRESS, so one given before the subcommand is not reset by it."""
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default=default,
+        metavar="NS",
+        help="the namespace (default: the context's, else default)",
+    )
+    parser.add_argument(
+        "--context", default=default, metavar="NAME", help="the kubeconfig context to use"
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=default,
+        metavar="FILE",
+        help="the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)",
+    )

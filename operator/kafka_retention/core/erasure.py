@@ -14,22 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kafka_retention.core.patterns import PatternError, compile_pattern
-from kafka_retention.core.specs import (
-    STRIMZI_FIELDS,
-    ClusterRef,
-    Shape,
-    SpecError,
-    duration,
-    flag,
-    group_ids,
-    is_topic_name,
-    known_fields,
-    obj,
-    parse_cluster,
-    text,
-)
-from kafka_retention.core.strimzi import StrimziRef
+from kafka_retention.core import specs
+from kafka_retention.core.specs import ClusterRef, Shape, SpecError
 
 DEFAULT_DEADLINE_MS = 30 * 86_400_000
 MAX_KEYS = 10_000
@@ -47,7 +33,7 @@ ERASURE_FIELDS: Shape = {
         "clusterRef": None,
         "bootstrapServers": None,
         "clientConfigSecret": None,
-        "strimzi": STRIMZI_FIELDS,
+        "strimzi": specs.STRIMZI_FIELDS,
     },
     "topics": {"names": None, "pattern": None},
     "keys": {"sha256": None, "string": None, "base64": None},
@@ -79,8 +65,7 @@ class ErasureKey:
 
 @dataclass(frozen=True)
 class ErasureRequest:
-    bootstrap_servers: str
-    client_config_secret: str | None
+    cluster: ClusterRef
     names: tuple[str, ...]
     pattern: str | None
     keys: tuple[ErasureKey, ...]
@@ -89,14 +74,11 @@ class ErasureRequest:
     protect_groups: tuple[str, ...]
     deadline_ms: int
     dry_run: bool
-    strimzi: StrimziRef | None = None  # spec.cluster.strimzi
-    binding: str | None = None  # spec.cluster.clusterRef
 
     @property
-    def cluster(self) -> ClusterRef:
-        return ClusterRef(
-            self.bootstrap_servers, self.client_config_secret, self.strimzi, self.binding
-        )
+    def binding(self) -> str | None:
+        """spec.cluster.clusterRef."""
+        return self.cluster.binding
 
     def digests(self) -> frozenset[str]:
         return frozenset(k.digest for k in self.keys)
@@ -181,7 +163,7 @@ def _keys(value: Any) -> tuple[ErasureKey, ...]:
 
 
 def _topics(value: Any) -> tuple[tuple[str, ...], str | None]:
-    topics = obj(value, "spec.topics")
+    topics = specs.obj(value, "spec.topics")
     raw_names = topics.get("names")
     if raw_names is None:
         raw_names = []
@@ -190,7 +172,7 @@ def _topics(value: Any) -> tuple[tuple[str, ...], str | None]:
     seen: dict[str, int] = {}
     for i, name in enumerate(raw_names):
         at = f"spec.topics.names[{i}]"
-        if not is_topic_name(name):
+        if not specs.is_topic_name(name):
             raise SpecError(at, f"{name!r} is not a valid Kafka topic name")
         if name.startswith("__"):
             raise SpecError(
@@ -199,13 +181,7 @@ def _topics(value: Any) -> tuple[tuple[str, ...], str | None]:
         if name in seen:
             raise SpecError(at, f"topic {name} is also listed at spec.topics.names[{seen[name]}]")
         seen[name] = i
-    pattern = topics.get("pattern")
-    if pattern is not None:
-        pattern = text(pattern, "spec.topics.pattern")
-        try:
-            compile_pattern(pattern)
-        except PatternError as err:
-            raise SpecError("spec.topics.pattern", str(err)) from None
+    pattern = specs.topic_pattern(topics.get("pattern"), "spec.topics.pattern")
     if not seen and not pattern:
         raise SpecError("spec.topics", "needs names or a pattern")
     return tuple(seen), pattern
@@ -215,33 +191,26 @@ def parse_erasure_spec(spec: Mapping[str, Any]) -> ErasureRequest:
     """Check what the CRD schema cannot (digests, base64, duplicates), and again what it
     can: the operator may meet an object stored before a schema change, or a CLI-built
     spec. Every refusal is a SpecError naming its field and quoting no key."""
-    spec = obj(spec, "spec")
-    known_fields(spec, ERASURE_FIELDS, "spec")
-    cluster = parse_cluster(spec)
+    spec = specs.obj(spec, "spec")
+    specs.known_fields(spec, ERASURE_FIELDS, "spec")
+    cluster = specs.parse_cluster(spec)
     names, pattern = _topics(spec.get("topics"))
     keys = _keys(spec.get("keys"))
     on_delete = spec.get("onDeleteTopics", "report")
     if on_delete not in ON_DELETE_TOPICS:
         raise SpecError("spec.onDeleteTopics", f"{on_delete!r} is not report or cut")
-    accept = flag(spec.get("acceptCollateral"), "spec.acceptCollateral", False)
-    dry_run = flag(spec.get("dryRun"), "spec.dryRun", False)
+    accept = specs.flag(spec.get("acceptCollateral"), "spec.acceptCollateral", False)
+    dry_run = specs.flag(spec.get("dryRun"), "spec.dryRun", False)
     if on_delete == "cut" and not accept and not dry_run:
         raise SpecError("spec.acceptCollateral", CUT_NEEDS_ACCEPTANCE)
     deadline = spec.get("deadline")
-    deadline_ms = DEFAULT_DEADLINE_MS if deadline is None else duration(deadline, "spec.deadline")
+    deadline_ms = (
+        DEFAULT_DEADLINE_MS if deadline is None else specs.duration(deadline, "spec.deadline")
+    )
     if deadline_ms <= 0:
         raise SpecError("spec.deadline", "must be longer than 0")
+    groups = specs.group_ids(spec.get("protectGroups"), "spec.protectGroups")
+    # In the fields' order (a mypy-checked call: each value has its field's type).
     return ErasureRequest(
-        bootstrap_servers=cluster.bootstrap_servers,
-        client_config_secret=cluster.client_config_secret,
-        strimzi=cluster.strimzi,
-        binding=cluster.binding,
-        names=names,
-        pattern=pattern,
-        keys=keys,
-        on_delete_topics=on_delete,
-        accept_collateral=accept,
-        protect_groups=group_ids(spec.get("protectGroups"), "spec.protectGroups"),
-        deadline_ms=deadline_ms,
-        dry_run=dry_run,
+        cluster, names, pattern, keys, on_delete, accept, groups, deadline_ms, dry_run
     )

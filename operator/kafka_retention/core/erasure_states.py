@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Literal
+from enum import StrEnum, auto
+from typing import Any, Literal
 
 
 class Phase(StrEnum):
-    PENDING = "Pending"
-    SCANNING = "Scanning"
+    # Each value is its name in CamelCase (VALUES_ERASED: "ValuesErased"), as status and
+    # the CRD's enum spell it.
+    @staticmethod
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list[Any]) -> str:
+        return name.title().replace("_", "")
+
+    PENDING = auto()
+    SCANNING = auto()
     # Compacted topics: a tombstone written for each key where it occurs, then the
     # cleaner follows (values before the tombstone go, then the tombstone itself).
-    TOMBSTONED = "Tombstoned"
-    VALUES_ERASED = "ValuesErased"
-    KEY_ERASED = "KeyErased"
+    TOMBSTONED = auto()
+    VALUES_ERASED = auto()
+    KEY_ERASED = auto()
     # Topics that cannot be compacted (onDeleteTopics: report): retention removes them.
-    AWAITING_RETENTION = "AwaitingRetention"
-    DRY_RUN = "DryRun"
-    FAILED = "Failed"
+    AWAITING_RETENTION = auto()
+    DRY_RUN = auto()
+    FAILED = auto()
 
 
 FINAL_PHASES = frozenset({Phase.KEY_ERASED, Phase.DRY_RUN, Phase.FAILED})

@@ -52,6 +52,16 @@ class SecretUnavailable(LookupError):
     reason = Reason.SECRET_UNAVAILABLE
 
 
+class Unresolved(Exception):
+    """A resource's cluster cannot be named yet (a Secret with its client settings, a
+    Strimzi resource, a binding whose cluster answers with another id); `reason` says
+    which. Tried again later."""
+
+    def __init__(self, reason: Reason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class Abandoned(RuntimeError):
     """The operator is stopping: its wait for a plan ended early. Nothing was applied. A pod
     run goes on in the cluster, and the next operator waits for it by its name (the same

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafka_retention.core.patterns import PatternError, compile_pattern, first_match
+from kafka_retention.core.patterns import compile_pattern, first_match
 from kafka_retention.core.policy import RetentionRules
 from kafka_retention.core.retention_rules import registry
 from kafka_retention.core.retention_rules.rule import Watch
@@ -26,7 +26,7 @@ from kafka_retention.core.specs import (
     obj,
     parse_brokers,
     parse_cluster,
-    text,
+    topic_pattern,
 )
 from kafka_retention.core.strimzi import StrimziRef
 
@@ -237,13 +237,7 @@ def parse_policy_spec(spec: Mapping[str, Any]) -> PolicySpec:
         if not is_topic_name(name):
             raise SpecError(f"spec.topics.names[{i}]", f"{name!r} is not a valid topic name")
     exclude = names(topics.get("exclude"), "spec.topics.exclude")
-    pattern = topics.get("pattern")
-    if pattern is not None:
-        pattern = text(pattern, "spec.topics.pattern")
-        try:
-            compile_pattern(pattern)
-        except PatternError as err:
-            raise SpecError("spec.topics.pattern", str(err)) from None
+    pattern = topic_pattern(topics.get("pattern"), "spec.topics.pattern")
     orphans = _orphans(spec, cluster.strimzi)
     only_orphans = orphans is not None and not any(spec.get(k) is not None for k in _TOPIC_KEYS)
     if not topic_names and not pattern and not (only_orphans and not topics):

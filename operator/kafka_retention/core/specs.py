@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
 from kafka_retention.core.durations import parse_duration_ms
+from kafka_retention.core.patterns import PatternError, compile_pattern
 from kafka_retention.core.strimzi import BROKER_CONTAINER, StrimziRef
 
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -280,3 +281,16 @@ def parse_time(value: Any, field_path: str) -> datetime:
     if before_epoch:
         raise SpecError(field_path, f"{value!r} is before 1970-01-01T00:00:00Z")
     return parsed
+
+
+def topic_pattern(value: Any, field_path: str) -> str | None:
+    """An RE2 pattern over whole topic names (None when absent), refused with RE2's own
+    words when it does not compile."""
+    if value is None:
+        return None
+    pattern = text(value, field_path)
+    try:
+        compile_pattern(pattern)
+    except PatternError as err:
+        raise SpecError(field_path, str(err)) from None
+    return pattern

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
 import kopf
 
 from kafka_retention.adapters.kube_clusters import (
@@ -11,8 +16,71 @@ from kafka_retention.adapters.kube_clusters import (
     resolve_cluster,
 )
 from kafka_retention.config import OperatorConfig
+from kafka_retention.core.failures import SecretUnavailable, Unresolved
 from kafka_retention.core.purge_ledger import PurgeLedger
-from kafka_retention.services.tenancy import Tenancy
+from kafka_retention.core.specs import ClusterRef
+from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
+
+
+class _Admin(Protocol):
+    def cluster_id(self) -> str: ...
+
+
+Admin = TypeVar("Admin", bound=_Admin)
+
+
+@dataclass(frozen=True)
+class Created:
+    """What Kopf hands the create handler of a one-shot resource (a purge, an erasure),
+    for the worker thread that runs it."""
+
+    body: kopf.Body
+    spec: kopf.Spec
+    status: kopf.Status
+    meta: kopf.Meta
+    namespace: str
+    name: str
+    retry: int  # how many times Kopf has retried the handler
+    memo: kopf.Memo
+
+    def parts(
+        self,
+    ) -> tuple[kopf.Body, kopf.Spec, kopf.Status, kopf.Meta, str, str, int, kopf.Memo]:
+        """The fields in order, as the worker names them (no copies: Kopf's own objects)."""
+        return (
+            self.body,
+            self.spec,
+            self.status,
+            self.meta,
+            self.namespace,
+            self.name,
+            self.retry,
+            self.memo,
+        )
+
+    @property
+    def created_at(self) -> datetime | None:
+        """metadata.creationTimestamp (whole seconds)."""
+        text = self.meta.get("creationTimestamp")
+        if not isinstance(text, str):
+            return None
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+    @classmethod
+    def of(cls, kwargs: Mapping[str, Any]) -> Created:
+        return cls(
+            kwargs["body"],
+            kwargs["spec"],
+            kwargs["status"],
+            kwargs["meta"],
+            namespaced(kwargs["namespace"]),
+            kwargs["name"],
+            kwargs["retry"],
+            kwargs["memo"],
+        )
 
 
 def namespaced(namespace: str | None) -> str:
@@ -44,3 +112,27 @@ def tenancy(cfg: OperatorConfig) -> Tenancy:
         binding_connection(cfg.operator_namespace),
         resolve_cluster,
     )
+
+
+def connect(
+    rules: Tenancy,
+    namespace: str,
+    cluster: ClusterRef,
+    make: Callable[[str, dict[str, str]], Admin],
+) -> Admin:
+    """A Kafka admin client (`make(bootstrap servers, client properties)`) for the
+    resource's cluster, once the cluster it reaches has the binding's id. What cannot be
+    resolved yet (a Secret, a Strimzi resource, another cluster id) raises
+    core.failures.Unresolved, tried again later."""
+    try:
+        bootstrap, client_config = rules.connection(namespace, cluster)
+    except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
+        raise Unresolved(err.reason, str(err)) from err
+    admin = make(bootstrap, client_config)
+    if cluster.binding is not None:
+        expected = rules.binding(cluster.binding).cluster_id
+        try:
+            check_cluster_id(cluster.binding, expected, admin.cluster_id())
+        except ClusterIdMismatch as err:
+            raise Unresolved(err.reason, str(err)) from None
+    return admin

@@ -21,14 +21,14 @@ from kafka_retention.core.bindings import Grant
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.erasure import ErasureRequest
 from kafka_retention.core.erasure_states import Phase
-from kafka_retention.core.failures import SecretUnavailable
 from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_ERASURES, VERSION
-from kafka_retention.handlers.common import config, namespaced, tenancy
+from kafka_retention.handlers import common
+from kafka_retention.handlers.common import config, tenancy
 from kafka_retention.kube_objects.chunks import set_base
 from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import erasure as service
 from kafka_retention.services.fair_slots import FairSlots
-from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
+from kafka_retention.services.tenancy import Tenancy
 
 KIND = "RecordErasure"
 # Erasures that run at once (each scan reads whole partitions in a worker thread): fewer
@@ -77,51 +77,22 @@ def _admitter(rules: Tenancy, namespace: str) -> Any:
 
 def _connector(rules: Tenancy, namespace: str) -> Any:
     def connect(request: ErasureRequest) -> ErasureAdmin:
-        try:
-            bootstrap, client_config = rules.connection(namespace, request.cluster)
-        except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
-            raise service.Unresolved(err.reason, str(err)) from err
-        admin = ErasureAdmin(bootstrap, client_config)
-        if request.binding is not None:
-            expected = rules.binding(request.binding).cluster_id
-            try:
-                check_cluster_id(request.binding, expected, admin.cluster_id())
-            except ClusterIdMismatch as err:
-                raise service.Unresolved(err.reason, str(err)) from None
-        return admin
+        return common.connect(rules, namespace, request.cluster, ErasureAdmin)
 
     return connect
 
 
 @kopf.on.create(GROUP, VERSION, RECORD_ERASURES, id="erasure")
-async def erasure(
-    body: kopf.Body,
-    spec: kopf.Spec,
-    status: kopf.Status,
-    meta: kopf.Meta,
-    namespace: str | None,
-    name: str,
-    retry: int,
-    memo: kopf.Memo,
-    **_: Any,
-) -> None:
-    namespace = namespaced(namespace)
-    if service.finished(status):
+async def erasure(**kwargs: Any) -> None:
+    created = common.Created.of(kwargs)
+    if service.finished(created.status):
         return
-    async with erasure_slots(memo).slot(namespace):
-        await asyncio.to_thread(_erase, body, spec, status, meta, namespace, name, retry, memo)
+    async with erasure_slots(created.memo).slot(created.namespace):
+        await asyncio.to_thread(_erase, created)
 
 
-def _erase(
-    body: kopf.Body,
-    spec: kopf.Spec,
-    status: kopf.Status,
-    meta: kopf.Meta,
-    namespace: str,
-    name: str,
-    retry: int,
-    memo: kopf.Memo,
-) -> None:
+def _erase(created: common.Created) -> None:
+    body, spec, status, meta, namespace, name, retry, memo = created.parts()
     cfg = config(memo)
     rules = tenancy(cfg).once()
     if not status.get("startedAt"):
@@ -154,7 +125,7 @@ def _erase(
                 ),
                 now=lambda: datetime.now(UTC),
                 retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
-                created=_created(meta),
+                created=created.created_at,
             )
         )
     except service.Retry as pending:
@@ -185,13 +156,3 @@ def _post(
             kopf.warn(body, reason=reason, message=message)
         else:
             kopf.info(body, reason=reason, message=message)
-
-
-def _created(meta: kopf.Meta) -> datetime | None:
-    text = meta.get("creationTimestamp")
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

@@ -14,17 +14,17 @@ from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter
 from kafka_retention.core.conditions import EventReason
-from kafka_retention.core.failures import SecretUnavailable
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VERSION
-from kafka_retention.handlers.common import config, namespaced, purge_ledger, tenancy
+from kafka_retention.handlers import common
+from kafka_retention.handlers.common import config, purge_ledger, tenancy
 from kafka_retention.kube_objects.chunks import set_base
 from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import purge as service
 from kafka_retention.services.fair_slots import FairSlots
-from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
+from kafka_retention.services.tenancy import Tenancy
 
 KIND = "RecordPurge"
 MAX_FAILURE_EVENTS = 20
@@ -44,18 +44,7 @@ def _admitter(rules: Tenancy, namespace: str) -> Any:
 
 def _connector(rules: Tenancy, namespace: str) -> Any:
     def connect(request: PurgeRequest) -> KafkaAdmin:
-        try:
-            bootstrap, config = rules.connection(namespace, request.cluster)
-        except SecretUnavailable as err:  # ClusterUnresolved too: err.reason says which
-            raise service.Unresolved(err.reason, str(err)) from err
-        admin = KafkaAdmin(bootstrap, config)
-        if request.binding is not None:
-            expected = rules.binding(request.binding).cluster_id
-            try:
-                check_cluster_id(request.binding, expected, admin.cluster_id())
-            except ClusterIdMismatch as err:
-                raise service.Unresolved(err.reason, str(err)) from None
-        return admin
+        return common.connect(rules, namespace, request.cluster, KafkaAdmin)
 
     return connect
 
@@ -70,36 +59,18 @@ def purge_slots(memo: kopf.Memo) -> FairSlots:
 
 
 @kopf.on.create(GROUP, VERSION, RECORD_PURGES, id="purge")
-async def purge(
-    body: kopf.Body,
-    spec: kopf.Spec,
-    status: kopf.Status,
-    meta: kopf.Meta,
-    namespace: str | None,
-    name: str,
-    retry: int,
-    memo: kopf.Memo,
-    **_: Any,
-) -> None:
-    namespace = namespaced(namespace)
-    if status.get("phase") in FINAL_PHASES:
+async def purge(**kwargs: Any) -> None:
+    created = common.Created.of(kwargs)
+    if created.status.get("phase") in FINAL_PHASES:
         return
     # Waiting for a slot holds no thread, and namespaces take the slots in turn: one
     # namespace's thousand purges do not make another's wait for all of them.
-    async with purge_slots(memo).slot(namespace):
-        await asyncio.to_thread(_purge, body, spec, status, meta, namespace, name, retry, memo)
+    async with purge_slots(created.memo).slot(created.namespace):
+        await asyncio.to_thread(_purge, created)
 
 
-def _purge(
-    body: kopf.Body,
-    spec: kopf.Spec,
-    status: kopf.Status,
-    meta: kopf.Meta,
-    namespace: str,
-    name: str,
-    retry: int,
-    memo: kopf.Memo,
-) -> None:
+def _purge(created: common.Created) -> None:
+    body, spec, status, meta, namespace, name, retry, memo = created.parts()
     # One read of the binding for admission, connection and the cluster id check.
     rules = tenancy(config(memo)).once()
     if not status.get("startedAt"):
@@ -126,7 +97,7 @@ def _purge(
                 admit=_admitter(rules, namespace),
                 now=lambda: datetime.now(UTC),
                 retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
-                created=_created(meta),
+                created=created.created_at,
             )
         )
     except service.Retry as pending:
@@ -167,14 +138,3 @@ def remember(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -
         purge_ledger(memo).remove(key)
     else:
         purge_ledger(memo).put(key, purge_done(body))
-
-
-def _created(meta: kopf.Meta) -> datetime | None:
-    """metadata.creationTimestamp (whole seconds), where status.timings counts from."""
-    text = meta.get("creationTimestamp")
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from kafka_retention.core.bindings import (
     Binding,
@@ -37,6 +37,17 @@ __all__ = ["BindingUnavailable", "ClusterIdMismatch", "Refused", "Tenancy", "che
 
 Mode = Literal["strict", "open"]
 MODES: tuple[Mode, ...] = ("strict", "open")
+
+
+class NamesTopics(Protocol):
+    """A request that names its cluster and topics (a purge's, an erasure's)."""
+
+    @property
+    def cluster(self) -> ClusterRef: ...
+
+    def named_topics(self) -> list[tuple[str, str]]:
+        """(spec field, topic) of every topic it names."""
+        ...
 
 
 class Refused(Exception):
@@ -180,28 +191,32 @@ class Tenancy:
             )
         return grant
 
-    def admit_purge(self, namespace: str, request: PurgeRequest) -> Binding | None:
-        grant = self.admit(namespace, request.cluster, {"purge": "spec.cluster.clusterRef"})
+    def admit_topics(
+        self, namespace: str, operation: Operation, request: NamesTopics
+    ) -> Grant | None:
+        """The grant of `operation` to the namespace, once every topic the spec names is
+        within it; None for a cluster named inline under open tenancy."""
+        grant = self.admit(namespace, request.cluster, {operation: "spec.cluster.clusterRef"})
         if grant is None:
             return None
         for field, topic in request.named_topics():
             why = grant.topic_refusal(topic)
             if why is not None:
                 raise Refused(field, Reason.NOT_PERMITTED, why)
-        return self.binding(grant.binding)
+        return grant
+
+    def admit_purge(self, namespace: str, request: PurgeRequest) -> Binding | None:
+        grant = self.admit_topics(namespace, "purge", request)
+        return None if grant is None else self.binding(grant.binding)
 
     def admit_erasure(self, namespace: str, request: ErasureRequest) -> Grant | None:
         """The grant a RecordErasure runs under, once its binding allows erase in its
         namespace and every topic it names; None for a cluster named inline under open
         tenancy. The caller selects pattern topics within the grant:
         TopicSelector(names, pattern, allow=grant.allow, protect=grant.all_protect)."""
-        grant = self.admit(namespace, request.cluster, {"erase": "spec.cluster.clusterRef"})
+        grant = self.admit_topics(namespace, "erase", request)
         if grant is None:
             return None
-        for field, topic in request.named_topics():
-            why = grant.topic_refusal(topic)
-            if why is not None:
-                raise Refused(field, Reason.NOT_PERMITTED, why)
         if request.pattern is not None and not grant.allow:
             # Without an allow list the selector would take every topic the pattern
             # matches: an empty allow grants nothing, so the pattern may match nothing.

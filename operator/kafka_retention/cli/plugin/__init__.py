@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from kafka_retention.cli.common import UsageError
+from kafka_retention.cli.common import UsageError, kube_connection_flags
 from kafka_retention.cli.plugin.kube import Cluster, PluginError
 from kafka_retention.core.resources import GROUP, RECORD_PURGES, RETENTION_POLICIES
 
@@ -43,28 +43,6 @@ _KINDS = {
     "purge": RECORD_PURGES,
 }
 _KIND_OF = {RETENTION_POLICIES: "RetentionPolicy", RECORD_PURGES: "RecordPurge"}
-
-
-def _connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
-    """-n, --context and --kubeconfig, as kubectl takes them. On a subcommand they default
-    to SUPPRESS, so one given before the subcommand is not reset by it."""
-    default = argparse.SUPPRESS if suppress else None
-    parser.add_argument(
-        "-n",
-        "--namespace",
-        default=default,
-        metavar="NS",
-        help="the namespace (default: the context's, else default)",
-    )
-    parser.add_argument(
-        "--context", default=default, metavar="NAME", help="the kubeconfig context to use"
-    )
-    parser.add_argument(
-        "--kubeconfig",
-        default=default,
-        metavar="FILE",
-        help="the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)",
-    )
 
 
 def _output_flag(parser: argparse.ArgumentParser, choices: tuple[str, ...], rest: str) -> None:
@@ -104,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"team-orders\n  {PROG} plan -f purge.yaml -o json > offsets.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _connection_flags(parser, suppress=False)
+    kube_connection_flags(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     status = sub.add_parser(
@@ -118,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Examples:\n  {PROG} status -A\n  {PROG} status -n team-orders -o wide",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _connection_flags(status, suppress=True)
+    kube_connection_flags(status, suppress=True)
     status.add_argument(
         "-A", "--all-namespaces", action="store_true", help="list every namespace's objects"
     )
@@ -139,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "recordpurge/drop-bad-range -n team-orders",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _connection_flags(explain, suppress=True)
+    kube_connection_flags(explain, suppress=True)
     explain.add_argument("ref", metavar="KIND/NAME|NAME")
 
     plan = sub.add_parser(
@@ -156,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"-o csv\n  {PROG} plan -f purge.yaml -o json > offsets.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _connection_flags(plan, suppress=True)
+    kube_connection_flags(plan, suppress=True)
     plan.add_argument("ref", nargs="?", metavar="KIND/NAME|NAME", help="an object on the cluster")
     plan.add_argument(
         "-f", "--filename", metavar="FILE", help="a file holding the object ('-': stdin)"

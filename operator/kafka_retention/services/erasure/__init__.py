@@ -3,7 +3,8 @@ each step returning a value that status.py, the one status writer, turns into th
 status patch; the handler wires in the stores, the Kafka connection and the signing key
 (inputs.Erasure)."""
 
-from kafka_retention.services.erasure.inputs import Erasure, Unresolved
+from kafka_retention.core.failures import Unresolved
+from kafka_retention.services.erasure.inputs import Erasure
 from kafka_retention.services.erasure.outcomes import Outcome, Retry
 from kafka_retention.services.erasure.pipeline import finished, reconcile
 

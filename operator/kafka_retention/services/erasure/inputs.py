@@ -12,7 +12,6 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kafka_retention.core.bindings import Grant
-from kafka_retention.core.conditions import Reason
 from kafka_retention.core.erasure import ErasureRequest
 from kafka_retention.services.ports import BlobStore, ErasureKafka, StatusStore
 
@@ -43,12 +42,3 @@ class Erasure:
     admit: Callable[[Mapping[str, Any], ErasureRequest], Grant | None] | None = None
     created: datetime | None = None  # metadata.creationTimestamp: where the deadline counts
     retry_delay: float = 10.0  # after a failure (not a wait on the cleaner: pipeline.py)
-
-
-class Unresolved(Exception):
-    """The erasure's cluster cannot be named yet (a Secret, a Strimzi resource, a binding
-    whose cluster id differs); `reason` says which. Tried again later."""
-
-    def __init__(self, reason: Reason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason

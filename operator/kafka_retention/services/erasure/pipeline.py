@@ -51,6 +51,7 @@ from kafka_retention.core.failures import (
     KafkaFailure,
     KafkaUnavailable,
     SecretUnavailable,
+    Unresolved,
     WriteRefused,
 )
 from kafka_retention.core.receipts import receipt, sign
@@ -59,7 +60,7 @@ from kafka_retention.services import tenancy
 from kafka_retention.services.erasure import evidence as ev
 from kafka_retention.services.erasure import status
 from kafka_retention.services.erasure.evidence import Entry
-from kafka_retention.services.erasure.inputs import Erasure, Unresolved
+from kafka_retention.services.erasure.inputs import Erasure
 from kafka_retention.services.erasure.outcomes import (
     Completed,
     Event,

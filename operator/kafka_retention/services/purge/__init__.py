@@ -3,7 +3,8 @@ pipeline.py), each returning a value that status.py, the one status writer, turn
 the status patch; the handler and the CLI wire in the stores and the Kafka connection
 (inputs.Purge)."""
 
-from kafka_retention.services.purge.inputs import Purge, Unresolved
+from kafka_retention.core.failures import Unresolved
+from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.outcomes import Outcome, Retry
 from kafka_retention.services.purge.pipeline import MAX_PLANNED_PARTITIONS, reconcile, too_large
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kafka_retention.core.conditions import Reason
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
 from kafka_retention.services.purge.progress import DELETE_ROUND, PROGRESS_EVERY_S
@@ -41,12 +40,3 @@ class Purge:
     delete_round: int = DELETE_ROUND
     # metadata.creationTimestamp: where status.timings counts the pick-up from.
     created: datetime | None = None
-
-
-class Unresolved(Exception):
-    """The purge's cluster cannot be named yet (its Strimzi resources, or the Secret with
-    its client settings, unreadable); `reason` says which. Tried again later."""
-
-    def __init__(self, reason: Reason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason

@@ -35,7 +35,7 @@ from dataclasses import replace
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
-from kafka_retention.core.failures import KafkaUnavailable
+from kafka_retention.core.failures import KafkaUnavailable, Unresolved
 from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
@@ -47,7 +47,7 @@ from kafka_retention.services.purge import status
 from kafka_retention.services.purge.conclude import finish, pending
 from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
 from kafka_retention.services.purge.facts import plan, stored_plan_facts
-from kafka_retention.services.purge.inputs import Purge, Unresolved
+from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.outcomes import (
     NotPersisted,
     NotReady,
