@@ -14,6 +14,7 @@ import kopf
 import pytest
 
 from kafka_retention.handlers import purge as purge_handler
+from kafka_retention.handlers.common import Created
 from kafka_retention.services.fair_slots import FairSlots
 from kafka_retention.services.policy import fleet as fleet_module
 from kafka_retention.services.policy.batches import Due, Environment
@@ -339,9 +340,9 @@ def test_the_purge_handler_runs_another_namespaces_purge_before_a_backlog(
     started: list[str] = []
     lock = threading.Lock()
 
-    def fake_purge(*args: Any) -> None:
+    def fake_purge(created: Created) -> None:
         with lock:
-            started.append(args[4])  # the namespace
+            started.append(created.namespace)
         time.sleep(0.005)
 
     monkeypatch.setattr(purge_handler, "_purge", fake_purge)
