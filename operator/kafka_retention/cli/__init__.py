@@ -150,6 +150,7 @@ def _verify_receipt(args: argparse.Namespace) -> int:
     return verify_receipt(args.file, args.public_key)
 
 
+PUBLIC_KEY_HELP = "the operator's signing public key (SubjectPublicKeyInfo PEM) to trust"
 PROGRESS_HELP = "print each stage on a line of its own even when stderr is not a terminal"
 
 
@@ -498,12 +499,7 @@ def _erasure_commands(sub: Any) -> None:
     verify.add_argument(
         "file", type=Path, metavar="FILE", help="the receipt, as `evidence` writes it"
     )
-    verify.add_argument(
-        "--public-key",
-        type=Path,
-        metavar="PEM",
-        help="the operator's signing public key (SubjectPublicKeyInfo PEM) to trust",
-    )
+    verify.add_argument("--public-key", type=Path, metavar="PEM", help=PUBLIC_KEY_HELP)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypeVar
 
 import kopf
 
+from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter
 from kafka_retention.adapters.kube_clusters import (
     binding_connection,
     namespace_labels,
@@ -18,7 +19,10 @@ from kafka_retention.adapters.kube_clusters import (
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.failures import SecretUnavailable, Unresolved
 from kafka_retention.core.purge_ledger import PurgeLedger
+from kafka_retention.core.resources import API_VERSION
 from kafka_retention.core.specs import ClusterRef
+from kafka_retention.kube_objects.chunks import set_base
+from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services.tenancy import ClusterIdMismatch, Tenancy, check_cluster_id
 
 
@@ -45,8 +49,8 @@ class Created:
 
     def parts(
         self,
-    ) -> tuple[kopf.Body, kopf.Spec, kopf.Status, kopf.Meta, str, str, int, kopf.Memo]:
-        """The fields in order, as the worker names them (no copies: Kopf's own objects)."""
+    ) -> tuple[kopf.Body, kopf.Spec, kopf.Status, kopf.Meta, str, str, kopf.Memo]:
+        """The fields the worker names, in order (no copies: Kopf's own objects)."""
         return (
             self.body,
             self.spec,
@@ -54,8 +58,21 @@ class Created:
             self.meta,
             self.namespace,
             self.name,
-            self.retry,
             self.memo,
+        )
+
+    @property
+    def retry_delay(self) -> float:
+        """Seconds before a failed run is tried again: doubling from 5, at most 2 minutes."""
+        return min(5.0 * 2.0 ** min(int(self.retry), 5), 120.0)
+
+    def stores(self, plural: str, kind: str) -> tuple[StatusWriter, ConfigMapStore]:
+        """The resource's status, and the ConfigMaps it owns for what status cannot hold
+        (a purge's plan and results, an erasure's evidence and receipt)."""
+        owner = Owner(API_VERSION, kind, self.name, str(self.meta.get("uid")))
+        return (
+            StatusWriter(plural, self.namespace, self.name),
+            ConfigMapStore(self.namespace, set_base(kind, self.name), owner.reference()),
         )
 
     @property

@@ -15,17 +15,14 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka_erasure import ErasureAdmin
-from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter
 from kafka_retention.adapters.receipt_keys import read_signing_key
 from kafka_retention.core.bindings import Grant
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.erasure import ErasureRequest
 from kafka_retention.core.erasure_states import Phase
-from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_ERASURES, VERSION
+from kafka_retention.core.resources import GROUP, RECORD_ERASURES, VERSION
 from kafka_retention.handlers import common
 from kafka_retention.handlers.common import config, tenancy
-from kafka_retention.kube_objects.chunks import set_base
-from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import erasure as service
 from kafka_retention.services.fair_slots import FairSlots
 from kafka_retention.services.tenancy import Tenancy
@@ -92,7 +89,7 @@ async def erasure(**kwargs: Any) -> None:
 
 
 def _erase(created: common.Created) -> None:
-    body, spec, status, meta, namespace, name, retry, memo = created.parts()
+    body, spec, status, meta, namespace, name, memo = created.parts()
     cfg = config(memo)
     rules = tenancy(cfg).once()
     if not status.get("startedAt"):
@@ -103,6 +100,8 @@ def _erase(created: common.Created) -> None:
             + (" (dry run)" if spec.get("dryRun") else ""),
         )
     uid = str(meta.get("uid"))
+    # The receipt and evidence beyond status live in ConfigMaps it owns.
+    store, blobs = created.stores(RECORD_ERASURES, KIND)
     started = time.monotonic()
     try:
         outcome = service.reconcile(
@@ -113,18 +112,15 @@ def _erase(created: common.Created) -> None:
                 uid=uid,
                 name=name,
                 namespace=namespace,
-                store=StatusWriter(RECORD_ERASURES, namespace, name),
-                # The receipt and evidence beyond status live in ConfigMaps it owns.
-                blobs=ConfigMapStore(
-                    namespace, set_base(KIND, name), Owner(API_VERSION, KIND, name, uid).reference()
-                ),
+                store=store,
+                blobs=blobs,
                 connect=_connector(rules, namespace),
                 admit=_admitter(rules, namespace),
                 signing_key=lambda: read_signing_key(
                     cfg.operator_namespace, cfg.erasure_signing_secret
                 ),
                 now=lambda: datetime.now(UTC),
-                retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
+                retry_delay=created.retry_delay,
                 created=created.created_at,
             )
         )

@@ -12,16 +12,13 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
-from kafka_retention.adapters.kube import ConfigMapStore, StatusWriter
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
-from kafka_retention.core.resources import API_VERSION, GROUP, RECORD_PURGES, VERSION
+from kafka_retention.core.resources import GROUP, RECORD_PURGES, VERSION
 from kafka_retention.handlers import common
 from kafka_retention.handlers.common import config, purge_ledger, tenancy
-from kafka_retention.kube_objects.chunks import set_base
-from kafka_retention.kube_objects.owners import Owner
 from kafka_retention.services import purge as service
 from kafka_retention.services.fair_slots import FairSlots
 from kafka_retention.services.tenancy import Tenancy
@@ -70,7 +67,7 @@ async def purge(**kwargs: Any) -> None:
 
 
 def _purge(created: common.Created) -> None:
-    body, spec, status, meta, namespace, name, retry, memo = created.parts()
+    body, spec, status, meta, namespace, name, memo = created.parts()
     # One read of the binding for admission, connection and the cluster id check.
     rules = tenancy(config(memo)).once()
     if not status.get("startedAt"):
@@ -79,6 +76,8 @@ def _purge(created: common.Created) -> None:
             reason=EventReason.PURGE_STARTED,
             message="planning cuts" + (" (dry run)" if spec.get("dryRun") else ""),
         )
+    # The plan and full results live in ConfigMaps the purge owns.
+    store, blobs = created.stores(RECORD_PURGES, KIND)
     started = time.monotonic()
     try:
         outcome = service.reconcile(
@@ -86,17 +85,12 @@ def _purge(created: common.Created) -> None:
                 spec=spec,
                 status=status,
                 generation=meta.get("generation"),
-                store=StatusWriter(RECORD_PURGES, namespace, name),
-                # The plan and full results live in ConfigMaps the purge owns.
-                blobs=ConfigMapStore(
-                    namespace,
-                    set_base(KIND, name),
-                    Owner(API_VERSION, KIND, name, str(meta.get("uid"))).reference(),
-                ),
+                store=store,
+                blobs=blobs,
                 connect=_connector(rules, namespace),
                 admit=_admitter(rules, namespace),
                 now=lambda: datetime.now(UTC),
-                retry_delay=min(5.0 * 2 ** min(retry, 5), 120.0),
+                retry_delay=created.retry_delay,
                 created=created.created_at,
             )
         )
