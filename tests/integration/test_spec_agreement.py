@@ -18,6 +18,7 @@ import yaml
 
 from devstack.stack import Stack
 from kafka_retention.core.bindings import parse_binding
+from kafka_retention.core.erasure import parse_erasure_spec
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.purge import parse_spec
 from kafka_retention.core.specs import SpecError
@@ -251,6 +252,7 @@ def test_every_shipped_example_is_accepted_by_the_api_server_and_the_parser(
     parsers: dict[str, Callable[[Any], object]] = {
         "RetentionPolicy": parse_policy_spec,
         "RecordPurge": parse_spec,
+        "RecordErasure": parse_erasure_spec,
         "KafkaClusterBinding": lambda spec: parse_binding("example", spec),
     }
     for body in bodies:

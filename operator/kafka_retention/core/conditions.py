@@ -80,6 +80,9 @@ class Reason(StrEnum):
     AWAITING_RETENTION = "AwaitingRetention"
     # a listed key was written again after its tombstone
     KEY_REWRITTEN = "KeyRewritten"
+    # a topic the erasure names does not exist, or its pattern matches none: it ends
+    # (Failed) rather than sign a receipt for topics it never read
+    TOPIC_NOT_FOUND = "TopicNotFound"
     # onDeleteTopics: cut is not built yet; nothing is deleted
     CUT_NOT_SUPPORTED = "CutNotSupportedYet"
     # RecordErasure DeadlineAtRisk: the topics' configs cannot meet spec.deadline
