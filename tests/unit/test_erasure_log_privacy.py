@@ -11,10 +11,12 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import kopf
 import pytest
+import yaml
 from kopf._cogs.clients import api, patching
 from kopf._cogs.structs import diffs, ephemera, patches, references
 from kopf._core.actions import loggers
@@ -279,3 +281,15 @@ def test_args_are_redacted_too() -> None:
     made.args = (body(raw_body()),)
     handler.WithheldKeys().filter(made)
     assert_no_plain_key([made.getMessage()])
+
+
+def test_the_crd_and_the_how_to_say_a_digest_is_pseudonymous_not_anonymous() -> None:
+    # An e-mail address's or a phone number's SHA-256 falls to a dictionary.
+    root = Path(__file__).parents[2]
+    crd = yaml.safe_load((root / "crds/recorderasures.kafka-retention.io.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    keys = " ".join(schema["properties"]["spec"]["properties"]["keys"]["description"].split())
+    how_to = " ".join((root / "docs/how-to/erasure.md").read_text().split())
+    for text in (keys, how_to):
+        assert "A digest is pseudonymous, not anonymous" in text
+        assert "by hashing candidates until one matches" in text
