@@ -135,19 +135,64 @@ def _signed() -> dict[str, Any]:
     return sign(doc, KEY)
 
 
-def test_verify_receipt_is_0_for_a_good_receipt_and_says_what_it_checked(
+def test_verify_receipt_is_0_only_for_a_receipt_signed_by_the_trusted_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "receipt.json"
     path.write_text(json.dumps(_signed()))
-    assert erase.verify_receipt(path, None) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("valid:")
-    assert "embedded in the receipt only" in out
     pem = tmp_path / "key.pem"
     pem.write_bytes(public_key_pem(KEY.public_key()))
     assert erase.verify_receipt(path, pem) == 0
-    assert "embedded" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("valid:")
+    assert "signed by the trusted key" in out
+
+
+def test_verify_receipt_without_a_trusted_key_is_3_intact_signer_not_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Anyone can sign a receipt with a key of their own: intact is not valid.
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(sign(_signed()["receipt"], Ed25519PrivateKey.generate())))
+    assert erase.verify_receipt(path, None) == erase.INTACT_SIGNER_NOT_CHECKED == 3
+    out = capsys.readouterr().out
+    assert out.startswith("intact, signer not checked:")
+    assert "valid" not in out
+    assert "--public-key" in out
+    assert "exit 3" in erase.VERIFY_RECEIPT_DESCRIPTION
+
+
+def test_the_how_to_gives_every_exit_status_of_verify_receipt() -> None:
+    how_to = (Path(__file__).parents[2] / "docs/how-to/erasure.md").read_text()
+    section = how_to.split("## The receipt", 1)[1].split("\n## ", 1)[0]
+    for code, output in [(0, "valid:"), (3, "intact, signer not checked:"), (1, "invalid:")]:
+        assert f"| {code} | `{output} ...`" in section
+
+
+def test_verify_receipt_is_1_for_a_lone_surrogate_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(_signed()).replace('"cluster-1"', '"\\udc80"'))
+    assert erase.verify_receipt(path, None) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("invalid:")
+    assert "Unicode" in err
+
+
+def test_verify_receipt_is_1_for_a_member_given_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # json.loads keeps the last of the two, which is the signed one: this verified.
+    text = json.dumps(_signed())
+    path = tmp_path / "receipt.json"
+    path.write_text(text.replace('"clusterId": ', '"clusterId": "evil", "clusterId": '))
+    pem = tmp_path / "key.pem"
+    pem.write_bytes(public_key_pem(KEY.public_key()))
+    assert erase.verify_receipt(path, pem) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("invalid:")
+    assert "'clusterId' is given twice" in err
 
 
 def test_verify_receipt_is_1_for_a_tampered_receipt(
@@ -217,7 +262,7 @@ def test_evidence_writes_the_receipt_its_status_names(
     assert fake.asked == [("team-a", "kr-recorderasure-e", "receipt")]
     written = json.loads(args.output.read_text())
     assert written == signed
-    assert erase.verify_receipt(args.output, None) == 0
+    assert erase.verify_receipt(args.output, None) == 3
 
 
 def test_evidence_refuses_a_receipt_other_than_the_one_status_states(

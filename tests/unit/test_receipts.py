@@ -193,3 +193,104 @@ def test_a_public_key_round_trips_through_pem() -> None:
     assert key_id(load_public_key(pem)) == key_id(KEY.public_key())
     with pytest.raises(ReceiptError):
         load_public_key(b"not pem")
+
+
+# --- a receipt file as an auditor receives it: tampered, possibly hostile ----------------
+
+
+def _tampered_text(old: str, new: str) -> str:
+    text = json.dumps(sign(document(), KEY))
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+def test_a_lone_surrogate_in_a_tampered_receipt_is_a_reason_not_a_crash() -> None:
+    # "\udc80" is valid JSON text that no UTF-8 encoder accepts.
+    tampered = json.loads(_tampered_text('"clusterId": "abcDEF123_-xyz"', '"clusterId": "\\udc80"'))
+    why = verify(tampered)
+    assert why is not None
+    assert "Unicode" in why
+    why.encode("ascii")  # the reason itself is printable anywhere
+
+
+def test_a_lone_surrogate_in_a_member_name_is_not_quoted_back() -> None:
+    tampered = json.loads(_tampered_text('"uid": "0b7c-uid"', '"\\udc80": "0b7c-uid"'))
+    why = verify(tampered)
+    assert why is not None
+    why.encode("utf-8")
+
+
+def test_duplicate_members_are_refused_when_a_receipt_is_read() -> None:
+    text = _tampered_text(
+        '"clusterId": "abcDEF123_-xyz"', '"clusterId": "evil", "clusterId": "abcDEF123_-xyz"'
+    )
+    assert verify(json.loads(text)) is None  # what json.loads makes of it: the last one wins
+    with pytest.raises(ReceiptError, match=r"clusterId.*twice"):
+        receipts.parse_signed(text)
+    # Anywhere in the document, the signature's members too.
+    text = _tampered_text('"algorithm": "Ed25519"', '"algorithm": "x", "algorithm": "Ed25519"')
+    with pytest.raises(ReceiptError, match="twice"):
+        receipts.parse_signed(text)
+
+
+def test_a_receipt_file_reads_back_as_it_was_signed() -> None:
+    signed = sign(document(), KEY)
+    assert receipts.parse_signed(json.dumps(signed, indent=2)) == signed
+    assert receipts.parse_signed(json.dumps(signed).encode()) == signed
+    not_json: list[str | bytes] = ["nope", b"\xff\xfe", "NaN"]
+    for text in not_json:
+        with pytest.raises(ReceiptError):
+            receipts.parse_signed(text)
+
+
+def _rebuilt(value: Any) -> str:
+    """The canonical form rebuilt from the module docstring's rules alone, as a verifier in
+    another language would: members sorted by name, ',' and ':' with no spaces, strings with
+    only '"', '\\' and U+0000..U+001F escaped (\\b \\t \\n \\f \\r short, others \\u00xx)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        short = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+        out = []
+        for ch in value:
+            if ch in '"\\':
+                out.append("\\" + ch)
+            elif ch in short:
+                out.append(short[ch])
+            elif ord(ch) < 0x20:
+                out.append(f"\\u{ord(ch):04x}")
+            else:
+                out.append(ch)
+        return '"' + "".join(out) + '"'
+    if isinstance(value, list):
+        return "[" + ",".join(_rebuilt(v) for v in value) + "]"
+    members = sorted(value.items())
+    return "{" + ",".join(_rebuilt(k) + ":" + _rebuilt(v) for k, v in members) + "}"
+
+
+def test_the_canonical_form_is_what_the_docstring_states() -> None:
+    doc = document()
+    doc["resource"]["name"] = 'é "quoted" \\ tab\t nl\n bell\x07 del\x7f \u2028 𝄞 ﬁ'
+    doc["evidence"][0]["flags"] = [True, False, None, -(2**53 - 1), 2**53 - 1]
+    assert canonical_json(doc) == _rebuilt(doc).encode("utf-8")
+    # UTF-8 as given, never normalized: U+00E9 and "e" + U+0301 stay different receipts.
+    assert canonical_json({"a": "\u00e9"}) != canonical_json({"a": "e\u0301"})
+
+
+@pytest.mark.parametrize(
+    ("doc", "why"),
+    [
+        ({"n": 2**53}, "integer"),
+        ({"n": -(2**53)}, "integer"),
+        ({"nämlich": 1}, "ASCII"),
+        ({"a": "\ud800"}, "Unicode"),
+    ],
+    ids=["int-above-2**53", "int-below", "non-ascii-name", "lone-surrogate"],
+)
+def test_what_a_verifier_elsewhere_could_not_rebuild_is_refused(
+    doc: dict[str, Any], why: str
+) -> None:
+    with pytest.raises(ReceiptError, match=why):
+        canonical_json(doc)

@@ -27,6 +27,18 @@ from kafka_retention.core.specs import SpecError
 KIND = "RecordErasure"
 RECEIPT_SUFFIX = "receipt"  # the ConfigMap set the operator stores the signed receipt in
 
+# verify-receipt's exit status when the receipt is intact but no --public-key said whose
+# signature to expect: anyone can sign a receipt with a key of their own, so this must not
+# read as success to a script that tests for 0.
+INTACT_SIGNER_NOT_CHECKED = 3
+VERIFY_RECEIPT_DESCRIPTION = (
+    "Checks a RecordErasure receipt: exit 0 when it is intact and signed by the key given "
+    "with --public-key; exit 3 when it is intact but no --public-key was given, so the "
+    "signer is not checked (anyone can sign a receipt with a key of their own); exit 1 with "
+    "the reason on stderr when it is not intact, not a receipt or not signed by that key; "
+    "exit 2 when a file cannot be read."
+)
+
 
 def erase_resource(
     name: str,
@@ -156,9 +168,9 @@ def print_evidence(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     try:
-        signed = json.loads(payload)
-    except ValueError:
-        print(f"error: ConfigMap {config_map} does not hold JSON", file=sys.stderr)
+        signed = receipts.parse_signed(payload)
+    except receipts.ReceiptError as err:
+        print(f"error: ConfigMap {config_map} does not hold a receipt: {err}", file=sys.stderr)
         return 1
     if not isinstance(signed, dict) or signed.get("sha256") != stated.get("sha256"):
         print(
@@ -177,17 +189,14 @@ def print_evidence(args: argparse.Namespace) -> int:
 
 
 def verify_receipt(path: Path, public_key: Path | None) -> int:
-    """`kafka-retention verify-receipt FILE`: 0 when the receipt is intact and signed (by
-    the key in `public_key`, when given); 1 with why on stderr when not; 2 when a file
-    cannot be read."""
+    """`kafka-retention verify-receipt FILE`: VERIFY_RECEIPT_DESCRIPTION's exit statuses;
+    "valid:" (0) or "intact, signer not checked:" (3) on stdout, "invalid:" (1) or
+    "error:" (2) on stderr."""
     try:
-        signed = json.loads(path.read_text())
+        data = path.read_bytes()
     except OSError as exc:
         print(f"error: cannot read {path}: {exc.strerror}", file=sys.stderr)
         return 2
-    except ValueError:
-        print(f"invalid: {path} is not JSON", file=sys.stderr)
-        return 1
     trusted = None
     if public_key is not None:
         try:
@@ -198,6 +207,11 @@ def verify_receipt(path: Path, public_key: Path | None) -> int:
         except receipts.ReceiptError as err:
             print(f"error: {public_key}: {err}", file=sys.stderr)
             return 2
+    try:
+        signed = receipts.parse_signed(data)
+    except receipts.ReceiptError as err:
+        print(f"invalid: {path}: {err}", file=sys.stderr)
+        return 1
     if not isinstance(signed, dict):
         print(f"invalid: {path} is not a signed receipt", file=sys.stderr)
         return 1
@@ -205,17 +219,22 @@ def verify_receipt(path: Path, public_key: Path | None) -> int:
     if why is not None:
         print(f"invalid: {why}", file=sys.stderr)
         return 1
+    # Verified, so canonical: every string below is valid Unicode.
     doc = signed["receipt"]
     resource = doc.get("resource") or {}
-    print(
-        f"valid: receipt sha256 {signed['sha256']} of RecordErasure "
+    what = (
+        f"receipt sha256 {signed['sha256']} of RecordErasure "
         f"{resource.get('namespace')}/{resource.get('name')}, "
-        f"{len(doc.get('digests') or [])} digest(s), completed {doc.get('completedAt')}, "
-        f"signed by key {signed['signature']['keyId']}"
+        f"{len(doc.get('digests') or [])} digest(s), completed {doc.get('completedAt')}"
     )
+    key = signed["signature"]["keyId"]
     if trusted is None:
         print(
-            "note: checked against the public key embedded in the receipt only (it proves "
-            "the receipt is intact, not who signed it); pass --public-key to check the signer"
+            f"intact, signer not checked: {what}, signed by key {key}, which nothing "
+            "vouches for: anyone can sign a receipt with a key of their own. Pass "
+            "--public-key with the operator's signing public key to check the signer "
+            f"(exit {INTACT_SIGNER_NOT_CHECKED})."
         )
+        return INTACT_SIGNER_NOT_CHECKED
+    print(f"valid: {what}, signed by the trusted key {key}")
     return 0

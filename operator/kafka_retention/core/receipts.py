@@ -1,10 +1,25 @@
-"""Signed receipts of a RecordErasure: what was found where, and when it was gone.
+r"""Signed receipts of a RecordErasure: what was found where, and when it was gone.
 
-A receipt is a JSON document signed with Ed25519. It is signed over its canonical JSON
-(sorted keys, no spaces, UTF-8), which holds only strings, integers, booleans, null,
-lists and objects: no floats, whose text form differs between languages, so any verifier
-re-deriving the bytes gets the same ones. The signature carries its public key and that
-key's id; `verify` checks against that embedded key, or against a key the caller trusts.
+A receipt is a JSON document signed with Ed25519 over its canonical form, which a
+verifier in any language rebuilds from the parsed document by these rules:
+
+- values are objects, arrays, strings, integers, true, false and null only: no floats
+  (whose text differs between languages); integers lie within +-(2**53 - 1), so that a
+  verifier parsing numbers as doubles reads them exactly, and are written in decimal
+  without a plus sign, exponent or leading zero;
+- object member names are ASCII, and members are written sorted by name (so code-point
+  and UTF-16 order agree), each name once;
+- no whitespace: "," between items, ":" after a name;
+- strings are written as given, never Unicode-normalized, in UTF-8, escaping only '"'
+  and '\' (with a backslash) and U+0000..U+001F (\b \t \n \f \r, the others as
+  \u00xx, lowercase hex); everything else, U+007F, U+2028 and non-ASCII included, is
+  the character itself. A string holding a lone surrogate has no UTF-8 form and is refused.
+
+For such documents this is RFC 8785 (JSON Canonicalization Scheme) and JavaScript's
+JSON.stringify of the members in sorted order. The signature carries its public key and
+that key's id; `verify` checks against that embedded key, or against a key the caller
+trusts. `parse_signed` reads a receipt file refusing a member named twice, which a
+lenient JSON reader would silently resolve to one of its values.
 
 Receipts name keys by their SHA-256 digests only, like everything else an erasure writes.
 """
@@ -29,6 +44,8 @@ ALGORITHM = "Ed25519"
 PEM_KEY = "ed25519.pem"
 SEED_KEY = "ed25519.seed"
 SEED_BYTES = 32
+# The integers a double holds exactly (JavaScript's Number.MAX_SAFE_INTEGER).
+MAX_INTEGER = 2**53 - 1
 
 
 class ReceiptError(ValueError):
@@ -37,25 +54,72 @@ class ReceiptError(ValueError):
 
 
 def canonical_json(doc: Mapping[str, Any]) -> bytes:
-    """The bytes a receipt is signed over. Refuses floats (and any other type JSON has no
-    single spelling for) rather than sign bytes another verifier would spell otherwise."""
+    """The bytes a receipt is signed over: its canonical form (the module docstring's
+    rules). Refuses what those rules cannot spell one way (a float, an integer beyond
+    +-(2**53 - 1), a member name that is not ASCII, a lone surrogate) rather than sign
+    bytes another verifier would spell otherwise."""
     _check(doc, "receipt")
+    # ensure_ascii=False: UTF-8 as given, with json's escapes being exactly those above.
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _check(value: Any, where: str) -> None:
+    # `where` quotes member names only once they are known to be ASCII, so that a
+    # reason stays printable whatever a tampered file holds.
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ReceiptError(f"{where}: a key is a {type(key).__name__}, not a string")
+            if not key.isascii():
+                raise ReceiptError(f"{where}: a member name is not ASCII")
             _check(item, f"{where}.{key}")
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             _check(item, f"{where}[{i}]")
     elif isinstance(value, float):
         raise ReceiptError(f"{where}: a float has no canonical JSON form; use an integer")
-    elif value is not None and not isinstance(value, str | int | bool):
+    elif isinstance(value, bool) or value is None:
+        pass
+    elif isinstance(value, int):
+        if abs(value) > MAX_INTEGER:
+            raise ReceiptError(f"{where}: an integer beyond +-(2**53 - 1) has no exact JSON form")
+    elif isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ReceiptError(
+                f"{where}: a string is not valid Unicode (a lone surrogate)"
+            ) from None
+    else:
         raise ReceiptError(f"{where}: a {type(value).__name__} is not JSON")
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in seen:
+            shown = name if name.isascii() and name.isprintable() else "a member"
+            raise ReceiptError(f"{shown!r} is given twice in one object")
+        seen[name] = value
+    return seen
+
+
+def parse_signed(text: str | bytes) -> Any:
+    """A receipt file's JSON, refusing what a lenient reader would resolve silently: a
+    member named twice (json.loads keeps the last one, so `"clusterId":"evil",
+    "clusterId":"c"` would verify), NaN and Infinity, bytes that are not UTF-8."""
+
+    def constant(name: str) -> Any:
+        raise ReceiptError(f"{name} is not JSON")
+
+    try:
+        return json.loads(text, object_pairs_hook=_unique_members, parse_constant=constant)
+    except UnicodeDecodeError:
+        raise ReceiptError("not UTF-8 text") from None
+    except ReceiptError:
+        raise
+    except ValueError as err:  # json.JSONDecodeError: its message names a position only
+        raise ReceiptError(f"not JSON ({err})") from None
 
 
 def receipt(
@@ -180,9 +244,9 @@ def verify(signed: Mapping[str, Any], trusted: Ed25519PublicKey | None = None) -
         return f"the receipt cannot be canonical JSON ({err})"
     digest = hashlib.sha256(payload).hexdigest()
     if signed.get("sha256") != digest:
-        return f"the receipt's SHA-256 is {digest}, not the {signed.get('sha256')} it states"
+        return f"the receipt's SHA-256 is {digest}, not the {signed.get('sha256')!a} it states"
     if signature.get("algorithm") != ALGORITHM:
-        return f"the signature's algorithm is {signature.get('algorithm')!r}, not {ALGORITHM}"
+        return f"the signature's algorithm is {signature.get('algorithm')!a}, not {ALGORITHM}"
     try:
         raw_key = base64.b64decode(str(signature.get("publicKey")), validate=True)
         value = base64.b64decode(str(signature.get("value")), validate=True)
