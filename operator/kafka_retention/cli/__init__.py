@@ -423,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _erasure_commands(sub: Any) -> None:
     from kafka_retention.cli.common import kube_connection_flags
+    from kafka_retention.cli.erase import VERIFY_RECEIPT_DESCRIPTION
 
     erase = _subcommand(
         sub,
@@ -492,9 +493,7 @@ def _erasure_commands(sub: Any) -> None:
         sub,
         _verify_receipt,
         help="check a RecordErasure receipt's signature",
-        description="Exit 0 when the receipt is intact and signed (by --public-key, when "
-        "given: without it only the key embedded in the receipt is checked, which proves "
-        "integrity, not the signer); 1 with the reason on stderr when not.",
+        description=VERIFY_RECEIPT_DESCRIPTION,
     )
     verify.add_argument(
         "file", type=Path, metavar="FILE", help="the receipt, as `evidence` writes it"
