@@ -16,7 +16,7 @@ import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kafka_retention.cli import erase
-from kafka_retention.cli.common import UsageError
+from kafka_retention.cli.common import VERIFY_RECEIPT_DESCRIPTION, UsageError
 from kafka_retention.cli.plugin import kube
 from kafka_retention.core.erasure import parse_erasure_spec
 from kafka_retention.core.receipts import public_key_pem, receipt, sign
@@ -159,7 +159,7 @@ def test_verify_receipt_without_a_trusted_key_is_3_intact_signer_not_checked(
     assert out.startswith("intact, signer not checked:")
     assert "valid" not in out
     assert "--public-key" in out
-    assert "exit 3" in erase.VERIFY_RECEIPT_DESCRIPTION
+    assert "exit 3" in VERIFY_RECEIPT_DESCRIPTION
 
 
 def test_the_how_to_gives_every_exit_status_of_verify_receipt() -> None:

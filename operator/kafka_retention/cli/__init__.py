@@ -422,8 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _erasure_commands(sub: Any) -> None:
-    from kafka_retention.cli.common import kube_connection_flags
-    from kafka_retention.cli.erase import VERIFY_RECEIPT_DESCRIPTION
+    from kafka_retention.cli.common import VERIFY_RECEIPT_DESCRIPTION, kube_connection_flags
 
     erase = _subcommand(
         sub,

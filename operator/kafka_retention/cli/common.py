@@ -141,3 +141,13 @@ def kube_connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) ->
         metavar="FILE",
         help="the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)",
     )
+
+
+# `kafka-retention verify-receipt`: its exit statuses (cli.erase.verify_receipt).
+VERIFY_RECEIPT_DESCRIPTION = (
+    "Checks a RecordErasure receipt: exit 0 when it is intact and signed by the key given "
+    "with --public-key; exit 3 when it is intact but no --public-key was given, so the "
+    "signer is not checked (anyone can sign a receipt with a key of their own); exit 1 with "
+    "the reason on stderr when it is not intact, not a receipt or not signed by that key; "
+    "exit 2 when a file cannot be read."
+)

@@ -31,13 +31,6 @@ RECEIPT_SUFFIX = "receipt"  # the ConfigMap set the operator stores the signed r
 # signature to expect: anyone can sign a receipt with a key of their own, so this must not
 # read as success to a script that tests for 0.
 INTACT_SIGNER_NOT_CHECKED = 3
-VERIFY_RECEIPT_DESCRIPTION = (
-    "Checks a RecordErasure receipt: exit 0 when it is intact and signed by the key given "
-    "with --public-key; exit 3 when it is intact but no --public-key was given, so the "
-    "signer is not checked (anyone can sign a receipt with a key of their own); exit 1 with "
-    "the reason on stderr when it is not intact, not a receipt or not signed by that key; "
-    "exit 2 when a file cannot be read."
-)
 
 
 def erase_resource(
