@@ -121,8 +121,7 @@ def print_erase(args: argparse.Namespace) -> int:
             deadline=args.deadline,
         )
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return _fail(2, f"error: {err}")
     count = len(resource["spec"]["keys"])
     sys.stdout.write(
         f"# RecordErasure of {count} key(s), each as its SHA-256 only (the keys themselves "
@@ -158,20 +157,17 @@ def print_evidence(args: argparse.Namespace) -> int:
         if payload is None:
             raise PluginError(f"ConfigMap {namespace}/{config_map} is missing")
     except PluginError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return _fail(1, f"error: {err}")
     try:
         signed = receipts.parse_signed(payload)
     except receipts.ReceiptError as err:
-        print(f"error: ConfigMap {config_map} does not hold a receipt: {err}", file=sys.stderr)
-        return 1
+        return _fail(1, f"error: ConfigMap {config_map} does not hold a receipt: {err}")
     if not isinstance(signed, dict) or signed.get("sha256") != stated.get("sha256"):
-        print(
+        return _fail(
+            1,
             f"error: the receipt in ConfigMap {config_map} is not the one status.receipt "
             f"states (sha256 {stated.get('sha256')})",
-            file=sys.stderr,
         )
-        return 1
     text = json.dumps(signed, indent=2, sort_keys=True) + "\n"
     if args.output is None:
         sys.stdout.write(text)
@@ -188,30 +184,24 @@ def verify_receipt(path: Path, public_key: Path | None) -> int:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        print(f"error: cannot read {path}: {exc.strerror}", file=sys.stderr)
-        return 2
+        return _fail(2, f"error: cannot read {path}: {exc.strerror}")
     trusted = None
     if public_key is not None:
         try:
             trusted = receipts.load_public_key(public_key.read_bytes())
         except OSError as exc:
-            print(f"error: cannot read {public_key}: {exc.strerror}", file=sys.stderr)
-            return 2
+            return _fail(2, f"error: cannot read {public_key}: {exc.strerror}")
         except receipts.ReceiptError as err:
-            print(f"error: {public_key}: {err}", file=sys.stderr)
-            return 2
+            return _fail(2, f"error: {public_key}: {err}")
     try:
         signed = receipts.parse_signed(data)
     except receipts.ReceiptError as err:
-        print(f"invalid: {path}: {err}", file=sys.stderr)
-        return 1
+        return _fail(1, f"invalid: {path}: {err}")
     if not isinstance(signed, dict):
-        print(f"invalid: {path} is not a signed receipt", file=sys.stderr)
-        return 1
+        return _fail(1, f"invalid: {path} is not a signed receipt")
     why = receipts.verify(signed, trusted)
     if why is not None:
-        print(f"invalid: {why}", file=sys.stderr)
-        return 1
+        return _fail(1, f"invalid: {why}")
     # Verified, so canonical: every string below is valid Unicode.
     doc = signed["receipt"]
     resource = doc.get("resource") or {}
@@ -231,3 +221,9 @@ def verify_receipt(path: Path, public_key: Path | None) -> int:
         return INTACT_SIGNER_NOT_CHECKED
     print(f"valid: {what}, signed by the trusted key {key}")
     return 0
+
+
+def _fail(status: int, message: str) -> int:
+    """Say why on stderr; the command's exit status."""
+    print(message, file=sys.stderr)
+    return status
