@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from kafka_retention.core import conditions as cond
+from kafka_retention.core.bindings import Grant
 from kafka_retention.core.conditions import Condition, EventReason, Reason
 from kafka_retention.core.erasure import ErasureRequest, parse_erasure_spec
 from kafka_retention.core.erasure_deadlines import (
@@ -44,7 +45,12 @@ from kafka_retention.core.erasure_deadlines import (
     expected_compaction,
     expected_retention,
 )
-from kafka_retention.core.erasure_scan import DigestHits, PartitionScan, TombstoneWrite
+from kafka_retention.core.erasure_scan import (
+    DigestHits,
+    PartitionScan,
+    TombstoneWrite,
+    WrittenTombstone,
+)
 from kafka_retention.core.erasure_states import FINAL_PHASES, Phase
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import (
@@ -74,7 +80,12 @@ from kafka_retention.services.erasure.outcomes import (
     Waiting,
 )
 from kafka_retention.services.erasure.scan import scan
-from kafka_retention.services.erasure.select import Selection, cleaning_of, select_topics
+from kafka_retention.services.erasure.select import (
+    Selection,
+    cleaning_of,
+    select_topics,
+    topic_refusal,
+)
 from kafka_retention.services.ports import ErasureKafka
 
 __all__ = ["MAX_TOMBSTONE_ROUNDS", "finished", "next_delay", "reconcile"]
@@ -110,6 +121,9 @@ def reconcile(erasure: Erasure) -> Outcome:
     run = Run(erasure.generation, erasure.status.get("startedAt") or cond.timestamp(erasure.now()))
     try:
         grant = erasure.admit(erasure.spec, request) if erasure.admit is not None else None
+        ungranted = _ungranted(erasure.status, grant)
+        if ungranted is not None:
+            return status.end(erasure, ungranted)
         if request.on_delete_topics == "cut" and not request.dry_run:
             message = (
                 "spec.onDeleteTopics: cut is not supported yet (a later release cuts the "
@@ -145,31 +159,53 @@ def _phase(status_: Mapping[str, Any]) -> Phase:
         return Phase.PENDING
 
 
+def _ungranted(status_: Mapping[str, Any], grant: Grant | None) -> Refusal | None:
+    """A topic an earlier run selected that the grant no longer allows (an administrator
+    narrowed allow or added protect): the erasure stops before anything is contacted,
+    and nothing more is written there. Pattern topics come back from status.topics, so
+    the grant is applied to them again on every run, not only on the first."""
+    for topic in sorted({str(t.get("name")) for t in status_.get("topics") or []}):
+        why = topic_refusal(grant, topic)
+        if why is not None:
+            message = (
+                f"spec.topics selected {topic} earlier, and now {why}; the erasure stops and "
+                "nothing more is written to it"
+            )
+            return Refusal(Reason.NOT_PERMITTED, message, "spec.topics")
+    return None
+
+
 def _step(
     erasure: Erasure,
     run: Run,
     phase: Phase,
     kafka: ErasureKafka,
     request: ErasureRequest,
-    grant: Any,
+    grant: Grant | None,
 ) -> Step:
+    lost = ""
     if phase not in (Phase.PENDING, Phase.SCANNING):
         try:
             known = ev.load(erasure.status, erasure.blobs)
-        except ev.EvidenceLost:
-            known = None  # scanned again from the start: the log is the truth
+        except ev.EvidenceLost as err:
+            # Never judged (let alone signed) from: scanned again from the start, every
+            # selected partition, the log being the truth. Tombstones already written
+            # are found there and not written again (_judge_entry).
+            known, lost = None, f"{err}: every partition is scanned again"
         if known is not None:
             if phase == Phase.KEY_ERASED:
-                picture = _stored_picture(erasure, known)
-                return _sign(erasure, run, kafka, request, picture, [])
-            return _follow(erasure, run, kafka, request, known)
-    status.write(erasure, Scanning(run))
+                # Erased but unsigned (the signing key was unavailable): a receipt
+                # states a scan of its own run, never one of an earlier run.
+                return _final(erasure, run, kafka, request, grant, known, [])
+            return _follow(erasure, run, kafka, request, grant, known)
+    status.write(erasure, Scanning(run, lost))
     return _first(erasure, run, kafka, request, grant)
 
 
-def _first(
-    erasure: Erasure, run: Run, kafka: ErasureKafka, request: ErasureRequest, grant: Any
-) -> Step:
+def _selected(
+    kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None
+) -> Selection | Refusal:
+    """Every topic spec.topics selects now, within the grant, with its partitions."""
     selection = select_topics(kafka, request, grant)
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
@@ -182,6 +218,15 @@ def _first(
             "one RecordErasure (status lists each): split it; no record was read or written"
         )
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
+    return selection
+
+
+def _first(
+    erasure: Erasure, run: Run, kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None
+) -> Step:
+    selection = _selected(kafka, request, grant)
+    if isinstance(selection, Refusal):
+        return selection
     tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
     digests = request.digests()
     scans = scan(kafka, tps, digests)
@@ -189,6 +234,7 @@ def _first(
     found = ev.first_scan(scans, at)
     if found:
         return _judge(erasure, run, kafka, request, selection, found, scans, [], first=True)
+    # The first scan read every selected partition and found nothing: it is the final one.
     topics = [
         {
             "name": t,
@@ -204,7 +250,30 @@ def _first(
     if request.dry_run:
         return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
     events: list[Event] = [(EventReason.KEY_ERASED, message)]
-    return _sign(erasure, run, kafka, request, picture, events, Reason.NOTHING_FOUND)
+    return _sign(erasure, run, kafka, request, picture, events, at)
+
+
+def _final(
+    erasure: Erasure,
+    run: Run,
+    kafka: ErasureKafka,
+    request: ErasureRequest,
+    grant: Grant | None,
+    known: list[Entry],
+    events: list[Event],
+) -> Step:
+    """The scan that grants KeyErased: every partition of every topic selected now (the
+    pattern and the grant applied again), log start to high watermark. A listed key
+    found anywhere, in a partition or topic where it never was too, gets its entry and
+    (compacted topics) its tombstone: then the erasure is not finished."""
+    selection = _selected(kafka, request, grant)
+    if isinstance(selection, Refusal):
+        return selection
+    tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
+    scans = scan(kafka, tps, request.digests())
+    return _judge(
+        erasure, run, kafka, request, selection, known, scans, [], first=False, final=events
+    )
 
 
 def _follow(
@@ -212,6 +281,7 @@ def _follow(
     run: Run,
     kafka: ErasureKafka,
     request: ErasureRequest,
+    grant: Grant | None,
     known: list[Entry],
 ) -> Step:
     """The topics not erased yet and due for a look, scanned again where the keys were."""
@@ -219,11 +289,11 @@ def _follow(
     topics = [dict(t) for t in erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
     due = [
-        str(t["name"])
+        str(t.get("name"))
         for t in open_
         if t.get("kind") == "compacted" or (_expected_ms(t) or 0) <= now_ms
     ]
-    due += _retention_passed(kafka, known, [t for t in open_ if str(t["name"]) not in due])
+    due += _retention_passed(kafka, known, [t for t in open_ if str(t.get("name")) not in due])
     if not due:
         picture = _stored_picture(erasure, known)
         return _waiting(
@@ -243,8 +313,10 @@ def _follow(
         ev.tp_of(e) for e in known if e.get("digest") and ev.tp_of(e).topic in selection.partitions
     }
     scans = scan(kafka, tps, request.digests())
-    kept = [t for t in topics if t["name"] not in selection.partitions]
-    return _judge(erasure, run, kafka, request, selection, known, scans, kept, first=False)
+    kept = [t for t in topics if t.get("name") not in selection.partitions]
+    return _judge(
+        erasure, run, kafka, request, selection, known, scans, kept, first=False, grant=grant
+    )
 
 
 def _retention_passed(
@@ -253,7 +325,7 @@ def _retention_passed(
     """The topics awaiting retention whose log start offsets already passed every match
     (retention came before its bound): worth a scan now, which reads what is left. One
     log_bounds call, no record read."""
-    names = {str(t["name"]) for t in waiting}
+    names = {str(t.get("name")) for t in waiting}
     last: dict[TopicPartition, int] = {}
     for entry in known:
         tp = ev.tp_of(entry)
@@ -296,7 +368,13 @@ def _judge(
     scans: Mapping[TopicPartition, PartitionScan],
     kept_topics: list[dict[str, Any]],
     first: bool,
+    grant: Grant | None = None,
+    final: list[Event] | None = None,
 ) -> Step:
+    """Where each entry stands after this run's scans, the tombstones it needs written,
+    and the step that follows. `final`: the scans are _final's (every partition of every
+    selected topic), with the events of the run so far; only then is KeyErased granted,
+    else a scan that finds every key gone leads to _final (with `grant`)."""
     now = erasure.now()
     at, now_ms = cond.timestamp(now), _ms(now)
     entries = list(known)
@@ -337,7 +415,10 @@ def _judge(
         )
         picture = _build(erasure, request, judged, scans, selection, kept_topics)
         return Completed(run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
-    events: list[Event] = []
+    events: list[Event] = list(final or [])
+    if final is not None and not judged.writes and not request.dry_run and _all_erased(judged):
+        # Erased: the receipt shows this scan of every partition, matches or not.
+        judged.entries = ev.with_partition_scans(judged.entries, scans, at)
     if judged.writes and not request.dry_run:
         events.append(_write(kafka, judged))
     picture = _build(erasure, request, judged, scans, selection, kept_topics)
@@ -354,9 +435,13 @@ def _judge(
     if picture.at_risk.status == "True" and not _was_at_risk(erasure):
         events.append((EventReason.ERASURE_DEADLINE_AT_RISK, picture.at_risk.message[:1000]))
     if phase == Phase.KEY_ERASED:
-        message = f"no record with any of the {picture.summary['digests']} digests is left"
-        events.append((EventReason.KEY_ERASED, message))
-        return _sign(erasure, run, kafka, request, picture, events)
+        if final is None:
+            known = [dict(e) for e in picture.evidence]
+            return _final(erasure, run, kafka, request, grant, known, events)
+        if previous != Phase.KEY_ERASED:
+            message = f"no record with any of the {picture.summary['digests']} digests is left"
+            events.append((EventReason.KEY_ERASED, message))
+        return _sign(erasure, run, kafka, request, picture, events, at)
     if phase == Phase.VALUES_ERASED and previous != Phase.VALUES_ERASED:
         events.append(
             (EventReason.VALUES_ERASED, "no value with a listed key is left; tombstones remain")
@@ -365,6 +450,10 @@ def _judge(
     return _waiting(
         erasure, run, phase, picture, reason, message, _delays(picture.topics, now_ms), events
     )
+
+
+def _all_erased(judged: _Judged) -> bool:
+    return all(stage == Phase.KEY_ERASED for stages in judged.stages.values() for stage in stages)
 
 
 def _judge_entry(
@@ -382,6 +471,7 @@ def _judge_entry(
     topic = found.tp.topic
     tombstone = entry.get("tombstone")
     stage: Phase
+    answered = False  # a tombstone this run found after the key's last value
     if hits is None or not hits.records:
         stage = Phase.KEY_ERASED
     elif cleaning.kind != "compacted":
@@ -389,12 +479,23 @@ def _judge_entry(
     elif not hits.values:
         stage = Phase.VALUES_ERASED
     elif (
-        tombstone is not None
+        hits.last_tombstone_offset is not None
         and hits.last_value_offset is not None
-        and hits.last_value_offset < int(tombstone["offset"])
+        and hits.last_value_offset < hits.last_tombstone_offset
     ):
+        # A tombstone already follows every value: the one status records, or one a run
+        # wrote whose status was never stored (a refused patch, lost evidence), or the
+        # producer's own. Never a second one: the step is idempotent.
         stage = Phase.TOMBSTONED
-        if found.end == int(tombstone["offset"]) + 1:
+        recorded = int(tombstone["offset"]) if tombstone is not None else None
+        if recorded != hits.last_tombstone_offset:
+            # A value after the recorded tombstone was answered by a run whose status was
+            # not stored: that round counts (MAX_TOMBSTONE_ROUNDS).
+            answered = recorded is not None and hits.last_value_offset > recorded
+            entry = ev.with_tombstone(
+                entry, WrittenTombstone(hits.last_tombstone_offset, hits.last_timestamp_ms)
+            )
+        if found.end == hits.last_tombstone_offset + 1:
             judged.segment_roll = True  # nothing written after it: the segment cannot roll
     else:
         stage = Phase.TOMBSTONED
@@ -407,7 +508,7 @@ def _judge_entry(
             judged.writes[i] = (write, rewrite)
             judged.rewritten |= rewrite
     label = Phase.SCANNING if first else stage
-    if i in judged.writes and judged.writes[i][1]:
+    if answered or (i in judged.writes and judged.writes[i][1]):
         label = ev.KEY_REWRITTEN  # type: ignore[assignment]
     entry = ev.add_scan(entry, ev.scan_record(label, at, found, hits))
     # When the next milestone is expected: the cleaner's from the tombstone's time (now,
@@ -589,16 +690,18 @@ def _sign(
     request: ErasureRequest,
     picture: Picture,
     events: list[Event],
-    reason: Reason | None = None,
+    scanned_at: str,
 ) -> Step:
-    """The receipt: the evidence, signed, in the erasure's ConfigMaps."""
-    if reason is None:
-        reason = _erased_reason_stored(erasure) if not events else Reason.KEY_ERASED
+    """The receipt: the evidence, signed, in the erasure's ConfigMaps. It states the time
+    of the scan of every partition that found no listed key (`scanned_at`, this run's:
+    a key that is unavailable now is tried at the next run, after a scan of its own)."""
+    found = ev.digests_found(picture.evidence)
+    reason = Reason.KEY_ERASED if found else Reason.NOTHING_FOUND
     try:
         key = erasure.signing_key()
     except SecretUnavailable as err:
         return Unsigned(run, picture, reason, str(err), _UNSIGNED_DELAY_S, events)
-    completed = cond.timestamp(erasure.now())
+    completed = scanned_at
     document = receipt(
         erasure.name,
         erasure.namespace,
@@ -617,7 +720,7 @@ def _sign(
         "sha256": signed["sha256"],
         "keyId": signed["signature"]["keyId"],
         "algorithm": signed["signature"]["algorithm"],
-        "signedAt": completed,
+        "signedAt": cond.timestamp(erasure.now()),
     }
     events = [
         *events,
@@ -633,13 +736,6 @@ def _sign(
         else "no record with a listed key is left"
     )
     return Completed(run, Phase.KEY_ERASED, picture, reason, message, stored, events)
-
-
-def _erased_reason_stored(erasure: Erasure) -> Reason:
-    for c in erasure.status.get("conditions") or []:
-        if c.get("type") == "Erased" and c.get("reason") == Reason.NOTHING_FOUND:
-            return Reason.NOTHING_FOUND
-    return Reason.KEY_ERASED
 
 
 def _erased_reason(phase: Phase, judged: _Judged) -> tuple[Reason, str]:

@@ -6,6 +6,12 @@ status patch here, and nowhere else in the erasure is the StatusStore written.
     retry ... NotReady, Waiting, Unsigned: the status of a run to be looked at again; its
               Retry (quiet when it only waits on the cleaner or on retention)
 
+A write the API server refuses (core.failures.WriteRefused: too large, a conflict, the
+API server away) is never raised out of here: the smallest status that says so (Ready
+False, StateNotPersisted, phase and evidence as stored before) and a Retry. The next run
+starts again from the stored status; the steps are idempotent (a tombstone already after
+a key's last value is found, not written again), so nothing is repeated.
+
 Conditions: Ready (can the erasure proceed), Erased (how far its keys are gone: reasons
 Tombstoned ... KeyErased), DeadlineAtRisk (spec.deadline against the topics' configs)
 and ReceiptSigned. Every value here is a digest, an offset, a count or a topic name:
@@ -14,16 +20,19 @@ an ErasureKey's bytes never reach this module.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import ConditionStatus, Reason
 from kafka_retention.core.erasure_states import Phase
+from kafka_retention.core.failures import WriteRefused
 from kafka_retention.services.erasure import evidence as ev
 from kafka_retention.services.erasure.inputs import Erasure
 from kafka_retention.services.erasure.outcomes import (
     Completed,
+    Event,
     NotReady,
     Outcome,
     Picture,
@@ -37,17 +46,49 @@ from kafka_retention.services.erasure.outcomes import (
 
 
 def write(erasure: Erasure, step: Scanning) -> None:
-    conditions = _set(erasure, None, "Ready", "True", Reason.IN_PROGRESS, "scanning the topics")
-    erasure.store.patch({**_run(step.run), "phase": Phase.SCANNING, "conditions": conditions})
+    """The first scan begins; a refusal raises Retry (nothing was read yet)."""
+    message = f"scanning the topics; {step.cause}" if step.cause else "scanning the topics"
+    conditions = _set(erasure, None, "Ready", "True", Reason.IN_PROGRESS, message)
+    try:
+        erasure.store.patch({**_run(step.run), "phase": Phase.SCANNING, "conditions": conditions})
+    except WriteRefused as err:
+        raise _not_stored(erasure, err, []) from err
 
 
 def end(erasure: Erasure, ending: Refusal | Completed) -> Outcome:
-    if isinstance(ending, Refusal):
-        return _refused(erasure, ending)
-    return _completed(erasure, ending)
+    """A final phase's status and the handler's Outcome; a refused write raises Retry."""
+    try:
+        if isinstance(ending, Refusal):
+            return _refused(erasure, ending)
+        return _completed(erasure, ending)
+    except WriteRefused as err:
+        events = list(ending.events) if isinstance(ending, Completed) else []
+        raise _not_stored(erasure, err, events) from err
 
 
 def retry(erasure: Erasure, waiting: NotReady | Waiting | Unsigned) -> Retry:
+    """The status of a run to be looked at again, and its Retry."""
+    try:
+        return _retry(erasure, waiting)
+    except WriteRefused as err:
+        events = [] if isinstance(waiting, NotReady) else list(waiting.events)
+        return _not_stored(erasure, err, events)
+
+
+def _not_stored(erasure: Erasure, err: WriteRefused, events: list[Event]) -> Retry:
+    """Ready False with StateNotPersisted, all else as stored: the run is tried again from
+    there. The events of what the run did (tombstones written) are still posted."""
+    message = (
+        f"status not stored: HTTP {err.status} {err.reason}: {err.body[:200]}; the next run "
+        "starts again from the stored status"
+    )
+    conditions = _set(erasure, None, "Ready", "False", Reason.STATE_NOT_PERSISTED, message)
+    with contextlib.suppress(WriteRefused):  # refused again: the Retry's message says why
+        erasure.store.patch({"conditions": conditions})
+    return Retry(f"{Reason.STATE_NOT_PERSISTED}: {message}", erasure.retry_delay, events=events)
+
+
+def _retry(erasure: Erasure, waiting: NotReady | Waiting | Unsigned) -> Retry:
     if isinstance(waiting, NotReady):
         conditions = _set(erasure, None, "Ready", "False", waiting.reason, waiting.message)
         erasure.store.patch({**_run(waiting.run), "phase": waiting.phase, "conditions": conditions})
