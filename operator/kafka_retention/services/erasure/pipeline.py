@@ -5,17 +5,28 @@
     (DryRun, Failed: final too)
 
 Every run first parses the spec and asks tenancy (a refusal ends Failed with nothing
-read or written), then takes one step from where status says the erasure is:
+read or written; so does a topic an earlier run selected that the grant no longer
+allows), then takes one step from where status says the erasure is:
 
     first scan ..... every selected partition read [log start, high watermark); the
                      evidence; a dry run ends here; tombstones written to compacted
-                     topics only, for each (partition, digest) with a value
+                     topics only, for each (partition, digest) whose last record with
+                     the key is a value (one already followed by a tombstone gets none)
     follow-up ...... the partitions involved read again once the cleaner (or retention)
-                     is expected to have acted: values gone -> ValuesErased, every
-                     match gone -> KeyErased; a key written again after its tombstone
-                     gets a new one (MAX_TOMBSTONE_ROUNDS in all, then Failed)
-    receipt ........ at KeyErased: the evidence signed (Ed25519) and stored in the
-                     erasure's ConfigMaps; a key that cannot be read waits, unsigned
+                     is expected to have acted: values gone -> ValuesErased; a key
+                     written again after its tombstone gets a new one
+                     (MAX_TOMBSTONE_ROUNDS in all, then Failed)
+    final scan ..... when every match seems gone: every partition of every topic
+                     selected now, read whole; a listed key found anywhere is judged as
+                     above (not finished), else KeyErased
+    receipt ........ in the final scan's run only, stating that scan's time: the
+                     evidence signed (Ed25519) and stored in the erasure's ConfigMaps; a
+                     key that cannot be read waits, unsigned, and the next run scans
+                     again before it signs
+
+Evidence read back from the ConfigMaps that does not match the checksum status recorded
+is lost: the first scan runs again. A status write the API server refuses leaves status
+as it was (status.py): every step may run twice without writing anything twice.
 
 A tombstone is NEVER written to a topic that is not compacted (delete or tiered): Kafka
 would store it, one more copy of the key, and erase nothing. Those topics are reported
@@ -30,18 +41,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from kafka_retention.core import conditions as cond
 from kafka_retention.core.bindings import Grant
-from kafka_retention.core.conditions import Condition, EventReason, Reason
+from kafka_retention.core.conditions import EventReason, Reason
 from kafka_retention.core.erasure import ErasureRequest, parse_erasure_spec
 from kafka_retention.core.erasure_deadlines import (
     Cleaning,
     Expected,
-    deadline_condition,
     expected_compaction,
     expected_retention,
 )
@@ -79,6 +87,18 @@ from kafka_retention.services.erasure.outcomes import (
     Unsigned,
     Waiting,
 )
+from kafka_retention.services.erasure.picture import (
+    Judged,
+    build,
+    delays,
+    expected_ms,
+    ms,
+    next_delay,
+    phase_of,
+    picture_of,
+    stored_picture,
+    time_of,
+)
 from kafka_retention.services.erasure.scan import scan
 from kafka_retention.services.erasure.select import (
     Selection,
@@ -92,13 +112,9 @@ __all__ = ["MAX_TOMBSTONE_ROUNDS", "finished", "next_delay", "reconcile"]
 
 # Tombstones written for one (partition, digest): the first and two after rewrites.
 MAX_TOMBSTONE_ROUNDS = 3
-MIN_DELAY_S, MAX_DELAY_S, UNBOUNDED_DELAY_S = 2.0, 300.0, 60.0
-# Topic stages from least to most advanced: the resource's phase is its least advanced.
-STAGES = (Phase.TOMBSTONED, Phase.AWAITING_RETENTION, Phase.VALUES_ERASED, Phase.KEY_ERASED)
 _UNSIGNED_DELAY_S = 30.0
-# status.topics holds at most this many (the CRD's maxItems), and notes this long.
+# status.topics holds at most this many (the CRD's maxItems).
 MAX_TOPICS = 500
-NOTE_LIMIT = 4096
 
 
 def finished(status_: Mapping[str, Any]) -> bool:
@@ -245,7 +261,7 @@ def _first(
         }
         for t in sorted(selection.partitions)
     ]
-    picture = _picture(erasure, request, ev.nothing_found(scans, at), scans, topics, [], {})
+    picture = picture_of(erasure, request, ev.nothing_found(scans, at), scans, topics, [], {})
     message = f"none of the {len(digests)} digests was found in {len(scans)} partitions"
     if request.dry_run:
         return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
@@ -285,25 +301,25 @@ def _follow(
     known: list[Entry],
 ) -> Step:
     """The topics not erased yet and due for a look, scanned again where the keys were."""
-    now_ms = _ms(erasure.now())
+    now_ms = ms(erasure.now())
     topics = [dict(t) for t in erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
     due = [
         str(t.get("name"))
         for t in open_
-        if t.get("kind") == "compacted" or (_expected_ms(t) or 0) <= now_ms
+        if t.get("kind") == "compacted" or (expected_ms(t) or 0) <= now_ms
     ]
     due += _retention_passed(kafka, known, [t for t in open_ if str(t.get("name")) not in due])
     if not due:
-        picture = _stored_picture(erasure, known)
+        picture = stored_picture(erasure, known)
         return _waiting(
             erasure,
             run,
-            _phase_of(topics),
+            phase_of(topics),
             picture,
             Reason.AWAITING_RETENTION,
             "waiting for retention",
-            _delays(topics, now_ms),
+            delays(topics, now_ms),
             [],
         )
     selection = cleaning_of(kafka, due)
@@ -342,22 +358,6 @@ def _retention_passed(
     return sorted({tp.topic for tp in last} - unpassed)
 
 
-@dataclass
-class _Judged:
-    """Where each entry of the topics scanned this run stands."""
-
-    entries: list[Entry] = field(default_factory=list)
-    stages: dict[str, list[Phase]] = field(default_factory=dict)  # topic -> entry stages
-    expected: dict[str, list[int | None]] = field(default_factory=dict)  # next milestone
-    # What the deadline is judged from: one per entry not erased yet (core.erasure_deadlines).
-    expectations: list[Expected] = field(default_factory=list)
-    notes: dict[str, set[str]] = field(default_factory=dict)
-    writes: dict[int, tuple[TombstoneWrite, bool]] = field(default_factory=dict)  # i -> rewrite?
-    segment_roll: bool = False
-    rewritten: bool = False
-    exhausted: list[str] = field(default_factory=list)
-
-
 def _judge(
     erasure: Erasure,
     run: Run,
@@ -376,7 +376,7 @@ def _judge(
     selected topic), with the events of the run so far; only then is KeyErased granted,
     else a scan that finds every key gone leads to _final (with `grant`)."""
     now = erasure.now()
-    at, now_ms = cond.timestamp(now), _ms(now)
+    at, now_ms = cond.timestamp(now), ms(now)
     entries = list(known)
     seen = {(ev.tp_of(e), e.get("digest")) for e in entries}
     # A listed key found where it was not before (a partition scanned for another one).
@@ -386,7 +386,7 @@ def _judge(
                 entries.append(
                     {"topic": tp.topic, "partition": tp.partition, "digest": listed, "scans": []}
                 )
-    judged = _Judged()
+    judged = Judged()
     for i, entry in enumerate(entries):
         tp, digest = ev.tp_of(entry), entry.get("digest")
         if tp.topic not in selection.cleaning or tp not in scans or not digest:
@@ -413,7 +413,7 @@ def _judge(
             f"{', '.join(judged.exhausted[:5])}: a producer still writes it; stop it, then "
             "create a new RecordErasure"
         )
-        picture = _build(erasure, request, judged, scans, selection, kept_topics)
+        picture = build(erasure, request, judged, scans, selection, kept_topics)
         return Completed(run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
     events: list[Event] = list(final or [])
     if final is not None and not judged.writes and not request.dry_run and _all_erased(judged):
@@ -421,7 +421,7 @@ def _judge(
         judged.entries = ev.with_partition_scans(judged.entries, scans, at)
     if judged.writes and not request.dry_run:
         events.append(_write(kafka, judged))
-    picture = _build(erasure, request, judged, scans, selection, kept_topics)
+    picture = build(erasure, request, judged, scans, selection, kept_topics)
     collateral = sum(s.collateral_records for s in scans.values())
     if request.dry_run:
         message = (
@@ -430,7 +430,7 @@ def _judge(
             f"would be written; a cut would also remove {collateral} records of other keys"
         )
         return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
-    phase = _phase_of(picture.topics)
+    phase = phase_of(picture.topics)
     previous = _phase(erasure.status)
     if picture.at_risk.status == "True" and not _was_at_risk(erasure):
         events.append((EventReason.ERASURE_DEADLINE_AT_RISK, picture.at_risk.message[:1000]))
@@ -448,16 +448,16 @@ def _judge(
         )
     reason, message = _erased_reason(phase, judged)
     return _waiting(
-        erasure, run, phase, picture, reason, message, _delays(picture.topics, now_ms), events
+        erasure, run, phase, picture, reason, message, delays(picture.topics, now_ms), events
     )
 
 
-def _all_erased(judged: _Judged) -> bool:
+def _all_erased(judged: Judged) -> bool:
     return all(stage == Phase.KEY_ERASED for stages in judged.stages.values() for stage in stages)
 
 
 def _judge_entry(
-    judged: _Judged,
+    judged: Judged,
     i: int,
     entry: Entry,
     cleaning: Cleaning,
@@ -537,12 +537,12 @@ def _by_retention(cleaning: Cleaning, gone_ms: int | None) -> Expected:
     note = (
         f"retention.ms is -1 on topic {cleaning.topic}: retention never removes the records"
         if gone_ms is None
-        else f"retention removes the records by {_time(gone_ms)}"
+        else f"retention removes the records by {time_of(gone_ms)}"
     )
     return Expected(gone_ms, gone_ms, note, cleaning.topic, "retention.ms")
 
 
-def _write(kafka: ErasureKafka, judged: _Judged) -> Event:
+def _write(kafka: ErasureKafka, judged: Judged) -> Event:
     """The tombstones, each to its partition (compacted topics only: _judge_entry never
     asks for one elsewhere); a write that fails leaves the whole step to be tried again
     (a second tombstone for the same key adds no data)."""
@@ -574,113 +574,6 @@ def _digest_list(digests: set[str], shown: int = 5) -> str:
     listed = sorted(digests)
     text = "digests " + ", ".join(listed[:shown])
     return text + (f" and {len(listed) - shown} more" if len(listed) > shown else "")
-
-
-def _build(
-    erasure: Erasure,
-    request: ErasureRequest,
-    judged: _Judged,
-    scans: Mapping[TopicPartition, PartitionScan],
-    selection: Selection,
-    kept_topics: list[dict[str, Any]],
-) -> Picture:
-    topics = list(kept_topics)
-    # Topics not looked at this run (retention not due yet) still bound the deadline.
-    for kept in kept_topics:
-        if kept.get("stage") == Phase.AWAITING_RETENTION:
-            gone = _expected_ms(kept)
-            note = str(kept.get("note") or "retention removes the records")
-            judged.expectations.append(
-                Expected(gone, gone, note, str(kept["name"]), "retention.ms")
-            )
-    for topic in sorted(selection.partitions):
-        stages = judged.stages.get(topic) or [Phase.KEY_ERASED]
-        stage = min(stages, key=STAGES.index)
-        entry: dict[str, Any] = {
-            "name": topic,
-            "kind": selection.cleaning[topic].kind,
-            "stage": stage if not request.dry_run else Phase.SCANNING,
-        }
-        expected = judged.expected.get(topic) or []
-        if expected and None not in expected:
-            entry["expectedBy"] = _time(max(e for e in expected if e is not None))
-        notes = sorted(judged.notes.get(topic, set()))
-        if request.dry_run:
-            collateral = sum(s.collateral_records for tp, s in scans.items() if tp.topic == topic)
-            notes.append(f"a cut just past the last match would remove {collateral} other records")
-        if notes:
-            entry["note"] = "; ".join(notes)[:NOTE_LIMIT]
-        topics.append(entry)
-    topics.sort(key=lambda t: str(t["name"]))
-    written = sum(1 for w in judged.writes if "tombstone" in judged.entries[w])
-    previous = erasure.status.get("summary") or {}
-    tombstones = int(previous.get("tombstonesWritten", 0)) + (0 if request.dry_run else written)
-    return _picture(
-        erasure,
-        request,
-        judged.entries,
-        scans,
-        topics,
-        judged.expectations,
-        {"tombstonesWritten": tombstones},
-    )
-
-
-def _picture(
-    erasure: Erasure,
-    request: ErasureRequest,
-    entries: Sequence[Entry],
-    scans: Mapping[TopicPartition, PartitionScan],
-    topics: Sequence[Mapping[str, Any]],
-    expectations: Sequence[Expected],
-    counts: Mapping[str, int],
-) -> Picture:
-    """Status's view of the run: `expectations` are the entries not erased yet, each
-    with when its values and its key are expected gone (None: nothing bounds it)."""
-    created_ms = _ms(erasure.created) if erasure.created else _ms(erasure.now())
-    deadline: dict[str, Any] = {"requestedBy": _time(created_ms + request.deadline_ms)}
-    for name, times in (
-        ("expectedValuesErasedAt", [e.values_erased_ms for e in expectations]),
-        ("expectedKeyErasedAt", [e.key_erased_ms for e in expectations]),
-    ):
-        bounded = [t for t in times if t is not None]
-        if bounded and len(bounded) == len(times):
-            deadline[name] = _time(max(bounded))
-    at_risk = deadline_condition(list(expectations), created_ms, request.deadline_ms)
-    deadline["atRisk"] = at_risk.status == "True"
-    if at_risk.message:
-        deadline["note"] = at_risk.message[:NOTE_LIMIT]
-    summary = {
-        "topics": len(topics),
-        "partitionsScanned": len(scans),
-        "recordsExamined": sum(s.examined for s in scans.values()),
-        "digests": len(request.digests()),
-        "digestsFound": ev.digests_found(entries),
-        "matchesRemaining": sum(ev.matches(e) for e in entries if e.get("digest")),
-        "tombstonesWritten": 0,
-        **counts,
-    }
-    ref = ev.save(entries, erasure.blobs)
-    return Picture(topics, entries, ref, summary, deadline, at_risk)
-
-
-def _stored_picture(erasure: Erasure, known: list[Entry]) -> Picture:
-    """What status already says, for a step that scans nothing."""
-    st = erasure.status
-    at_risk = Condition("DeadlineAtRisk", "Unknown", Reason.ERASURE_DEADLINE_MET, "")
-    for c in st.get("conditions") or []:
-        if c.get("type") == "DeadlineAtRisk" and c.get("reason") in set(Reason):
-            at_risk = Condition(
-                "DeadlineAtRisk", c["status"], Reason(c["reason"]), str(c.get("message", ""))
-            )
-    return Picture(
-        [dict(t) for t in st.get("topics") or []],
-        known,
-        st.get("evidenceRef") or None,
-        dict(st.get("summary") or {}),
-        dict(st.get("deadline") or {}),
-        at_risk,
-    )
 
 
 def _sign(
@@ -738,7 +631,7 @@ def _sign(
     return Completed(run, Phase.KEY_ERASED, picture, reason, message, stored, events)
 
 
-def _erased_reason(phase: Phase, judged: _Judged) -> tuple[Reason, str]:
+def _erased_reason(phase: Phase, judged: Judged) -> tuple[Reason, str]:
     if judged.rewritten:
         return (
             Reason.KEY_REWRITTEN,
@@ -769,48 +662,8 @@ def _waiting(
     return Waiting(run, phase, picture, reason, message, delay, events)
 
 
-def _phase_of(topics: Sequence[Mapping[str, Any]]) -> Phase:
-    stages = [Phase(t["stage"]) for t in topics if t.get("stage") in STAGES]
-    return min(stages, key=STAGES.index) if stages else Phase.KEY_ERASED
-
-
-def _delays(topics: Sequence[Mapping[str, Any]], now_ms: int) -> float:
-    waiting = [_expected_ms(t) for t in topics if t.get("stage") != Phase.KEY_ERASED]
-    bounded = [e for e in waiting if e is not None]
-    return next_delay(min(bounded) if bounded else None, now_ms)
-
-
-def next_delay(expected_ms: int | None, now_ms: int) -> float:
-    """Seconds until the next look: a quarter of the time left to the expected moment;
-    once it has passed, half the time since (a quiet topic's cleaner may never come, and
-    a rescan reads whole partitions: the looks grow apart); between 2 s and 300 s."""
-    if expected_ms is None:
-        return UNBOUNDED_DELAY_S
-    gap_s = (expected_ms - now_ms) / 1000
-    wanted = gap_s / 4 if gap_s > 0 else -gap_s / 2
-    return min(max(wanted, MIN_DELAY_S), MAX_DELAY_S)
-
-
 def _was_at_risk(erasure: Erasure) -> bool:
     return any(
         c.get("type") == "DeadlineAtRisk" and c.get("status") == "True"
         for c in erasure.status.get("conditions") or []
     )
-
-
-def _expected_ms(topic: Mapping[str, Any]) -> int | None:
-    text = topic.get("expectedBy")
-    if not isinstance(text, str):
-        return None
-    try:
-        return _ms(datetime.fromisoformat(text.replace("Z", "+00:00")))
-    except ValueError:
-        return None
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
-def _time(ms: int) -> str:
-    return cond.timestamp(datetime.fromtimestamp(ms / 1000).astimezone())
