@@ -1115,3 +1115,28 @@ def test_a_topic_the_grant_no_longer_allows_is_refused_with_nothing_written() ->
     assert "own-b" in ready["message"]
     assert len(world.kafka.written) == 2
     assert world.kafka.calls == []
+
+
+def test_a_completed_status_that_never_fits_keeps_the_receipt_and_is_not_signed_again() -> None:
+    world = compacted_world()
+    world.run()
+    world.kafka.compact("users", drop_tombstones=True)
+    patch = world.store.patch
+
+    def too_large(status_: Mapping[str, Any]) -> None:
+        if "receipt" in status_ and status_.get("evidence") is not None:
+            raise WriteRefused(500, "Internal Server Error", "etcdserver: request is too large")
+        patch(status_)
+
+    world.store.patch = too_large  # type: ignore[method-assign,assignment]
+    world.later(5)
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert pipeline.finished(world.store.status)
+    assert world.store.status["receipt"]["sha256"]
+    assert "evidence" not in world.store.status
+    ready = world.condition("Ready")
+    assert (ready["status"], ready["reason"]) == ("True", Reason.STATE_NOT_PERSISTED)
+    world.kafka.calls.clear()
+    assert isinstance(world.run(), service.Outcome)
+    assert world.kafka.calls == []

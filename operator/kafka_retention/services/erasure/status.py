@@ -183,7 +183,15 @@ def _completed(erasure: Erasure, done: Completed) -> Outcome:
         )
         document["receipt"] = dict(done.receipt)
     document.update(_picture(erasure, done.picture, conditions))
-    erasure.store.patch(document)
+    try:
+        erasure.store.patch(document)
+    except WriteRefused as err:
+        if done.receipt is None or not _never_fits(err):
+            raise  # tried again from the stored status (end)
+        # Signed and stored, and status will never hold all of it: the smallest status
+        # that says so, rather than a new scan and signature on every retry.
+        document = _without_detail(erasure, document, err)
+        erasure.store.patch(document)
     return Outcome(
         done.phase,
         done.message,
@@ -192,6 +200,37 @@ def _completed(erasure: Erasure, done: Completed) -> Outcome:
         events=list(done.events),
         matches_remaining=done.picture.summary.get("matchesRemaining", 0),
     )
+
+
+# etcd's refusal of an oversized write comes back as a 500; a 413 or a 422 (a schema
+# limit) is not transient either: the same write is refused again.
+_TRANSIENT = {409, 429, 500, 502, 503, 504}
+_NEVER_FITS = "request is too large"
+
+
+def _never_fits(err: WriteRefused) -> bool:
+    return err.status not in _TRANSIENT or _NEVER_FITS in err.body
+
+
+def _without_detail(
+    erasure: Erasure, document: dict[str, Any], err: WriteRefused
+) -> dict[str, Any]:
+    """The completed status without its evidence and topics lists: the signed receipt in
+    its ConfigMap holds all of it, and Ready says why status does not."""
+    message = (
+        f"status.evidence and status.topics left out: HTTP {err.status} {err.reason}; "
+        f"the receipt ConfigMap {document['receipt']['configMap']} holds the evidence"
+    )
+    ready = cond.set_condition(
+        document["conditions"],
+        "Ready",
+        "True",
+        Reason.STATE_NOT_PERSISTED,
+        message,
+        erasure.generation,
+        erasure.now(),
+    )
+    return {**document, "evidence": None, "topics": None, "conditions": ready}
 
 
 def _picture(
