@@ -180,7 +180,8 @@ def _ungranted(status_: Mapping[str, Any], grant: Grant | None) -> Refusal | Non
     narrowed allow or added protect): the erasure stops before anything is contacted,
     and nothing more is written there. Pattern topics come back from status.topics, so
     the grant is applied to them again on every run, not only on the first."""
-    for topic in sorted({str(t.get("name")) for t in status_.get("topics") or []}):
+    named = {t.get("name") for t in status_.get("topics") or [] if isinstance(t, Mapping)}
+    for topic in sorted(n for n in named if isinstance(n, str)):
         why = topic_refusal(grant, topic)
         if why is not None:
             message = (
@@ -219,19 +220,20 @@ def _step(
 
 
 def _selected(
-    kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None
+    kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None, first: bool = True
 ) -> Selection | Refusal:
     """Every topic spec.topics selects now, within the grant, with its partitions."""
     selection = select_topics(kafka, request, grant)
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
+    done = "no record was read or written" if first else "the erasure is not complete"
     if not selection.partitions:
-        message = "no topic the binding allows matches spec.topics; no record was read or written"
+        message = f"no topic the binding allows matches spec.topics; {done}"
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
     if len(selection.partitions) > MAX_TOPICS:
         message = (
             f"spec.topics selects {len(selection.partitions)} topics; at most {MAX_TOPICS} in "
-            "one RecordErasure (status lists each): split it; no record was read or written"
+            f"one RecordErasure (status lists each): split it; {done}"
         )
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
     return selection
@@ -282,7 +284,7 @@ def _final(
     pattern and the grant applied again), log start to high watermark. A listed key
     found anywhere, in a partition or topic where it never was too, gets its entry and
     (compacted topics) its tombstone: then the erasure is not finished."""
-    selection = _selected(kafka, request, grant)
+    selection = _selected(kafka, request, grant, first=False)
     if isinstance(selection, Refusal):
         return selection
     tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
