@@ -1140,3 +1140,29 @@ def test_a_completed_status_that_never_fits_keeps_the_receipt_and_is_not_signed_
     world.kafka.calls.clear()
     assert isinstance(world.run(), service.Outcome)
     assert world.kafka.calls == []
+
+
+def test_a_rewrite_answered_by_a_refused_run_counts_once_and_gets_no_second_tombstone() -> None:
+    world = compacted_world()
+    world.run()
+    tp0 = TopicPartition("users", 0)
+    world.kafka.produce(tp0, KEY, b"written again")
+    refused = {"left": 1}
+    patch = world.store.patch
+
+    def refusing(status_: Mapping[str, Any]) -> None:
+        if "evidence" in status_ and refused["left"] > 0:
+            refused["left"] -= 1
+            raise WriteRefused(409, "Conflict", "the object has been modified")
+        patch(status_)
+
+    world.store.patch = refusing  # type: ignore[method-assign,assignment]
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert len(world.kafka.written) == 3
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert len(world.kafka.written) == 3
+    entry = next(e for e in world.store.status["evidence"] if e["partition"] == 0)
+    assert ev.rewrites(entry) == 1
+    assert entry["tombstone"]["offset"] == world.kafka.ends[tp0] - 1
