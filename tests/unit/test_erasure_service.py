@@ -28,7 +28,12 @@ from kafka_retention.core.erasure_scan import (
 )
 from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, SecretUnavailable
+from kafka_retention.core.failures import (
+    KafkaFailure,
+    KafkaUnavailable,
+    SecretUnavailable,
+    WriteRefused,
+)
 from kafka_retention.core.receipts import verify
 from kafka_retention.handlers import erasure as handler
 from kafka_retention.handlers.common import Created
@@ -589,7 +594,7 @@ def test_a_tombstone_as_the_last_record_waits_for_a_segment_roll() -> None:
     assert world.condition("Erased")["reason"] == Reason.AWAITING_SEGMENT_ROLL
 
 
-def test_without_the_signing_key_the_erasure_waits_unsigned_then_signs() -> None:
+def test_without_the_signing_key_the_erasure_waits_unsigned_then_signs_after_a_fresh_scan() -> None:
     world = compacted_world()
     world.run()
     world.kafka.compact("users", drop_tombstones=True)
@@ -607,12 +612,19 @@ def test_without_the_signing_key_the_erasure_waits_unsigned_then_signs() -> None
 
     world.key_available = True
     world.kafka.calls.clear()
+    world.later(3600)
     done = world.run()
     assert isinstance(done, service.Outcome)
     assert done.finished
     assert world.condition("ReceiptSigned")["status"] == "True"
     assert pipeline.finished(world.store.status)
-    assert not any(c.startswith(("scan:", "write")) for c in world.kafka.calls)
+    # Signed an hour later: from a fresh scan of every partition, and stating its time.
+    assert [c for c in world.kafka.calls if c.startswith("scan:")] == [
+        "scan:users-0,users-1,users-2"
+    ]
+    assert "write_tombstones" not in world.kafka.calls
+    receipt = json.loads(world.blobs.sets["receipt"])["receipt"]
+    assert receipt["completedAt"] == receipt["phases"]["KeyErased"] == "2026-11-29T13:00:05Z"
 
 
 def test_nothing_found_anywhere_is_key_erased_with_the_scan_as_evidence() -> None:
@@ -665,7 +677,8 @@ def test_evidence_beyond_the_status_limit_goes_to_configmaps_and_is_read_back() 
     world.run()
     assert world.store.status["phase"] == Phase.KEY_ERASED
     signed = json.loads(world.blobs.sets["receipt"])
-    assert len(signed["receipt"]["evidence"]) == 2 * len(keys)
+    # Each (partition, digest), and the final scan of each of the 3 partitions.
+    assert len(signed["receipt"]["evidence"]) == 2 * len(keys) + 3
 
 
 @pytest.mark.parametrize(
@@ -895,3 +908,261 @@ def test_kopfs_line_for_a_quiet_wait_is_info_and_no_event_and_other_failures_sta
     assert (quiet.levelno, getattr(quiet, "k8s_skip", False)) == (logging.INFO, True)
     assert (loud.levelno, getattr(loud, "k8s_skip", False)) == (logging.ERROR, False)
     assert handler._QUIET_WAITS in logging.getLogger("kopf.objects").filters
+
+
+def many_keys_world(count: int) -> tuple[World, list[bytes]]:
+    """`users` (1 partition) and `more` (2), compacted: every key once in each topic."""
+    world = World(spec("users", "more"))
+    world.kafka.topic("users", 1, COMPACTED)
+    world.kafka.topic("more", 2, COMPACTED)
+    keys = [b"k-%d" % i for i in range(count)]
+    world.spec["keys"] = [{"sha256": hashlib.sha256(k).hexdigest()} for k in keys]
+    for i, k in enumerate(keys):
+        world.kafka.produce(TopicPartition("more", i % 2), k, b"v")
+        world.kafka.produce(TopicPartition("users", 0), k, b"v")
+    return world, keys
+
+
+def test_evidence_edited_in_its_configmaps_is_not_trusted_and_every_partition_is_rescanned() -> (
+    None
+):
+    world, _ = many_keys_world(ev.EVIDENCE_LIMIT + 5)
+    world.run()
+    assert world.store.status["evidenceRef"]
+    written = len(world.kafka.written)
+    # The tenant drops the entries of `users` from the ConfigMaps; only `more` is cleaned.
+    stored = json.loads(world.blobs.sets["evidence"])
+    world.blobs.sets["evidence"] = json.dumps([e for e in stored if e["topic"] != "users"])
+    world.kafka.compact("more", drop_tombstones=True)
+    world.later(5)
+    world.run()
+    assert world.store.status["phase"] != Phase.KEY_ERASED
+    assert "receipt" not in world.blobs.sets
+    scans = [c for c in world.kafka.calls if c.startswith("scan:")]
+    assert scans[-1] == "scan:more-0,more-1,users-0"  # a full first scan again
+    # The tombstones already written are the last records of their keys: none again.
+    assert len(world.kafka.written) == written
+    users = next(t for t in world.store.status["topics"] if t["name"] == "users")
+    assert users["stage"] == Phase.TOMBSTONED
+
+
+@pytest.mark.parametrize("payload", ["{not json", '{"a": 1}', '[{"topic": 3}]', "[[]]"])
+def test_malformed_stored_evidence_is_lost_evidence_never_a_crash(payload: str) -> None:
+    world, _ = many_keys_world(ev.EVIDENCE_LIMIT + 5)
+    world.run()
+    world.blobs.sets["evidence"] = payload
+    written = len(world.kafka.written)
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)  # nothing else is raised
+    assert world.store.status["phase"] == Phase.TOMBSTONED
+    assert len(ev.load(world.store.status, world.blobs)) == 2 * (ev.EVIDENCE_LIMIT + 5)
+    scans = [c for c in world.kafka.calls if c.startswith("scan:")]
+    assert scans[-1] == "scan:more-0,more-1,users-0"
+    assert len(world.kafka.written) == written
+
+
+def test_a_key_produced_to_a_new_partition_after_the_first_scan_is_erased_before_the_receipt() -> (
+    None
+):
+    world = compacted_world()
+    world.run()
+    tp2 = TopicPartition("users", 2)
+    world.kafka.produce(tp2, KEY, b"new-address")  # partition 2 had no match
+    for step in range(6):
+        world.kafka.compact("users", drop_tombstones=step > 0)
+        world.later(5)
+        world.run()
+    assert (tp2, "compact") in world.kafka.written
+    assert world.kafka.keys_present(KEY) == []
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    receipt = json.loads(world.blobs.sets["receipt"])["receipt"]
+    # The scan the receipt vouches for read every partition of the topic.
+    final = {
+        (e["topic"], e["partition"])
+        for e in receipt["evidence"]
+        if any(s["phase"] == "KeyErased" for s in e["scans"])
+    }
+    assert final == {("users", 0), ("users", 1), ("users", 2)}
+
+
+def test_a_topic_at_key_erased_is_scanned_again_before_the_receipt() -> None:
+    world = World(spec("users", "clicks"))
+    world.kafka.topic("users", 1, COMPACTED)
+    world.kafka.topic("clicks", 1, DELETE)
+    world.kafka.produce(TopicPartition("users", 0), KEY, b"v")
+    world.kafka.produce(TopicPartition("clicks", 0), KEY, b"v")
+    world.run()
+    world.kafka.compact("users", drop_tombstones=True)
+    world.later(5)
+    world.run()  # users at KeyErased; clicks awaits retention
+    world.kafka.produce(TopicPartition("users", 0), KEY, b"again")
+    world.later(4000)
+    world.kafka.expire("clicks")
+    world.run()
+    assert world.store.status["phase"] != Phase.KEY_ERASED
+    assert "receipt" not in world.blobs.sets
+    assert world.kafka.written[-1][0] == TopicPartition("users", 0)
+
+
+class SizedStore(Store):
+    """The API server's limit: etcd refuses an object over 1.5 MiB (spec and status)."""
+
+    LIMIT = 1536 * 1024
+
+    def __init__(self, spec_: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.spec_bytes = len(json.dumps(spec_))
+
+    def patch(self, status: Mapping[str, Any]) -> None:
+        merged = {k: v for k, v in {**self.status, **status}.items() if v is not None}
+        if self.spec_bytes + len(json.dumps(merged)) > self.LIMIT:
+            raise WriteRefused(500, "Internal Server Error", "etcdserver: request is too large")
+        super().patch(status)
+
+
+# What one status patch of an erasure of 10,000 digests may take: beside a spec of about
+# 780 KB this keeps the object far below etcd's 1.5 MiB.
+STATUS_PATCH_BOUND = 560 * 1024
+
+
+def test_ten_thousand_digests_keep_every_status_patch_under_the_bound_and_finish() -> None:
+    world, keys = many_keys_world(10_000)
+    world.store = SizedStore(world.spec)
+    assert world.store.spec_bytes > 700_000
+    for step in range(7):
+        if step == 1:
+            for p in range(2):
+                world.kafka.produce(TopicPartition("more", p), b"filler", b"v")
+            world.kafka.produce(TopicPartition("users", 0), b"filler", b"v")
+        if step in (2, 3):
+            world.kafka.compact("users", drop_tombstones=step == 3)
+            world.kafka.compact("more", drop_tombstones=step == 3)
+        result = world.run()
+        world.later(5)
+        if isinstance(result, service.Outcome):
+            break
+    assert isinstance(result, service.Outcome)
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    assert "receipt" in world.store.status
+    sizes = [len(json.dumps(p)) for p in world.store.patches]
+    assert max(sizes) < STATUS_PATCH_BOUND, sizes
+    assert len(world.kafka.written) == 2 * len(keys)
+
+
+def test_a_refused_status_patch_after_tombstones_does_not_write_them_again() -> None:
+    world = compacted_world()
+    refused = {"left": 2}
+    patch = world.store.patch
+
+    def refusing(status_: Mapping[str, Any]) -> None:
+        if "evidence" in status_ and refused["left"] > 0:
+            refused["left"] -= 1
+            raise WriteRefused(500, "Internal Server Error", "etcdserver: request timed out")
+        patch(status_)
+
+    world.store.patch = refusing  # type: ignore[method-assign,assignment]
+    first = world.run()
+    assert isinstance(first, service.Retry)
+    assert world.condition("Ready")["reason"] == Reason.STATE_NOT_PERSISTED
+    assert len(world.kafka.written) == 2
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert len(world.kafka.written) == 2
+    assert world.store.status["phase"] == Phase.TOMBSTONED
+    assert all("tombstone" in e for e in world.store.status["evidence"])
+
+
+def grant(allow: tuple[str, ...], protect: tuple[str, ...] = ()) -> Grant:
+    return Grant("team-a", 0, frozenset({"erase"}), allow, protect, (r".+\.internal",))
+
+
+def test_a_pattern_under_a_grant_scans_and_writes_only_the_topics_it_allows() -> None:
+    world = World(spec(digest=DIGEST))
+    world.spec["topics"] = {"pattern": ".*"}
+    names = ("own-a", "own-secret", "own-x.internal", "other", "__consumer_offsets")
+    for name in names:
+        world.kafka.topic(name, 1, COMPACTED)
+        world.kafka.produce(TopicPartition(name, 0), KEY, b"v")
+    world.admitted = grant(("own-.*",), ("own-secret",))
+    world.run()
+    assert {tp.topic for tp, _ in world.kafka.written} == {"own-a"}
+    assert [c for c in world.kafka.calls if c.startswith("scan:")] == ["scan:own-a-0"]
+    assert [t["name"] for t in world.store.status["topics"]] == ["own-a"]
+
+
+def test_a_topic_the_grant_no_longer_allows_is_refused_with_nothing_written() -> None:
+    world = World(spec(digest=DIGEST))
+    world.spec["topics"] = {"pattern": "own-.*"}
+    for name in ("own-a", "own-b"):
+        world.kafka.topic(name, 1, COMPACTED)
+        world.kafka.produce(TopicPartition(name, 0), KEY, b"v")
+    world.admitted = grant(("own-.*",))
+    world.run()
+    assert len(world.kafka.written) == 2
+    world.kafka.produce(TopicPartition("own-b", 0), KEY, b"written again")
+    world.admitted = grant(("own-.*",), ("own-b",))  # the admin protects own-b
+    world.kafka.calls.clear()
+    world.later(5)
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.topics"
+    assert world.store.status["phase"] == Phase.FAILED
+    ready = world.condition("Ready")
+    assert (ready["status"], ready["reason"]) == ("False", Reason.NOT_PERMITTED)
+    assert "spec.topics" in ready["message"]
+    assert "own-b" in ready["message"]
+    assert len(world.kafka.written) == 2
+    assert world.kafka.calls == []
+
+
+def test_a_completed_status_that_never_fits_keeps_the_receipt_and_is_not_signed_again() -> None:
+    world = compacted_world()
+    world.run()
+    world.kafka.compact("users", drop_tombstones=True)
+    patch = world.store.patch
+
+    def too_large(status_: Mapping[str, Any]) -> None:
+        if "receipt" in status_ and status_.get("evidence") is not None:
+            raise WriteRefused(500, "Internal Server Error", "etcdserver: request is too large")
+        patch(status_)
+
+    world.store.patch = too_large  # type: ignore[method-assign,assignment]
+    world.later(5)
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert pipeline.finished(world.store.status)
+    assert world.store.status["receipt"]["sha256"]
+    assert "evidence" not in world.store.status
+    ready = world.condition("Ready")
+    assert (ready["status"], ready["reason"]) == ("True", Reason.STATE_NOT_PERSISTED)
+    world.kafka.calls.clear()
+    assert isinstance(world.run(), service.Outcome)
+    assert world.kafka.calls == []
+
+
+def test_a_rewrite_answered_by_a_refused_run_counts_once_and_gets_no_second_tombstone() -> None:
+    world = compacted_world()
+    world.run()
+    tp0 = TopicPartition("users", 0)
+    world.kafka.produce(tp0, KEY, b"written again")
+    refused = {"left": 1}
+    patch = world.store.patch
+
+    def refusing(status_: Mapping[str, Any]) -> None:
+        if "evidence" in status_ and refused["left"] > 0:
+            refused["left"] -= 1
+            raise WriteRefused(409, "Conflict", "the object has been modified")
+        patch(status_)
+
+    world.store.patch = refusing  # type: ignore[method-assign,assignment]
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert len(world.kafka.written) == 3
+    world.later(5)
+    assert isinstance(world.run(), service.Retry)
+    assert len(world.kafka.written) == 3
+    entry = next(e for e in world.store.status["evidence"] if e["partition"] == 0)
+    assert ev.rewrites(entry) == 1
+    assert entry["tombstone"]["offset"] == world.kafka.ends[tp0] - 1

@@ -50,6 +50,8 @@ class Picture:
 @dataclass(frozen=True)
 class Scanning:
     run: Run
+    # Why the first scan runs again (the stored evidence was lost), "" on a first run.
+    cause: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,17 +5,28 @@
     (DryRun, Failed: final too)
 
 Every run first parses the spec and asks tenancy (a refusal ends Failed with nothing
-read or written), then takes one step from where status says the erasure is:
+read or written; so does a topic an earlier run selected that the grant no longer
+allows), then takes one step from where status says the erasure is:
 
     first scan ..... every selected partition read [log start, high watermark); the
                      evidence; a dry run ends here; tombstones written to compacted
-                     topics only, for each (partition, digest) with a value
+                     topics only, for each (partition, digest) whose last record with
+                     the key is a value (one already followed by a tombstone gets none)
     follow-up ...... the partitions involved read again once the cleaner (or retention)
-                     is expected to have acted: values gone -> ValuesErased, every
-                     match gone -> KeyErased; a key written again after its tombstone
-                     gets a new one (MAX_TOMBSTONE_ROUNDS in all, then Failed)
-    receipt ........ at KeyErased: the evidence signed (Ed25519) and stored in the
-                     erasure's ConfigMaps; a key that cannot be read waits, unsigned
+                     is expected to have acted: values gone -> ValuesErased; a key
+                     written again after its tombstone gets a new one
+                     (MAX_TOMBSTONE_ROUNDS in all, then Failed)
+    final scan ..... when every match seems gone: every partition of every topic
+                     selected now, read whole; a listed key found anywhere is judged as
+                     above (not finished), else KeyErased
+    receipt ........ in the final scan's run only, stating that scan's time: the
+                     evidence signed (Ed25519) and stored in the erasure's ConfigMaps; a
+                     key that cannot be read waits, unsigned, and the next run scans
+                     again before it signs
+
+Evidence read back from the ConfigMaps that does not match the checksum status recorded
+is lost: the first scan runs again. A status write the API server refuses leaves status
+as it was (status.py): every step may run twice without writing anything twice.
 
 A tombstone is NEVER written to a topic that is not compacted (delete or tiered): Kafka
 would store it, one more copy of the key, and erase nothing. Those topics are reported
@@ -30,21 +41,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from kafka_retention.core import conditions as cond
-from kafka_retention.core.conditions import Condition, EventReason, Reason
+from kafka_retention.core.bindings import Grant
+from kafka_retention.core.conditions import EventReason, Reason
 from kafka_retention.core.erasure import ErasureRequest, parse_erasure_spec
 from kafka_retention.core.erasure_deadlines import (
     Cleaning,
     Expected,
-    deadline_condition,
     expected_compaction,
     expected_retention,
 )
-from kafka_retention.core.erasure_scan import DigestHits, PartitionScan, TombstoneWrite
+from kafka_retention.core.erasure_scan import (
+    DigestHits,
+    PartitionScan,
+    TombstoneWrite,
+    WrittenTombstone,
+)
 from kafka_retention.core.erasure_states import FINAL_PHASES, Phase
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import (
@@ -73,21 +87,34 @@ from kafka_retention.services.erasure.outcomes import (
     Unsigned,
     Waiting,
 )
+from kafka_retention.services.erasure.picture import (
+    Judged,
+    build,
+    delays,
+    expected_ms,
+    ms,
+    next_delay,
+    phase_of,
+    picture_of,
+    stored_picture,
+    time_of,
+)
 from kafka_retention.services.erasure.scan import scan
-from kafka_retention.services.erasure.select import Selection, cleaning_of, select_topics
+from kafka_retention.services.erasure.select import (
+    Selection,
+    cleaning_of,
+    select_topics,
+    topic_refusal,
+)
 from kafka_retention.services.ports import ErasureKafka
 
 __all__ = ["MAX_TOMBSTONE_ROUNDS", "finished", "next_delay", "reconcile"]
 
 # Tombstones written for one (partition, digest): the first and two after rewrites.
 MAX_TOMBSTONE_ROUNDS = 3
-MIN_DELAY_S, MAX_DELAY_S, UNBOUNDED_DELAY_S = 2.0, 300.0, 60.0
-# Topic stages from least to most advanced: the resource's phase is its least advanced.
-STAGES = (Phase.TOMBSTONED, Phase.AWAITING_RETENTION, Phase.VALUES_ERASED, Phase.KEY_ERASED)
 _UNSIGNED_DELAY_S = 30.0
-# status.topics holds at most this many (the CRD's maxItems), and notes this long.
+# status.topics holds at most this many (the CRD's maxItems).
 MAX_TOPICS = 500
-NOTE_LIMIT = 4096
 
 
 def finished(status_: Mapping[str, Any]) -> bool:
@@ -110,6 +137,9 @@ def reconcile(erasure: Erasure) -> Outcome:
     run = Run(erasure.generation, erasure.status.get("startedAt") or cond.timestamp(erasure.now()))
     try:
         grant = erasure.admit(erasure.spec, request) if erasure.admit is not None else None
+        ungranted = _ungranted(erasure.status, grant)
+        if ungranted is not None:
+            return status.end(erasure, ungranted)
         if request.on_delete_topics == "cut" and not request.dry_run:
             message = (
                 "spec.onDeleteTopics: cut is not supported yet (a later release cuts the "
@@ -145,43 +175,76 @@ def _phase(status_: Mapping[str, Any]) -> Phase:
         return Phase.PENDING
 
 
+def _ungranted(status_: Mapping[str, Any], grant: Grant | None) -> Refusal | None:
+    """A topic an earlier run selected that the grant no longer allows (an administrator
+    narrowed allow or added protect): the erasure stops before anything is contacted,
+    and nothing more is written there. Pattern topics come back from status.topics, so
+    the grant is applied to them again on every run, not only on the first."""
+    named = {t.get("name") for t in status_.get("topics") or [] if isinstance(t, Mapping)}
+    for topic in sorted(n for n in named if isinstance(n, str)):
+        why = topic_refusal(grant, topic)
+        if why is not None:
+            message = (
+                f"spec.topics selected {topic} earlier, and now {why}; the erasure stops and "
+                "nothing more is written to it"
+            )
+            return Refusal(Reason.NOT_PERMITTED, message, "spec.topics")
+    return None
+
+
 def _step(
     erasure: Erasure,
     run: Run,
     phase: Phase,
     kafka: ErasureKafka,
     request: ErasureRequest,
-    grant: Any,
+    grant: Grant | None,
 ) -> Step:
+    lost = ""
     if phase not in (Phase.PENDING, Phase.SCANNING):
         try:
             known = ev.load(erasure.status, erasure.blobs)
-        except ev.EvidenceLost:
-            known = None  # scanned again from the start: the log is the truth
+        except ev.EvidenceLost as err:
+            # Never judged (let alone signed) from: scanned again from the start, every
+            # selected partition, the log being the truth. Tombstones already written
+            # are found there and not written again (_judge_entry).
+            known, lost = None, f"{err}: every partition is scanned again"
         if known is not None:
             if phase == Phase.KEY_ERASED:
-                picture = _stored_picture(erasure, known)
-                return _sign(erasure, run, kafka, request, picture, [])
-            return _follow(erasure, run, kafka, request, known)
-    status.write(erasure, Scanning(run))
+                # Erased but unsigned (the signing key was unavailable): a receipt
+                # states a scan of its own run, never one of an earlier run.
+                return _final(erasure, run, kafka, request, grant, known, [])
+            return _follow(erasure, run, kafka, request, grant, known)
+    status.write(erasure, Scanning(run, lost))
     return _first(erasure, run, kafka, request, grant)
 
 
-def _first(
-    erasure: Erasure, run: Run, kafka: ErasureKafka, request: ErasureRequest, grant: Any
-) -> Step:
+def _selected(
+    kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None, first: bool = True
+) -> Selection | Refusal:
+    """Every topic spec.topics selects now, within the grant, with its partitions."""
     selection = select_topics(kafka, request, grant)
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
+    done = "no record was read or written" if first else "the erasure is not complete"
     if not selection.partitions:
-        message = "no topic the binding allows matches spec.topics; no record was read or written"
+        message = f"no topic the binding allows matches spec.topics; {done}"
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
     if len(selection.partitions) > MAX_TOPICS:
         message = (
             f"spec.topics selects {len(selection.partitions)} topics; at most {MAX_TOPICS} in "
-            "one RecordErasure (status lists each): split it; no record was read or written"
+            f"one RecordErasure (status lists each): split it; {done}"
         )
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
+    return selection
+
+
+def _first(
+    erasure: Erasure, run: Run, kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None
+) -> Step:
+    selection = _selected(kafka, request, grant)
+    if isinstance(selection, Refusal):
+        return selection
     tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
     digests = request.digests()
     scans = scan(kafka, tps, digests)
@@ -189,6 +252,7 @@ def _first(
     found = ev.first_scan(scans, at)
     if found:
         return _judge(erasure, run, kafka, request, selection, found, scans, [], first=True)
+    # The first scan read every selected partition and found nothing: it is the final one.
     topics = [
         {
             "name": t,
@@ -199,12 +263,35 @@ def _first(
         }
         for t in sorted(selection.partitions)
     ]
-    picture = _picture(erasure, request, ev.nothing_found(scans, at), scans, topics, [], {})
+    picture = picture_of(erasure, request, ev.nothing_found(scans, at), scans, topics, [], {})
     message = f"none of the {len(digests)} digests was found in {len(scans)} partitions"
     if request.dry_run:
         return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
     events: list[Event] = [(EventReason.KEY_ERASED, message)]
-    return _sign(erasure, run, kafka, request, picture, events, Reason.NOTHING_FOUND)
+    return _sign(erasure, run, kafka, request, picture, events, at)
+
+
+def _final(
+    erasure: Erasure,
+    run: Run,
+    kafka: ErasureKafka,
+    request: ErasureRequest,
+    grant: Grant | None,
+    known: list[Entry],
+    events: list[Event],
+) -> Step:
+    """The scan that grants KeyErased: every partition of every topic selected now (the
+    pattern and the grant applied again), log start to high watermark. A listed key
+    found anywhere, in a partition or topic where it never was too, gets its entry and
+    (compacted topics) its tombstone: then the erasure is not finished."""
+    selection = _selected(kafka, request, grant, first=False)
+    if isinstance(selection, Refusal):
+        return selection
+    tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
+    scans = scan(kafka, tps, request.digests())
+    return _judge(
+        erasure, run, kafka, request, selection, known, scans, [], first=False, final=events
+    )
 
 
 def _follow(
@@ -212,28 +299,29 @@ def _follow(
     run: Run,
     kafka: ErasureKafka,
     request: ErasureRequest,
+    grant: Grant | None,
     known: list[Entry],
 ) -> Step:
     """The topics not erased yet and due for a look, scanned again where the keys were."""
-    now_ms = _ms(erasure.now())
+    now_ms = ms(erasure.now())
     topics = [dict(t) for t in erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
     due = [
-        str(t["name"])
+        str(t.get("name"))
         for t in open_
-        if t.get("kind") == "compacted" or (_expected_ms(t) or 0) <= now_ms
+        if t.get("kind") == "compacted" or (expected_ms(t) or 0) <= now_ms
     ]
-    due += _retention_passed(kafka, known, [t for t in open_ if str(t["name"]) not in due])
+    due += _retention_passed(kafka, known, [t for t in open_ if str(t.get("name")) not in due])
     if not due:
-        picture = _stored_picture(erasure, known)
+        picture = stored_picture(erasure, known)
         return _waiting(
             erasure,
             run,
-            _phase_of(topics),
+            phase_of(topics),
             picture,
             Reason.AWAITING_RETENTION,
             "waiting for retention",
-            _delays(topics, now_ms),
+            delays(topics, now_ms),
             [],
         )
     selection = cleaning_of(kafka, due)
@@ -243,8 +331,10 @@ def _follow(
         ev.tp_of(e) for e in known if e.get("digest") and ev.tp_of(e).topic in selection.partitions
     }
     scans = scan(kafka, tps, request.digests())
-    kept = [t for t in topics if t["name"] not in selection.partitions]
-    return _judge(erasure, run, kafka, request, selection, known, scans, kept, first=False)
+    kept = [t for t in topics if t.get("name") not in selection.partitions]
+    return _judge(
+        erasure, run, kafka, request, selection, known, scans, kept, first=False, grant=grant
+    )
 
 
 def _retention_passed(
@@ -253,7 +343,7 @@ def _retention_passed(
     """The topics awaiting retention whose log start offsets already passed every match
     (retention came before its bound): worth a scan now, which reads what is left. One
     log_bounds call, no record read."""
-    names = {str(t["name"]) for t in waiting}
+    names = {str(t.get("name")) for t in waiting}
     last: dict[TopicPartition, int] = {}
     for entry in known:
         tp = ev.tp_of(entry)
@@ -270,22 +360,6 @@ def _retention_passed(
     return sorted({tp.topic for tp in last} - unpassed)
 
 
-@dataclass
-class _Judged:
-    """Where each entry of the topics scanned this run stands."""
-
-    entries: list[Entry] = field(default_factory=list)
-    stages: dict[str, list[Phase]] = field(default_factory=dict)  # topic -> entry stages
-    expected: dict[str, list[int | None]] = field(default_factory=dict)  # next milestone
-    # What the deadline is judged from: one per entry not erased yet (core.erasure_deadlines).
-    expectations: list[Expected] = field(default_factory=list)
-    notes: dict[str, set[str]] = field(default_factory=dict)
-    writes: dict[int, tuple[TombstoneWrite, bool]] = field(default_factory=dict)  # i -> rewrite?
-    segment_roll: bool = False
-    rewritten: bool = False
-    exhausted: list[str] = field(default_factory=list)
-
-
 def _judge(
     erasure: Erasure,
     run: Run,
@@ -296,9 +370,15 @@ def _judge(
     scans: Mapping[TopicPartition, PartitionScan],
     kept_topics: list[dict[str, Any]],
     first: bool,
+    grant: Grant | None = None,
+    final: list[Event] | None = None,
 ) -> Step:
+    """Where each entry stands after this run's scans, the tombstones it needs written,
+    and the step that follows. `final`: the scans are _final's (every partition of every
+    selected topic), with the events of the run so far; only then is KeyErased granted,
+    else a scan that finds every key gone leads to _final (with `grant`)."""
     now = erasure.now()
-    at, now_ms = cond.timestamp(now), _ms(now)
+    at, now_ms = cond.timestamp(now), ms(now)
     entries = list(known)
     seen = {(ev.tp_of(e), e.get("digest")) for e in entries}
     # A listed key found where it was not before (a partition scanned for another one).
@@ -308,7 +388,7 @@ def _judge(
                 entries.append(
                     {"topic": tp.topic, "partition": tp.partition, "digest": listed, "scans": []}
                 )
-    judged = _Judged()
+    judged = Judged()
     for i, entry in enumerate(entries):
         tp, digest = ev.tp_of(entry), entry.get("digest")
         if tp.topic not in selection.cleaning or tp not in scans or not digest:
@@ -335,12 +415,15 @@ def _judge(
             f"{', '.join(judged.exhausted[:5])}: a producer still writes it; stop it, then "
             "create a new RecordErasure"
         )
-        picture = _build(erasure, request, judged, scans, selection, kept_topics)
+        picture = build(erasure, request, judged, scans, selection, kept_topics)
         return Completed(run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
-    events: list[Event] = []
+    events: list[Event] = list(final or [])
+    if final is not None and not judged.writes and not request.dry_run and _all_erased(judged):
+        # Erased: the receipt shows this scan of every partition, matches or not.
+        judged.entries = ev.with_partition_scans(judged.entries, scans, at)
     if judged.writes and not request.dry_run:
         events.append(_write(kafka, judged))
-    picture = _build(erasure, request, judged, scans, selection, kept_topics)
+    picture = build(erasure, request, judged, scans, selection, kept_topics)
     collateral = sum(s.collateral_records for s in scans.values())
     if request.dry_run:
         message = (
@@ -349,26 +432,34 @@ def _judge(
             f"would be written; a cut would also remove {collateral} records of other keys"
         )
         return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
-    phase = _phase_of(picture.topics)
+    phase = phase_of(picture.topics)
     previous = _phase(erasure.status)
     if picture.at_risk.status == "True" and not _was_at_risk(erasure):
         events.append((EventReason.ERASURE_DEADLINE_AT_RISK, picture.at_risk.message[:1000]))
     if phase == Phase.KEY_ERASED:
-        message = f"no record with any of the {picture.summary['digests']} digests is left"
-        events.append((EventReason.KEY_ERASED, message))
-        return _sign(erasure, run, kafka, request, picture, events)
+        if final is None:
+            known = [dict(e) for e in picture.evidence]
+            return _final(erasure, run, kafka, request, grant, known, events)
+        if previous != Phase.KEY_ERASED:
+            message = f"no record with any of the {picture.summary['digests']} digests is left"
+            events.append((EventReason.KEY_ERASED, message))
+        return _sign(erasure, run, kafka, request, picture, events, at)
     if phase == Phase.VALUES_ERASED and previous != Phase.VALUES_ERASED:
         events.append(
             (EventReason.VALUES_ERASED, "no value with a listed key is left; tombstones remain")
         )
     reason, message = _erased_reason(phase, judged)
     return _waiting(
-        erasure, run, phase, picture, reason, message, _delays(picture.topics, now_ms), events
+        erasure, run, phase, picture, reason, message, delays(picture.topics, now_ms), events
     )
 
 
+def _all_erased(judged: Judged) -> bool:
+    return all(stage == Phase.KEY_ERASED for stages in judged.stages.values() for stage in stages)
+
+
 def _judge_entry(
-    judged: _Judged,
+    judged: Judged,
     i: int,
     entry: Entry,
     cleaning: Cleaning,
@@ -382,6 +473,7 @@ def _judge_entry(
     topic = found.tp.topic
     tombstone = entry.get("tombstone")
     stage: Phase
+    answered = False  # a tombstone this run found after the key's last value
     if hits is None or not hits.records:
         stage = Phase.KEY_ERASED
     elif cleaning.kind != "compacted":
@@ -389,12 +481,23 @@ def _judge_entry(
     elif not hits.values:
         stage = Phase.VALUES_ERASED
     elif (
-        tombstone is not None
+        hits.last_tombstone_offset is not None
         and hits.last_value_offset is not None
-        and hits.last_value_offset < int(tombstone["offset"])
+        and hits.last_value_offset < hits.last_tombstone_offset
     ):
+        # A tombstone already follows every value: the one status records, or one a run
+        # wrote whose status was never stored (a refused patch, lost evidence), or the
+        # producer's own. Never a second one: the step is idempotent.
         stage = Phase.TOMBSTONED
-        if found.end == int(tombstone["offset"]) + 1:
+        recorded = int(tombstone["offset"]) if tombstone is not None else None
+        if recorded != hits.last_tombstone_offset:
+            # A value after the recorded tombstone was answered by a run whose status was
+            # not stored: that round counts (MAX_TOMBSTONE_ROUNDS).
+            answered = recorded is not None and hits.last_value_offset > recorded
+            entry = ev.with_tombstone(
+                entry, WrittenTombstone(hits.last_tombstone_offset, hits.last_timestamp_ms)
+            )
+        if found.end == hits.last_tombstone_offset + 1:
             judged.segment_roll = True  # nothing written after it: the segment cannot roll
     else:
         stage = Phase.TOMBSTONED
@@ -407,7 +510,7 @@ def _judge_entry(
             judged.writes[i] = (write, rewrite)
             judged.rewritten |= rewrite
     label = Phase.SCANNING if first else stage
-    if i in judged.writes and judged.writes[i][1]:
+    if answered or (i in judged.writes and judged.writes[i][1]):
         label = ev.KEY_REWRITTEN  # type: ignore[assignment]
     entry = ev.add_scan(entry, ev.scan_record(label, at, found, hits))
     # When the next milestone is expected: the cleaner's from the tombstone's time (now,
@@ -436,12 +539,12 @@ def _by_retention(cleaning: Cleaning, gone_ms: int | None) -> Expected:
     note = (
         f"retention.ms is -1 on topic {cleaning.topic}: retention never removes the records"
         if gone_ms is None
-        else f"retention removes the records by {_time(gone_ms)}"
+        else f"retention removes the records by {time_of(gone_ms)}"
     )
     return Expected(gone_ms, gone_ms, note, cleaning.topic, "retention.ms")
 
 
-def _write(kafka: ErasureKafka, judged: _Judged) -> Event:
+def _write(kafka: ErasureKafka, judged: Judged) -> Event:
     """The tombstones, each to its partition (compacted topics only: _judge_entry never
     asks for one elsewhere); a write that fails leaves the whole step to be tried again
     (a second tombstone for the same key adds no data)."""
@@ -475,113 +578,6 @@ def _digest_list(digests: set[str], shown: int = 5) -> str:
     return text + (f" and {len(listed) - shown} more" if len(listed) > shown else "")
 
 
-def _build(
-    erasure: Erasure,
-    request: ErasureRequest,
-    judged: _Judged,
-    scans: Mapping[TopicPartition, PartitionScan],
-    selection: Selection,
-    kept_topics: list[dict[str, Any]],
-) -> Picture:
-    topics = list(kept_topics)
-    # Topics not looked at this run (retention not due yet) still bound the deadline.
-    for kept in kept_topics:
-        if kept.get("stage") == Phase.AWAITING_RETENTION:
-            gone = _expected_ms(kept)
-            note = str(kept.get("note") or "retention removes the records")
-            judged.expectations.append(
-                Expected(gone, gone, note, str(kept["name"]), "retention.ms")
-            )
-    for topic in sorted(selection.partitions):
-        stages = judged.stages.get(topic) or [Phase.KEY_ERASED]
-        stage = min(stages, key=STAGES.index)
-        entry: dict[str, Any] = {
-            "name": topic,
-            "kind": selection.cleaning[topic].kind,
-            "stage": stage if not request.dry_run else Phase.SCANNING,
-        }
-        expected = judged.expected.get(topic) or []
-        if expected and None not in expected:
-            entry["expectedBy"] = _time(max(e for e in expected if e is not None))
-        notes = sorted(judged.notes.get(topic, set()))
-        if request.dry_run:
-            collateral = sum(s.collateral_records for tp, s in scans.items() if tp.topic == topic)
-            notes.append(f"a cut just past the last match would remove {collateral} other records")
-        if notes:
-            entry["note"] = "; ".join(notes)[:NOTE_LIMIT]
-        topics.append(entry)
-    topics.sort(key=lambda t: str(t["name"]))
-    written = sum(1 for w in judged.writes if "tombstone" in judged.entries[w])
-    previous = erasure.status.get("summary") or {}
-    tombstones = int(previous.get("tombstonesWritten", 0)) + (0 if request.dry_run else written)
-    return _picture(
-        erasure,
-        request,
-        judged.entries,
-        scans,
-        topics,
-        judged.expectations,
-        {"tombstonesWritten": tombstones},
-    )
-
-
-def _picture(
-    erasure: Erasure,
-    request: ErasureRequest,
-    entries: Sequence[Entry],
-    scans: Mapping[TopicPartition, PartitionScan],
-    topics: Sequence[Mapping[str, Any]],
-    expectations: Sequence[Expected],
-    counts: Mapping[str, int],
-) -> Picture:
-    """Status's view of the run: `expectations` are the entries not erased yet, each
-    with when its values and its key are expected gone (None: nothing bounds it)."""
-    created_ms = _ms(erasure.created) if erasure.created else _ms(erasure.now())
-    deadline: dict[str, Any] = {"requestedBy": _time(created_ms + request.deadline_ms)}
-    for name, times in (
-        ("expectedValuesErasedAt", [e.values_erased_ms for e in expectations]),
-        ("expectedKeyErasedAt", [e.key_erased_ms for e in expectations]),
-    ):
-        bounded = [t for t in times if t is not None]
-        if bounded and len(bounded) == len(times):
-            deadline[name] = _time(max(bounded))
-    at_risk = deadline_condition(list(expectations), created_ms, request.deadline_ms)
-    deadline["atRisk"] = at_risk.status == "True"
-    if at_risk.message:
-        deadline["note"] = at_risk.message[:NOTE_LIMIT]
-    summary = {
-        "topics": len(topics),
-        "partitionsScanned": len(scans),
-        "recordsExamined": sum(s.examined for s in scans.values()),
-        "digests": len(request.digests()),
-        "digestsFound": ev.digests_found(entries),
-        "matchesRemaining": sum(ev.matches(e) for e in entries if e.get("digest")),
-        "tombstonesWritten": 0,
-        **counts,
-    }
-    ref = ev.save(entries, erasure.blobs)
-    return Picture(topics, entries, ref, summary, deadline, at_risk)
-
-
-def _stored_picture(erasure: Erasure, known: list[Entry]) -> Picture:
-    """What status already says, for a step that scans nothing."""
-    st = erasure.status
-    at_risk = Condition("DeadlineAtRisk", "Unknown", Reason.ERASURE_DEADLINE_MET, "")
-    for c in st.get("conditions") or []:
-        if c.get("type") == "DeadlineAtRisk" and c.get("reason") in set(Reason):
-            at_risk = Condition(
-                "DeadlineAtRisk", c["status"], Reason(c["reason"]), str(c.get("message", ""))
-            )
-    return Picture(
-        [dict(t) for t in st.get("topics") or []],
-        known,
-        st.get("evidenceRef") or None,
-        dict(st.get("summary") or {}),
-        dict(st.get("deadline") or {}),
-        at_risk,
-    )
-
-
 def _sign(
     erasure: Erasure,
     run: Run,
@@ -589,16 +585,18 @@ def _sign(
     request: ErasureRequest,
     picture: Picture,
     events: list[Event],
-    reason: Reason | None = None,
+    scanned_at: str,
 ) -> Step:
-    """The receipt: the evidence, signed, in the erasure's ConfigMaps."""
-    if reason is None:
-        reason = _erased_reason_stored(erasure) if not events else Reason.KEY_ERASED
+    """The receipt: the evidence, signed, in the erasure's ConfigMaps. It states the time
+    of the scan of every partition that found no listed key (`scanned_at`, this run's:
+    a key that is unavailable now is tried at the next run, after a scan of its own)."""
+    found = ev.digests_found(picture.evidence)
+    reason = Reason.KEY_ERASED if found else Reason.NOTHING_FOUND
     try:
         key = erasure.signing_key()
     except SecretUnavailable as err:
         return Unsigned(run, picture, reason, str(err), _UNSIGNED_DELAY_S, events)
-    completed = cond.timestamp(erasure.now())
+    completed = scanned_at
     document = receipt(
         erasure.name,
         erasure.namespace,
@@ -617,7 +615,7 @@ def _sign(
         "sha256": signed["sha256"],
         "keyId": signed["signature"]["keyId"],
         "algorithm": signed["signature"]["algorithm"],
-        "signedAt": completed,
+        "signedAt": cond.timestamp(erasure.now()),
     }
     events = [
         *events,
@@ -635,14 +633,7 @@ def _sign(
     return Completed(run, Phase.KEY_ERASED, picture, reason, message, stored, events)
 
 
-def _erased_reason_stored(erasure: Erasure) -> Reason:
-    for c in erasure.status.get("conditions") or []:
-        if c.get("type") == "Erased" and c.get("reason") == Reason.NOTHING_FOUND:
-            return Reason.NOTHING_FOUND
-    return Reason.KEY_ERASED
-
-
-def _erased_reason(phase: Phase, judged: _Judged) -> tuple[Reason, str]:
+def _erased_reason(phase: Phase, judged: Judged) -> tuple[Reason, str]:
     if judged.rewritten:
         return (
             Reason.KEY_REWRITTEN,
@@ -673,48 +664,8 @@ def _waiting(
     return Waiting(run, phase, picture, reason, message, delay, events)
 
 
-def _phase_of(topics: Sequence[Mapping[str, Any]]) -> Phase:
-    stages = [Phase(t["stage"]) for t in topics if t.get("stage") in STAGES]
-    return min(stages, key=STAGES.index) if stages else Phase.KEY_ERASED
-
-
-def _delays(topics: Sequence[Mapping[str, Any]], now_ms: int) -> float:
-    waiting = [_expected_ms(t) for t in topics if t.get("stage") != Phase.KEY_ERASED]
-    bounded = [e for e in waiting if e is not None]
-    return next_delay(min(bounded) if bounded else None, now_ms)
-
-
-def next_delay(expected_ms: int | None, now_ms: int) -> float:
-    """Seconds until the next look: a quarter of the time left to the expected moment;
-    once it has passed, half the time since (a quiet topic's cleaner may never come, and
-    a rescan reads whole partitions: the looks grow apart); between 2 s and 300 s."""
-    if expected_ms is None:
-        return UNBOUNDED_DELAY_S
-    gap_s = (expected_ms - now_ms) / 1000
-    wanted = gap_s / 4 if gap_s > 0 else -gap_s / 2
-    return min(max(wanted, MIN_DELAY_S), MAX_DELAY_S)
-
-
 def _was_at_risk(erasure: Erasure) -> bool:
     return any(
         c.get("type") == "DeadlineAtRisk" and c.get("status") == "True"
         for c in erasure.status.get("conditions") or []
     )
-
-
-def _expected_ms(topic: Mapping[str, Any]) -> int | None:
-    text = topic.get("expectedBy")
-    if not isinstance(text, str):
-        return None
-    try:
-        return _ms(datetime.fromisoformat(text.replace("Z", "+00:00")))
-    except ValueError:
-        return None
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
-def _time(ms: int) -> str:
-    return cond.timestamp(datetime.fromtimestamp(ms / 1000).astimezone())

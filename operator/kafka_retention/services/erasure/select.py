@@ -27,7 +27,19 @@ def select_topics(kafka: ErasureKafka, request: ErasureRequest, grant: Grant | N
     # The topic list is read only for a pattern: names are taken as given (and a
     # missing one is a problem, not a silent skip).
     chosen = selector.select(kafka.topic_names() if request.pattern else [])
-    return cleaning_of(kafka, chosen)
+    # The grant's own word on each (an empty allow grants nothing; internal topics never):
+    # the selector alone would take every topic when allow is empty.
+    return cleaning_of(kafka, [t for t in chosen if topic_refusal(grant, t) is None])
+
+
+def topic_refusal(grant: Grant | None, topic: str) -> str | None:
+    """Why the erasure may not scan or write `topic` (None: it may). Without a grant (no
+    tenancy, or a cluster named inline under open tenancy) only internal topics are out."""
+    if grant is not None:
+        return grant.topic_refusal(topic)
+    if topic.startswith("__"):
+        return f"topic {topic} is internal"
+    return None
 
 
 def cleaning_of(kafka: ErasureKafka, topics: list[str]) -> Selection:
