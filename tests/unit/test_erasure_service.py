@@ -1166,3 +1166,45 @@ def test_a_rewrite_answered_by_a_refused_run_counts_once_and_gets_no_second_tomb
     entry = next(e for e in world.store.status["evidence"] if e["partition"] == 0)
     assert ev.rewrites(entry) == 1
     assert entry["tombstone"]["offset"] == world.kafka.ends[tp0] - 1
+
+
+def test_a_named_topic_that_does_not_exist_ends_the_erasure_naming_it_and_writes_nothing() -> None:
+    world = compacted_world()
+    world.spec["topics"] = {"names": ["users", "user"]}  # a typo beside the real one
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.topics.names[1]"
+    assert world.store.status["phase"] == Phase.FAILED
+    ready = world.condition("Ready")
+    assert (ready["status"], ready["reason"]) == ("False", Reason.TOPIC_NOT_FOUND)
+    assert "topic user does not exist" in ready["message"]
+    assert "receipt" not in world.store.status
+    assert world.kafka.written == []
+    assert not any(c.startswith("scan") for c in world.kafka.calls)
+
+
+def test_a_pattern_matching_no_topic_ends_the_erasure_without_a_receipt() -> None:
+    world = compacted_world()
+    world.spec["topics"] = {"pattern": "customers-.*"}
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.topics.pattern"
+    assert world.condition("Ready")["reason"] == Reason.TOPIC_NOT_FOUND
+    assert "receipt" not in world.store.status
+    assert world.kafka.written == []
+
+
+def test_a_topic_deleted_while_its_erasure_waits_ends_it_unfinished_without_a_receipt() -> None:
+    world = compacted_world()
+    first = world.run()
+    assert isinstance(first, service.Retry)
+    assert world.store.status["phase"] == Phase.TOMBSTONED
+    # The topic goes (its logs and config with it) before the cleaner was followed.
+    for tp in [tp for tp in world.kafka.logs if tp.topic == "users"]:
+        del world.kafka.logs[tp]
+    del world.kafka.configs["users"]
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert world.store.status["phase"] == Phase.FAILED
+    assert world.condition("Ready")["reason"] == Reason.TOPIC_NOT_FOUND
+    assert "receipt" not in world.store.status

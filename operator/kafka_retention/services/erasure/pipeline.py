@@ -224,12 +224,17 @@ def _selected(
 ) -> Selection | Refusal:
     """Every topic spec.topics selects now, within the grant, with its partitions."""
     selection = select_topics(kafka, request, grant)
+    done = "no record was read or written" if first else "the erasure is not complete"
+    if selection.missing:
+        return _not_found(request, selection.missing, done)
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
-    done = "no record was read or written" if first else "the erasure is not complete"
     if not selection.partitions:
+        # A receipt for no topic would vouch for nothing: a pattern that matches none
+        # (or none the binding allows) ends the erasure.
         message = f"no topic the binding allows matches spec.topics; {done}"
-        return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
+        field = "spec.topics.pattern" if request.pattern else "spec.topics"
+        return Refusal(Reason.TOPIC_NOT_FOUND, message, field)
     if len(selection.partitions) > MAX_TOPICS:
         message = (
             f"spec.topics selects {len(selection.partitions)} topics; at most {MAX_TOPICS} in "
@@ -237,6 +242,16 @@ def _selected(
         )
         return Refusal(Reason.INVALID_SPEC, message, "spec.topics")
     return selection
+
+
+def _not_found(request: ErasureRequest, missing: list[str], done: str) -> Refusal:
+    """A topic that does not exist (or no longer does) ends the erasure, naming it: a
+    typo must not end in a receipt for a topic never read."""
+    topic = sorted(missing)[0]
+    named = [i for i, t in enumerate(request.names) if t == topic]
+    field = f"spec.topics.names[{named[0]}]" if named else "spec.topics.pattern"
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    return Refusal(Reason.TOPIC_NOT_FOUND, f"topic {topic} does not exist{more}; {done}", field)
 
 
 def _first(
@@ -325,6 +340,8 @@ def _follow(
             [],
         )
     selection = cleaning_of(kafka, due)
+    if selection.missing:
+        return _not_found(request, selection.missing, "the erasure is not complete")
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
     tps = {

@@ -12,13 +12,18 @@ from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.policy_spec import TopicSelector
 from kafka_retention.services.ports import ErasureKafka
 
+# The error Kafka answers for a topic it does not have (adapters.kafka.topic_partitions).
+UNKNOWN_TOPIC = "UNKNOWN_TOPIC_OR_PARTITION"
+
 
 @dataclass
 class Selection:
     partitions: dict[str, list[int]] = field(default_factory=dict)
     cleaning: dict[str, Cleaning] = field(default_factory=dict)
-    # topic -> why it cannot be scanned (missing, or its config unreadable)
+    # topic -> why it cannot be scanned now (a failure that may pass, a config unreadable)
     problems: dict[str, str] = field(default_factory=dict)
+    # topics that do not exist (Kafka says so, not a failure to ask)
+    missing: list[str] = field(default_factory=list)
 
 
 def select_topics(kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None) -> Selection:
@@ -51,7 +56,9 @@ def cleaning_of(kafka: ErasureKafka, topics: list[str]) -> Selection:
     configs = kafka.topic_configs(topics)
     for topic, parts in kafka.topic_partitions(topics).items():
         config = configs.get(topic)
-        if isinstance(parts, KafkaFailure):
+        if isinstance(parts, KafkaFailure) and parts.code == UNKNOWN_TOPIC:
+            out.missing.append(topic)
+        elif isinstance(parts, KafkaFailure):
             out.problems[topic] = f"topic {topic}: {parts}"
         elif config is None or isinstance(config, KafkaFailure):
             out.problems[topic] = f"topic {topic}: config unreadable ({config})"
