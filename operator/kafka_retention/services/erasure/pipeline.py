@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_retention.core import conditions as cond
@@ -149,7 +150,7 @@ def reconcile(erasure: Erasure) -> Outcome:
                 erasure, Refusal(Reason.CUT_NOT_SUPPORTED, message, "spec.onDeleteTopics")
             )
         kafka = erasure.connect(request)
-        step = _step(erasure, run, phase, kafka, request, grant)
+        step = _step(Turn(erasure, run, kafka, request, grant), phase)
     except tenancy.Refused as err:
         message = f"{err}; nothing was read or written"
         return status.end(erasure, Refusal(err.reason, message, err.field))
@@ -166,6 +167,18 @@ def reconcile(erasure: Erasure) -> Outcome:
 
 
 Step = Completed | Refusal | Waiting | Unsigned
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One run of one erasure: what each of its steps reads (the spec parsed and admitted,
+    the grant it runs under, the cluster connected)."""
+
+    erasure: Erasure
+    run: Run
+    kafka: ErasureKafka
+    request: ErasureRequest
+    grant: Grant | None
 
 
 def _phase(status_: Mapping[str, Any]) -> Phase:
@@ -192,18 +205,11 @@ def _ungranted(status_: Mapping[str, Any], grant: Grant | None) -> Refusal | Non
     return None
 
 
-def _step(
-    erasure: Erasure,
-    run: Run,
-    phase: Phase,
-    kafka: ErasureKafka,
-    request: ErasureRequest,
-    grant: Grant | None,
-) -> Step:
+def _step(turn: Turn, phase: Phase) -> Step:
     lost = ""
     if phase not in (Phase.PENDING, Phase.SCANNING):
         try:
-            known = ev.load(erasure.status, erasure.blobs)
+            known = ev.load(turn.erasure.status, turn.erasure.blobs)
         except ev.EvidenceLost as err:
             # Never judged (let alone signed) from: scanned again from the start, every
             # selected partition, the log being the truth. Tombstones already written
@@ -213,10 +219,10 @@ def _step(
             if phase == Phase.KEY_ERASED:
                 # Erased but unsigned (the signing key was unavailable): a receipt
                 # states a scan of its own run, never one of an earlier run.
-                return _final(erasure, run, kafka, request, grant, known, [])
-            return _follow(erasure, run, kafka, request, grant, known)
-    status.write(erasure, Scanning(run, lost))
-    return _first(erasure, run, kafka, request, grant)
+                return _final(turn, known, [])
+            return _follow(turn, known)
+    status.write(turn.erasure, Scanning(turn.run, lost))
+    return _first(turn)
 
 
 def _selected(
@@ -254,19 +260,17 @@ def _not_found(request: ErasureRequest, missing: list[str], done: str) -> Refusa
     return Refusal(Reason.TOPIC_NOT_FOUND, f"topic {topic} does not exist{more}; {done}", field)
 
 
-def _first(
-    erasure: Erasure, run: Run, kafka: ErasureKafka, request: ErasureRequest, grant: Grant | None
-) -> Step:
-    selection = _selected(kafka, request, grant)
+def _first(turn: Turn) -> Step:
+    selection = _selected(turn.kafka, turn.request, turn.grant)
     if isinstance(selection, Refusal):
         return selection
     tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
-    digests = request.digests()
-    scans = scan(kafka, tps, digests)
-    at = cond.timestamp(erasure.now())
+    digests = turn.request.digests()
+    scans = scan(turn.kafka, tps, digests)
+    at = cond.timestamp(turn.erasure.now())
     found = ev.first_scan(scans, at)
     if found:
-        return _judge(erasure, run, kafka, request, selection, found, scans, [], first=True)
+        return _judge(turn, selection, found, scans, [], first=True)
     # The first scan read every selected partition and found nothing: it is the final one.
     topics = [
         {
@@ -278,60 +282,45 @@ def _first(
         }
         for t in sorted(selection.partitions)
     ]
-    picture = picture_of(erasure, request, ev.nothing_found(scans, at), scans, topics, [], {})
+    picture = picture_of(
+        turn.erasure, turn.request, ev.nothing_found(scans, at), scans, topics, [], {}
+    )
     message = f"none of the {len(digests)} digests was found in {len(scans)} partitions"
-    if request.dry_run:
-        return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
+    if turn.request.dry_run:
+        return Completed(turn.run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
     events: list[Event] = [(EventReason.KEY_ERASED, message)]
-    return _sign(erasure, run, kafka, request, picture, events, at)
+    return _sign(turn, picture, events, at)
 
 
-def _final(
-    erasure: Erasure,
-    run: Run,
-    kafka: ErasureKafka,
-    request: ErasureRequest,
-    grant: Grant | None,
-    known: list[Entry],
-    events: list[Event],
-) -> Step:
+def _final(turn: Turn, known: list[Entry], events: list[Event]) -> Step:
     """The scan that grants KeyErased: every partition of every topic selected now (the
     pattern and the grant applied again), log start to high watermark. A listed key
     found anywhere, in a partition or topic where it never was too, gets its entry and
     (compacted topics) its tombstone: then the erasure is not finished."""
-    selection = _selected(kafka, request, grant, first=False)
+    selection = _selected(turn.kafka, turn.request, turn.grant, first=False)
     if isinstance(selection, Refusal):
         return selection
     tps = [TopicPartition(t, p) for t, parts in selection.partitions.items() for p in parts]
-    scans = scan(kafka, tps, request.digests())
-    return _judge(
-        erasure, run, kafka, request, selection, known, scans, [], first=False, final=events
-    )
+    scans = scan(turn.kafka, tps, turn.request.digests())
+    return _judge(turn, selection, known, scans, [], first=False, final=events)
 
 
-def _follow(
-    erasure: Erasure,
-    run: Run,
-    kafka: ErasureKafka,
-    request: ErasureRequest,
-    grant: Grant | None,
-    known: list[Entry],
-) -> Step:
+def _follow(turn: Turn, known: list[Entry]) -> Step:
     """The topics not erased yet and due for a look, scanned again where the keys were."""
-    now_ms = ms(erasure.now())
-    topics = [dict(t) for t in erasure.status.get("topics") or []]
+    now_ms = ms(turn.erasure.now())
+    topics = [dict(t) for t in turn.erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
     due = [
         str(t.get("name"))
         for t in open_
         if t.get("kind") == "compacted" or (expected_ms(t) or 0) <= now_ms
     ]
-    due += _retention_passed(kafka, known, [t for t in open_ if str(t.get("name")) not in due])
+    due += _retention_passed(turn.kafka, known, [t for t in open_ if str(t.get("name")) not in due])
     if not due:
-        picture = stored_picture(erasure, known)
+        picture = stored_picture(turn.erasure, known)
         return _waiting(
-            erasure,
-            run,
+            turn.erasure,
+            turn.run,
             phase_of(topics),
             picture,
             Reason.AWAITING_RETENTION,
@@ -339,19 +328,17 @@ def _follow(
             delays(topics, now_ms),
             [],
         )
-    selection = cleaning_of(kafka, due)
+    selection = cleaning_of(turn.kafka, due)
     if selection.missing:
-        return _not_found(request, selection.missing, "the erasure is not complete")
+        return _not_found(turn.request, selection.missing, "the turn.erasure is not complete")
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
     tps = {
         ev.tp_of(e) for e in known if e.get("digest") and ev.tp_of(e).topic in selection.partitions
     }
-    scans = scan(kafka, tps, request.digests())
+    scans = scan(turn.kafka, tps, turn.request.digests())
     kept = [t for t in topics if t.get("name") not in selection.partitions]
-    return _judge(
-        erasure, run, kafka, request, selection, known, scans, kept, first=False, grant=grant
-    )
+    return _judge(turn, selection, known, scans, kept, first=False)
 
 
 def _retention_passed(
@@ -378,23 +365,19 @@ def _retention_passed(
 
 
 def _judge(
-    erasure: Erasure,
-    run: Run,
-    kafka: ErasureKafka,
-    request: ErasureRequest,
+    turn: Turn,
     selection: Selection,
     known: list[Entry],
     scans: Mapping[TopicPartition, PartitionScan],
     kept_topics: list[dict[str, Any]],
     first: bool,
-    grant: Grant | None = None,
     final: list[Event] | None = None,
 ) -> Step:
     """Where each entry stands after this run's scans, the tombstones it needs written,
     and the step that follows. `final`: the scans are _final's (every partition of every
     selected topic), with the events of the run so far; only then is KeyErased granted,
     else a scan that finds every key gone leads to _final (with `grant`)."""
-    now = erasure.now()
+    now = turn.erasure.now()
     at, now_ms = cond.timestamp(now), ms(now)
     entries = list(known)
     seen = {(ev.tp_of(e), e.get("digest")) for e in entries}
@@ -423,7 +406,7 @@ def _judge(
             at,
             now_ms,
             first,
-            request.dry_run,
+            turn.request.dry_run,
         )
         judged.entries.append(entry)
     if judged.exhausted:
@@ -432,42 +415,49 @@ def _judge(
             f"{', '.join(judged.exhausted[:5])}: a producer still writes it; stop it, then "
             "create a new RecordErasure"
         )
-        picture = build(erasure, request, judged, scans, selection, kept_topics)
-        return Completed(run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
+        picture = build(turn.erasure, turn.request, judged, scans, selection, kept_topics)
+        return Completed(turn.run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
     events: list[Event] = list(final or [])
-    if final is not None and not judged.writes and not request.dry_run and _all_erased(judged):
+    if final is not None and not judged.writes and not turn.request.dry_run and _all_erased(judged):
         # Erased: the receipt shows this scan of every partition, matches or not.
         judged.entries = ev.with_partition_scans(judged.entries, scans, at)
-    if judged.writes and not request.dry_run:
-        events.append(_write(kafka, judged))
-    picture = build(erasure, request, judged, scans, selection, kept_topics)
+    if judged.writes and not turn.request.dry_run:
+        events.append(_write(turn.kafka, judged))
+    picture = build(turn.erasure, turn.request, judged, scans, selection, kept_topics)
     collateral = sum(s.collateral_records for s in scans.values())
-    if request.dry_run:
+    if turn.request.dry_run:
         message = (
             f"{picture.summary['digestsFound']} of {picture.summary['digests']} digests found, "
             f"{picture.summary['matchesRemaining']} records; {len(judged.writes)} tombstones "
             f"would be written; a cut would also remove {collateral} records of other keys"
         )
-        return Completed(run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
+        return Completed(turn.run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
     phase = phase_of(picture.topics)
-    previous = _phase(erasure.status)
-    if picture.at_risk.status == "True" and not _was_at_risk(erasure):
+    previous = _phase(turn.erasure.status)
+    if picture.at_risk.status == "True" and not _was_at_risk(turn.erasure):
         events.append((EventReason.ERASURE_DEADLINE_AT_RISK, picture.at_risk.message[:1000]))
     if phase == Phase.KEY_ERASED:
         if final is None:
             known = [dict(e) for e in picture.evidence]
-            return _final(erasure, run, kafka, request, grant, known, events)
+            return _final(turn, known, events)
         if previous != Phase.KEY_ERASED:
             message = f"no record with any of the {picture.summary['digests']} digests is left"
             events.append((EventReason.KEY_ERASED, message))
-        return _sign(erasure, run, kafka, request, picture, events, at)
+        return _sign(turn, picture, events, at)
     if phase == Phase.VALUES_ERASED and previous != Phase.VALUES_ERASED:
         events.append(
             (EventReason.VALUES_ERASED, "no value with a listed key is left; tombstones remain")
         )
     reason, message = _erased_reason(phase, judged)
     return _waiting(
-        erasure, run, phase, picture, reason, message, delays(picture.topics, now_ms), events
+        turn.erasure,
+        turn.run,
+        phase,
+        picture,
+        reason,
+        message,
+        delays(picture.topics, now_ms),
+        events,
     )
 
 
@@ -595,44 +585,36 @@ def _digest_list(digests: set[str], shown: int = 5) -> str:
     return text + (f" and {len(listed) - shown} more" if len(listed) > shown else "")
 
 
-def _sign(
-    erasure: Erasure,
-    run: Run,
-    kafka: ErasureKafka,
-    request: ErasureRequest,
-    picture: Picture,
-    events: list[Event],
-    scanned_at: str,
-) -> Step:
+def _sign(turn: Turn, picture: Picture, events: list[Event], scanned_at: str) -> Step:
     """The receipt: the evidence, signed, in the erasure's ConfigMaps. It states the time
     of the scan of every partition that found no listed key (`scanned_at`, this run's:
     a key that is unavailable now is tried at the next run, after a scan of its own)."""
     found = ev.digests_found(picture.evidence)
     reason = Reason.KEY_ERASED if found else Reason.NOTHING_FOUND
     try:
-        key = erasure.signing_key()
+        key = turn.erasure.signing_key()
     except SecretUnavailable as err:
-        return Unsigned(run, picture, reason, str(err), _UNSIGNED_DELAY_S, events)
+        return Unsigned(turn.run, picture, reason, str(err), _UNSIGNED_DELAY_S, events)
     completed = scanned_at
     document = receipt(
-        erasure.name,
-        erasure.namespace,
-        erasure.uid,
-        kafka.cluster_id(),
+        turn.erasure.name,
+        turn.erasure.namespace,
+        turn.erasure.uid,
+        turn.kafka.cluster_id(),
         picture.evidence,
         completed,
         # Every listed digest: one found nowhere is still one the receipt vouches for.
-        digests=request.digests(),
+        digests=turn.request.digests(),
         phases={**ev.phases_reached(picture.evidence), Phase.KEY_ERASED: completed},
     )
     signed = sign(document, key)
-    ref = erasure.blobs.save("receipt", json.dumps(signed, sort_keys=True))
+    ref = turn.erasure.blobs.save("receipt", json.dumps(signed, sort_keys=True))
     stored = {
         "configMap": ref["configMap"],
         "sha256": signed["sha256"],
         "keyId": signed["signature"]["keyId"],
         "algorithm": signed["signature"]["algorithm"],
-        "signedAt": cond.timestamp(erasure.now()),
+        "signedAt": cond.timestamp(turn.erasure.now()),
     }
     events = [
         *events,
@@ -647,7 +629,7 @@ def _sign(
         if reason == Reason.NOTHING_FOUND
         else "no record with a listed key is left"
     )
-    return Completed(run, Phase.KEY_ERASED, picture, reason, message, stored, events)
+    return Completed(turn.run, Phase.KEY_ERASED, picture, reason, message, stored, events)
 
 
 def _erased_reason(phase: Phase, judged: Judged) -> tuple[Reason, str]:
