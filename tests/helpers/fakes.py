@@ -7,6 +7,7 @@ from typing import Any
 
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.services.policy.run import RunOutcome
+from kafka_retention.services.tenancy import Tenancy
 
 
 class MemoryStore:
@@ -68,3 +69,34 @@ class FakeLogs:
     ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
         wanted = list(tps)
         return self.offsets(wanted, "earliest"), self.offsets(wanted, "latest")
+
+
+class TenancyWorld:
+    """The API server as the tenancy rule sees it, recording every read."""
+
+    def __init__(self, bindings: Mapping[str, Any], labels: Mapping[str, Any] | None = None):
+        self.bindings = dict(bindings)
+        self.labels = dict(labels or {})
+        self.reads: list[str] = []
+
+    def read_binding(self, name: str) -> Mapping[str, Any] | None:
+        self.reads.append(f"binding/{name}")
+        found = self.bindings.get(name)
+        return None if found is None else {"spec": found}
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        self.reads.append(f"namespace/{name}")
+        found = self.labels.get(name)
+        return None if found is None else dict(found)
+
+    def resolve(self, binding: Any) -> tuple[str, dict[str, str]]:
+        self.reads.append(f"connection/{binding.name}")
+        return binding.connection.bootstrap_servers, {"sasl.username": "admin"}
+
+    def tenancy(self, mode: str = "strict") -> Tenancy:
+        return Tenancy(
+            mode,  # type: ignore[arg-type]
+            self.read_binding,
+            self.namespace_labels,
+            self.resolve,
+        )

@@ -45,6 +45,13 @@ def erase_args(**more: Any) -> argparse.Namespace:
     return argparse.Namespace(**given)
 
 
+def trusted_key_file(tmp_path: Path) -> Path:
+    """The operator's public key, as a verifier is handed it."""
+    pem = tmp_path / "key.pem"
+    pem.write_bytes(public_key_pem(KEY.public_key()))
+    return pem
+
+
 def test_the_resource_holds_the_digest_and_never_the_key() -> None:
     resource = erase.erase_resource(
         "forget-alice", "team-a", "orders-prod", ["customers"], [EMAIL.encode()], False
@@ -140,8 +147,7 @@ def test_verify_receipt_is_0_only_for_a_receipt_signed_by_the_trusted_key(
 ) -> None:
     path = tmp_path / "receipt.json"
     path.write_text(json.dumps(_signed()))
-    pem = tmp_path / "key.pem"
-    pem.write_bytes(public_key_pem(KEY.public_key()))
+    pem = trusted_key_file(tmp_path)
     assert erase.verify_receipt(path, pem) == 0
     out = capsys.readouterr().out
     assert out.startswith("valid:")
@@ -187,8 +193,7 @@ def test_verify_receipt_is_1_for_a_member_given_twice(
     text = json.dumps(_signed())
     path = tmp_path / "receipt.json"
     path.write_text(text.replace('"clusterId": ', '"clusterId": "evil", "clusterId": '))
-    pem = tmp_path / "key.pem"
-    pem.write_bytes(public_key_pem(KEY.public_key()))
+    pem = trusted_key_file(tmp_path)
     assert erase.verify_receipt(path, pem) == 1
     err = capsys.readouterr().err
     assert err.startswith("invalid:")
@@ -211,8 +216,7 @@ def test_verify_receipt_is_1_for_another_signer_than_the_trusted_key(
 ) -> None:
     path = tmp_path / "receipt.json"
     path.write_text(json.dumps(sign(_signed()["receipt"], Ed25519PrivateKey.generate())))
-    pem = tmp_path / "key.pem"
-    pem.write_bytes(public_key_pem(KEY.public_key()))
+    pem = trusted_key_file(tmp_path)
     assert erase.verify_receipt(path, pem) == 1
     assert "not by the trusted key" in capsys.readouterr().err
 

@@ -23,7 +23,7 @@ from kopf._core.actions import loggers
 from kopf._core.intents import causes
 from kopf._core.reactor import inventory, processing
 
-from kafka_retention.handlers import erasure as handler
+from kafka_retention.handlers import erasure_logs as handler
 from kafka_retention.handlers.settings import DiffBase
 
 EMAIL = "alice.secret@example.com"

@@ -36,6 +36,7 @@ from kafka_retention.core.failures import (
 )
 from kafka_retention.core.receipts import verify
 from kafka_retention.handlers import erasure as handler
+from kafka_retention.handlers import erasure_logs
 from kafka_retention.handlers.common import Created
 from kafka_retention.services import erasure as service
 from kafka_retention.services import tenancy
@@ -311,6 +312,20 @@ def spec(*topics: str, digest: str = DIGEST, **extra: Any) -> dict[str, Any]:
         "keys": [{"sha256": digest}],
         **extra,
     }
+
+
+def refuse_evidence_writes(world: World, times: int, error: WriteRefused) -> None:
+    """The API server refuses the next `times` status patches that carry evidence."""
+    patch = world.store.patch
+    left = [times]
+
+    def refusing(status_: Mapping[str, Any]) -> None:
+        if "evidence" in status_ and left[0] > 0:
+            left[0] -= 1
+            raise error
+        patch(status_)
+
+    world.store.patch = refusing  # type: ignore[method-assign,assignment]
 
 
 def compacted_world(*extra_spec: tuple[str, Any]) -> World:
@@ -770,7 +785,7 @@ def test_the_handler_waits_on_the_cleaner_quietly_posting_only_what_the_run_did(
     posted, _, raised = handler_run(monkeypatch, wait)
     assert isinstance(raised, kopf.TemporaryError)
     assert raised.delay == 7.5
-    assert str(raised).startswith(handler.WAITING)  # kopf's line then made quiet
+    assert str(raised).startswith(erasure_logs.WAITING)  # kopf's line then made quiet
     assert posted.events == [("Normal", "TombstonesWritten", f"2 tombstones; digests {DIGEST}")]
     assert DIGEST in caplog.text
 
@@ -890,7 +905,7 @@ def test_kopfs_line_for_a_quiet_wait_is_info_and_no_event_and_other_failures_sta
         logging.ERROR,
         __file__,
         1,
-        f"Handler 'erasure' failed temporarily: {handler.WAITING} Tombstoned: waiting",
+        f"Handler 'erasure' failed temporarily: {erasure_logs.WAITING} Tombstoned: waiting",
         None,
         None,
     )
@@ -903,11 +918,11 @@ def test_kopfs_line_for_a_quiet_wait_is_info_and_no_event_and_other_failures_sta
         None,
         None,
     )
-    assert handler.QuietWaits().filter(quiet)
-    assert handler.QuietWaits().filter(loud)
+    assert erasure_logs.QuietWaits().filter(quiet)
+    assert erasure_logs.QuietWaits().filter(loud)
     assert (quiet.levelno, getattr(quiet, "k8s_skip", False)) == (logging.INFO, True)
     assert (loud.levelno, getattr(loud, "k8s_skip", False)) == (logging.ERROR, False)
-    assert handler._QUIET_WAITS in logging.getLogger("kopf.objects").filters
+    assert erasure_logs._QUIET_WAITS in logging.getLogger("kopf.objects").filters
 
 
 def many_keys_world(count: int) -> tuple[World, list[bytes]]:
@@ -1051,16 +1066,9 @@ def test_ten_thousand_digests_keep_every_status_patch_under_the_bound_and_finish
 
 def test_a_refused_status_patch_after_tombstones_does_not_write_them_again() -> None:
     world = compacted_world()
-    refused = {"left": 2}
-    patch = world.store.patch
-
-    def refusing(status_: Mapping[str, Any]) -> None:
-        if "evidence" in status_ and refused["left"] > 0:
-            refused["left"] -= 1
-            raise WriteRefused(500, "Internal Server Error", "etcdserver: request timed out")
-        patch(status_)
-
-    world.store.patch = refusing  # type: ignore[method-assign,assignment]
+    refuse_evidence_writes(
+        world, 2, WriteRefused(500, "Internal Server Error", "etcdserver: request timed out")
+    )
     first = world.run()
     assert isinstance(first, service.Retry)
     assert world.condition("Ready")["reason"] == Reason.STATE_NOT_PERSISTED
@@ -1147,16 +1155,7 @@ def test_a_rewrite_answered_by_a_refused_run_counts_once_and_gets_no_second_tomb
     world.run()
     tp0 = TopicPartition("users", 0)
     world.kafka.produce(tp0, KEY, b"written again")
-    refused = {"left": 1}
-    patch = world.store.patch
-
-    def refusing(status_: Mapping[str, Any]) -> None:
-        if "evidence" in status_ and refused["left"] > 0:
-            refused["left"] -= 1
-            raise WriteRefused(409, "Conflict", "the object has been modified")
-        patch(status_)
-
-    world.store.patch = refusing  # type: ignore[method-assign,assignment]
+    refuse_evidence_writes(world, 1, WriteRefused(409, "Conflict", "the object has been modified"))
     world.later(5)
     assert isinstance(world.run(), service.Retry)
     assert len(world.kafka.written) == 3

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import kafka_retention.handlers.erasure as erasure_handler
 import kafka_retention.services.erasure as erasure_package
-from tests.unit.test_purge_status_writer import status_writes
+from tests.helpers.status_writes import status_writes
 
 PACKAGE = Path(erasure_package.__file__).parent
 WRITER = PACKAGE / "status.py"

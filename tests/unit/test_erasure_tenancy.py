@@ -5,7 +5,6 @@ so "nothing was contacted" is checked, not assumed."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -13,7 +12,8 @@ import pytest
 from kafka_retention.core.bindings import HOLDING, OPERATIONS, parse_binding
 from kafka_retention.core.erasure import parse_erasure_spec
 from kafka_retention.core.specs import SpecError
-from kafka_retention.services.tenancy import Refused, Tenancy
+from kafka_retention.services.tenancy import Refused
+from tests.helpers.fakes import TenancyWorld as World
 
 DIGEST = hashlib.sha256(b"customer-42").hexdigest()
 
@@ -28,35 +28,6 @@ def binding(*operations: str, **topics: Any) -> dict[str, Any]:
         "connection": {"bootstrapServers": "kafka-a:9092", "clientConfigSecret": "admin"},
         "tenants": [entry],
     }
-
-
-class World:
-    """The API server as the tenancy rule sees it, recording every read."""
-
-    def __init__(self, bindings: Mapping[str, Any]) -> None:
-        self.bindings = dict(bindings)
-        self.reads: list[str] = []
-
-    def read_binding(self, name: str) -> Mapping[str, Any] | None:
-        self.reads.append(f"binding/{name}")
-        found = self.bindings.get(name)
-        return None if found is None else {"spec": found}
-
-    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
-        self.reads.append(f"namespace/{name}")
-        return None
-
-    def resolve(self, bound: Any) -> tuple[str, dict[str, str]]:
-        self.reads.append(f"connection/{bound.name}")
-        return bound.connection.bootstrap_servers, {}
-
-    def tenancy(self, mode: str = "strict") -> Tenancy:
-        return Tenancy(
-            mode,  # type: ignore[arg-type]
-            self.read_binding,
-            self.namespace_labels,
-            self.resolve,
-        )
 
 
 def erasure(**topics: Any) -> Any:

@@ -22,9 +22,9 @@ from kafka_retention.services.policy.run import PolicyRun
 from kafka_retention.services.tenancy import (
     ClusterIdMismatch,
     Refused,
-    Tenancy,
     check_cluster_id,
 )
+from tests.helpers.fakes import TenancyWorld as World
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
@@ -54,37 +54,6 @@ def binding_spec(**more: Any) -> dict[str, Any]:
 def team_a(*operations: str, **topics: Any) -> list[dict[str, Any]]:
     """spec.tenants with one entry: team-a, `operations` on `topics` (allow, protect)."""
     return [{"namespaces": ["team-a"], "operations": list(operations), "topics": topics}]
-
-
-class World:
-    """The API server as the tenancy rule sees it, recording every read."""
-
-    def __init__(self, bindings: Mapping[str, Any], labels: Mapping[str, Any] | None = None):
-        self.bindings = dict(bindings)
-        self.labels = dict(labels or {})
-        self.reads: list[str] = []
-
-    def read_binding(self, name: str) -> Mapping[str, Any] | None:
-        self.reads.append(f"binding/{name}")
-        found = self.bindings.get(name)
-        return None if found is None else {"spec": found}
-
-    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
-        self.reads.append(f"namespace/{name}")
-        found = self.labels.get(name)
-        return None if found is None else dict(found)
-
-    def resolve(self, binding: Any) -> tuple[str, dict[str, str]]:
-        self.reads.append(f"connection/{binding.name}")
-        return binding.connection.bootstrap_servers, {"sasl.username": "admin"}
-
-    def tenancy(self, mode: str = "strict") -> Tenancy:
-        return Tenancy(
-            mode,  # type: ignore[arg-type]
-            self.read_binding,
-            self.namespace_labels,
-            self.resolve,
-        )
 
 
 def bound_purge(**more: Any) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from kafka_retention.core.specs import SpecError
 from kafka_retention.services.policy.batches import Due, Environment, parse, run_batch
 from kafka_retention.services.policy.run import PolicyRun
 from kafka_retention.services.tenancy import Refused
+from tests.helpers.fakes import TenancyWorld as World
 from tests.helpers.paths import REPO
 from tests.unit.test_retention_service import NOW, FakeKafka, Store
-from tests.unit.test_tenancy import World
 
 ORDERS = TopicPartition("orders.created", 0)
 BILLING = TopicPartition("billing.invoices", 0)
