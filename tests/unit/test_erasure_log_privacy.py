@@ -293,3 +293,12 @@ def test_the_crd_and_the_how_to_say_a_digest_is_pseudonymous_not_anonymous() -> 
     for text in (keys, how_to):
         assert "A digest is pseudonymous, not anonymous" in text
         assert "by hashing candidates until one matches" in text
+
+
+def test_a_watch_line_of_another_kind_is_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def parsed(_text: str) -> Any:
+        raise AssertionError("a line that never names RecordErasure was parsed")
+
+    monkeypatch.setattr("kafka_retention.handlers.erasure_logs.ast.literal_eval", parsed)
+    line = f"Received event: {raw_body(kind='RetentionPolicy')!r}"
+    assert redacted(line, kind=None) == line

@@ -178,14 +178,22 @@ def _redacted_text(message: str, *, erasure: bool) -> str:
     return message
 
 
+def _names_the_kind(record: logging.LogRecord) -> bool:
+    args = record.args if isinstance(record.args, tuple) else (record.args,)
+    return any(KIND in (a if isinstance(a, str) else repr(a)) for a in (record.msg, *args))
+
+
 class WithheldKeys(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         ref = getattr(record, "k8s_ref", None)
         if isinstance(ref, Mapping) and ref.get("kind") != KIND:
             return True  # another kind's record, as it was
         # Without an object reference (Kopf's watch stream), only a RecordErasure found in
-        # the payload itself is redacted.
+        # the payload itself is redacted: a line that never names the kind is not parsed
+        # (every watch event of every kind passes here at DEBUG).
         erasure = isinstance(ref, Mapping)
+        if not erasure and not _names_the_kind(record):
+            return True
         if isinstance(record.msg, str):
             record.msg = _redacted_text(record.msg, erasure=erasure)
         if isinstance(record.args, Mapping):
