@@ -154,9 +154,15 @@ def test_a_clients_time_wait_at_the_servers_address_is_closed_not_waited_out() -
     """That socket does keep a server from binding (it never set SO_REUSEADDR), but it is
     a connection that is over: the check closes it at once instead of failing, or waiting
     for a minute, and the server can bind."""
-    port = _client_side_time_wait()
-    _in_time_wait(port)
-    holder = port_holder(Bind(port, jvm=True))
+    for _ in range(5):
+        port = _client_side_time_wait()
+        _in_time_wait(port)
+        holder = port_holder(Bind(port, jvm=True))
+        # The stack runs beside the unit tests: one of its clients may take the same
+        # ephemeral port for a connection of its own meanwhile (a live socket listed
+        # before ours). That port is really busy; the case needs another one.
+        if holder is None or holder.startswith("TIME-WAIT") or "TIME-WAIT" not in holder:
+            break
     assert holder is not None, "the kernel let a bind through a client's TIME-WAIT"
     assert holder.startswith("TIME-WAIT"), holder
     began = time.monotonic()
