@@ -8,21 +8,43 @@ from collections.abc import Mapping
 from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
 
+# A coordinator that moves or is still loading answers these; the commit is made again
+# (a test's own setup must not fail on a cluster an earlier test restarted brokers in).
+_COORDINATOR_MOVING = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
 
-def commit(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -> None:
+
+def commit(
+    bootstrap: str, group: str, topic: str, offsets: Mapping[int, int], attempts: int = 30
+) -> None:
     """Commit offsets for a group without joining it, as a stopped consumer leaves them."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
     )
     try:
-        consumer.commit(
-            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
-        )
+        for attempt in range(attempts):
+            try:
+                consumer.commit(
+                    offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                    asynchronous=False,
+                )
+                return
+            except KafkaException as err:
+                code = err.args[0].code() if err.args else None
+                if code not in _COORDINATOR_MOVING or attempt == attempts - 1:
+                    raise
+                time.sleep(1)
     finally:
         consumer.close()
 
