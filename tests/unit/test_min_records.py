@@ -22,7 +22,7 @@ from kafka_retention.core.retention_rules import registry
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services.policy.planning import plan_in_process, select
 from retention_jobs import transforms
-from tests.unit.test_retention_service import (
+from tests.helpers.policy_runs import (
     NOW_MS,
     T0,
     FakeKafka,

@@ -24,7 +24,7 @@ from kafka_retention.services.policy.run import PolicyRun
 from kafka_retention.services.tenancy import Refused
 from tests.helpers.fakes import TenancyWorld as World
 from tests.helpers.paths import REPO
-from tests.unit.test_retention_service import NOW, FakeKafka, Store
+from tests.helpers.policy_runs import NOW, FakeKafka, Store
 
 ORDERS = TopicPartition("orders.created", 0)
 BILLING = TopicPartition("billing.invoices", 0)
