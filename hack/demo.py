@@ -314,12 +314,11 @@ SIGNING_SECRET = "kafka-retention-erasure-signing"  # noqa: S105 - the Secret's 
 OPERATOR_NAMESPACE = "kafka-retention-system"  # where the operator reads its signing key
 
 
-def cli(stack: Stack, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
     """`kafka-retention ARGS` as a user runs it, with the stack's kubeconfig."""
     exe = Path(sys.executable).with_name("kafka-retention")
     return subprocess.run(
         [str(exe), *args],
-        input=stdin,
         capture_output=True,
         text=True,
         env={**os.environ, **stack.env()},
