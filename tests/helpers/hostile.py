@@ -1,4 +1,4 @@
-"""Invalid and hostile RetentionPolicy and RecordPurge specs (issue 14).
+"""Invalid and hostile RetentionPolicy, RecordPurge and RecordErasure specs (issues 14, 48).
 
 Every entry is a whole `spec` that the operator must refuse, and `field` is the spec field
 the refusal must name, spelled as `SpecError.field` spells it (`spec.partitions[3].offset`,
@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 from typing import Any, Final, Literal
 
-Kind = Literal["RecordPurge", "RetentionPolicy"]
+Kind = Literal["RecordPurge", "RetentionPolicy", "RecordErasure"]
 PURGE: Final[Kind] = "RecordPurge"
 POLICY: Final[Kind] = "RetentionPolicy"
+ERASURE: Final[Kind] = "RecordErasure"
 API_VERSION: Final = "kafka-retention.io/v1alpha1"
 BOOTSTRAP: Final = "127.0.0.1:39091"
 
@@ -1040,7 +1042,135 @@ RETENTION_POLICIES: Final[list[Hostile]] = [
     ),
 ]
 
-CORPUS: Final[list[Hostile]] = RECORD_PURGES + RETENTION_POLICIES
+# --- RecordErasure (issue 48) -----------------------------------------------------------
+# The erasures aim at ERASE_TOPIC, a compacted topic the e2e test fills with records of
+# ERASE_KEY: an erasure accepted by mistake would write a tombstone there, and its high
+# watermark would move.
+ERASE_TOPIC: Final = "orders-customers"
+ERASE_KEY: Final = b"customer-4711"
+ERASE_DIGEST: Final = hashlib.sha256(ERASE_KEY).hexdigest()
+# Personal data pasted where a digest belongs: the refusal must name the field and never
+# echo the value (64 characters, so only the hex check refuses it).
+PASTED_EMAIL: Final = "erika.mustermann@example.com"
+PASTED_64: Final = (PASTED_EMAIL * 3)[:64]
+
+
+def _erasure(**fields: Any) -> dict[str, Any]:
+    """A valid erasure (one digest on ERASE_TOPIC) with `fields` added or replaced."""
+    return {
+        "cluster": _cluster(),
+        "topics": {"names": [ERASE_TOPIC]},
+        "keys": [{"sha256": ERASE_DIGEST}],
+        **fields,
+    }
+
+
+RECORD_ERASURES: Final[list[Hostile]] = [
+    # --- spec.keys ---
+    # Three hex characters: not a SHA-256.
+    Hostile(
+        ERASURE, "erase-digest-short", _erasure(keys=[{"sha256": "abc"}]), "spec.keys[0].sha256"
+    ),
+    # 64 characters, one not hex.
+    Hostile(
+        ERASURE,
+        "erase-digest-not-hex",
+        _erasure(keys=[{"sha256": ERASE_DIGEST[:63] + "g"}]),
+        "spec.keys[0].sha256",
+    ),
+    # A customer's e-mail address pasted where its digest belongs.
+    Hostile(
+        ERASURE,
+        "erase-digest-pasted-email",
+        _erasure(keys=[{"sha256": ERASE_DIGEST}, {"sha256": PASTED_EMAIL}]),
+        "spec.keys[1].sha256",
+    ),
+    # The same, padded to 64 characters: the length passes, the hex check must not.
+    Hostile(
+        ERASURE,
+        "erase-digest-pasted-64-chars",
+        _erasure(keys=[{"sha256": PASTED_64}]),
+        "spec.keys[0].sha256",
+    ),
+    # Integer where a hex string is required.
+    Hostile(ERASURE, "erase-digest-int", _erasure(keys=[{"sha256": 4711}]), "spec.keys[0].sha256"),
+    # Two forms of one key: which one is meant?
+    Hostile(
+        ERASURE,
+        "erase-key-two-forms",
+        _erasure(keys=[{"sha256": ERASE_DIGEST, "string": "customer-4711"}]),
+        "spec.keys[0]",
+    ),
+    # A key object with no form at all.
+    Hostile(ERASURE, "erase-key-no-form", _erasure(keys=[{}]), "spec.keys[0]"),
+    # base64 that is not.
+    Hostile(
+        ERASURE, "erase-key-bad-base64", _erasure(keys=[{"base64": "***"}]), "spec.keys[0].base64"
+    ),
+    # Nothing to erase.
+    Hostile(ERASURE, "erase-no-keys", _erasure(keys=[]), "spec.keys"),
+    # A single digest string where the list of keys is required.
+    Hostile(ERASURE, "erase-keys-string", _erasure(keys=ERASE_DIGEST), "spec.keys"),
+    # 10,001 digests: one past the most one resource may hold.
+    Hostile(
+        ERASURE,
+        "erase-10001-keys",
+        _erasure(keys=[{"sha256": hashlib.sha256(b"%d" % i).hexdigest()} for i in range(10_001)]),
+        "spec.keys",
+    ),
+    # --- spec.topics ---
+    # An internal topic.
+    Hostile(
+        ERASURE,
+        "erase-internal-topic",
+        _erasure(topics={"names": ["__consumer_offsets"]}),
+        "spec.topics.names[0]",
+    ),
+    # No topic at all.
+    Hostile(ERASURE, "erase-no-topics", _erasure(topics={}), "spec.topics"),
+    # A topic listed twice.
+    Hostile(
+        ERASURE,
+        "erase-topic-twice",
+        _erasure(topics={"names": [ERASE_TOPIC, ERASE_TOPIC]}),
+        "spec.topics.names[1]",
+    ),
+    # A path where a topic name is required.
+    Hostile(
+        ERASURE,
+        "erase-topic-path",
+        _erasure(topics={"names": ["../../etc/passwd"]}),
+        "spec.topics.names[0]",
+    ),
+    # --- spec.onDeleteTopics, acceptCollateral, deadline ---
+    # cut without having accepted its collateral (and not a dry run).
+    Hostile(
+        ERASURE,
+        "erase-cut-without-accept",
+        _erasure(onDeleteTopics="cut"),
+        "spec.acceptCollateral",
+    ),
+    # cut with acceptCollateral given as the string "false".
+    Hostile(
+        ERASURE,
+        "erase-cut-accept-string",
+        _erasure(onDeleteTopics="cut", acceptCollateral="false"),
+        "spec.acceptCollateral",
+    ),
+    # A mode that does not exist.
+    Hostile(
+        ERASURE,
+        "erase-on-delete-shred",
+        _erasure(onDeleteTopics="shred"),
+        "spec.onDeleteTopics",
+    ),
+    # A deadline of nothing.
+    Hostile(ERASURE, "erase-deadline-zero", _erasure(deadline="0s"), "spec.deadline"),
+    # Words, not a duration.
+    Hostile(ERASURE, "erase-deadline-words", _erasure(deadline="a month"), "spec.deadline"),
+]
+
+CORPUS: Final[list[Hostile]] = RECORD_PURGES + RETENTION_POLICIES + RECORD_ERASURES
 # The entries the parsers refuse today, naming the field (the rest are known gaps).
 REFUSED: Final[list[Hostile]] = [e for e in CORPUS if e.gap is None]
 
@@ -1063,7 +1193,7 @@ def tenancy_binding(namespace: str, cluster_id: str) -> dict[str, Any]:
         "tenants": [
             {
                 "namespaces": [namespace],
-                "operations": ["purge", "retention", "orphanCleanup"],
+                "operations": ["purge", "retention", "orphanCleanup", "erase"],
                 "topics": {"allow": ["orders.*"]},
             }
         ],
@@ -1179,6 +1309,20 @@ TENANCY: Final[list[Hostile]] = [
         POLICY,
         "tenant-policy-strimzi-connect",
         _policy(cluster=_REF, topics={"names": ["orders-connect-cluster-offsets"]}),
+        "spec.topics.names[0]",
+    ),
+    # An erasure of another team's topic: nothing may be written to it, not a tombstone.
+    Hostile(
+        ERASURE,
+        "tenant-erase-foreign-topic",
+        _erasure(cluster=_REF, topics={"names": [ERASE_TOPIC, "billing"]}),
+        "spec.topics.names[1]",
+    ),
+    # A Streams changelog that the entry's allow matches: protected all the same.
+    Hostile(
+        ERASURE,
+        "tenant-erase-changelog",
+        _erasure(cluster=_REF, topics={"names": ["orders-store-changelog"]}),
         "spec.topics.names[0]",
     ),
 ]

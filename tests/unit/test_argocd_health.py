@@ -45,6 +45,17 @@ def policy(conditions: list[dict[str, Any]] | None, generation: int = 1) -> dict
     return body
 
 
+def erasure(status: dict[str, Any] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordErasure",
+        "metadata": {"name": "e", "generation": 1},
+    }
+    if status is not None:
+        body["status"] = status
+    return body
+
+
 def test_a_purge_progresses_with_its_count_then_is_healthy() -> None:
     assert argocd_health(purge(None))[0] == "Progressing"
     status, message = argocd_health(
@@ -144,6 +155,83 @@ def test_a_policy_with_past_losses_is_healthy_and_says_so() -> None:
 
 def test_the_argocd_cm_snippet_carries_the_same_checks() -> None:
     data = yaml.safe_load((ARGOCD / "argocd-cm-patch.yaml").read_text())["data"]
-    for kind in ("RecordPurge", "RetentionPolicy"):
+    for kind in ("RecordPurge", "RetentionPolicy", "RecordErasure"):
         inline = data[f"resource.customizations.health.kafka-retention.io_{kind}"]
         assert inline == (ARGOCD / f"{kind.lower()}-health.lua").read_text()
+
+
+RECEIPT = {"configMap": "e-receipt", "sha256": "ab" * 32, "keyId": "0123456789abcdef"}
+
+
+def test_an_erasure_progresses_through_its_phases_with_the_ready_message() -> None:
+    assert argocd_health(erasure(None))[0] == "Progressing"
+    for phase in ("Pending", "Scanning", "Tombstoned", "ValuesErased", "AwaitingRetention"):
+        waiting = erasure(
+            {
+                "phase": phase,
+                "conditions": [
+                    cond("Erased", "False", "AwaitingCompaction", "the cleaner's next pass"),
+                    cond("Ready", "True", "InProgress", "2 matches left in orders.customers"),
+                ],
+            }
+        )
+        assert argocd_health(waiting) == (
+            "Progressing",
+            f"{phase}: InProgress: 2 matches left in orders.customers",
+        )
+
+
+def test_an_erasure_is_healthy_only_once_its_keys_are_gone_and_its_receipt_signed() -> None:
+    conditions = [
+        cond("Ready", "True", "KeyErased", "no record with a listed key is left"),
+        cond("Erased", "True", "KeyErased", "no record with a listed key is left"),
+    ]
+    done = erasure({"phase": "KeyErased", "conditions": conditions, "receipt": RECEIPT})
+    assert argocd_health(done) == (
+        "Healthy",
+        "KeyErased: KeyErased: no record with a listed key is left",
+    )
+    # Erased, but the operator has no signing key yet: not done for an auditor.
+    unsigned = erasure(
+        {
+            "phase": "KeyErased",
+            "conditions": [
+                cond("Ready", "False", "SigningKeyUnavailable", "no Secret x"),
+                cond("ReceiptSigned", "False", "SigningKeyUnavailable", "no Secret x"),
+            ],
+        }
+    )
+    assert argocd_health(unsigned) == (
+        "Progressing",
+        "KeyErased: SigningKeyUnavailable: no Secret x",
+    )
+
+
+def test_a_dry_run_erasure_is_healthy() -> None:
+    obj = erasure(
+        {
+            "phase": "DryRun",
+            "conditions": [cond("Ready", "True", "DryRunCompleted", "3 matches found")],
+        }
+    )
+    assert argocd_health(obj) == ("Healthy", "DryRun: DryRunCompleted: 3 matches found")
+
+
+def test_a_failed_erasure_is_degraded_naming_the_field() -> None:
+    obj = erasure(
+        {
+            "phase": "Failed",
+            "conditions": [
+                cond(
+                    "Ready",
+                    "False",
+                    "NotPermitted",
+                    "spec.topics.names[0]: billing is not allowed; nothing was read or written",
+                ),
+                cond("Erased", "False", "NotPermitted"),
+            ],
+        }
+    )
+    status, message = argocd_health(obj)
+    assert status == "Degraded"
+    assert message.startswith("Failed: NotPermitted: spec.topics.names[0]: ")
