@@ -231,7 +231,7 @@ def test_a_missing_object_is_a_failure_naming_the_namespace() -> None:
         plugin.resolve(FakeCluster(), "team-orders", "pod/x")  # type: ignore[arg-type]
 
 
-def test_status_lists_both_kinds_of_the_contexts_namespace(
+def test_status_lists_every_kind_of_the_contexts_namespace(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = FakeCluster(
@@ -241,6 +241,7 @@ def test_status_lists_both_kinds_of_the_contexts_namespace(
             ),
             ("recordpurges", "team-orders", "drop-bad"): purge_fixture(phase="Succeeded"),
             ("recordpurges", "elsewhere", "other"): purge_fixture(phase="Succeeded"),
+            ("recorderasures", "team-orders", "erasure-request-1042"): erasure_fixture(),
         }
     )
     monkeypatch.setattr(plugin, "_connect", lambda _args: cluster)
@@ -250,6 +251,7 @@ def test_status_lists_both_kinds_of_the_contexts_namespace(
     assert [line.split()[1:3] for line in out[1:]] == [
         ["RetentionPolicy", "orders-retention"],
         ["RecordPurge", "drop-bad"],
+        ["RecordErasure", "erasure-request-1042"],
     ]
 
 
@@ -328,6 +330,50 @@ def test_a_dry_run_purge_shows_what_it_would_delete() -> None:
     obj["spec"]["dryRun"] = True
     cells = status.purge_row(obj, NOW)["cells"]
     assert cells[3:8] == ["30s ago", "would 42", "would 42", "~4.1 KiB", "-"]
+
+
+def erasure_fixture(**status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kafka-retention.io/v1alpha1",
+        "kind": "RecordErasure",
+        "metadata": {"name": "erasure-request-1042", "namespace": "team-orders"},
+        "spec": {
+            "cluster": {"clusterRef": "orders-prod"},
+            "topics": {"names": ["orders.customers"]},
+            "keys": [
+                {"sha256": "85d0c1e318151f3beceed00efefeed7f3961b0b4a4db57e06746fd02733cd63d"}
+            ],
+        },
+        "status": {
+            "phase": "Tombstoned",
+            "summary": {"topics": 1, "matchesRemaining": 4, "tombstonesWritten": 2},
+            "deadline": {
+                "requestedBy": "2026-12-28T12:00:00Z",
+                "expectedKeyErasedAt": "2026-11-28T12:03:00Z",
+            },
+            **status,
+        },
+    }
+
+
+def test_an_erasure_row_shows_what_is_left_and_when_the_last_copy_is_expected() -> None:
+    row = status.erasure_row(erasure_fixture(), NOW)
+    assert row["cells"][3:8] == ["Tombstoned", "4 left", "-", "-", "Tombstoned, gone in 3m"]
+    assert row["matchesRemaining"] == 4
+    assert row["expectedKeyErasedAt"] == "2026-11-28T12:03:00Z"
+    assert row["wide"][0] == "1"
+
+
+def test_a_finished_erasure_row_has_its_receipt_and_no_deadline() -> None:
+    done = erasure_fixture(
+        phase="KeyErased",
+        completedAt="2026-11-28T11:59:30Z",
+        summary={"topics": 1, "matchesRemaining": 0, "tombstonesWritten": 2},
+        receipt={"sha256": "ab" * 32, "configMap": "x"},
+    )
+    row = status.erasure_row(done, NOW)
+    assert row["cells"][3:8] == ["30s ago", "0 left", "-", "-", "-"]
+    assert row["receipt"] == "ab" * 32
 
 
 def test_status_json_has_the_rows_without_their_table_cells() -> None:

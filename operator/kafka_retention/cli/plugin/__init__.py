@@ -24,7 +24,12 @@ import yaml
 
 from kafka_retention.cli.common import UsageError, kube_connection_flags
 from kafka_retention.cli.plugin.kube import Cluster, PluginError
-from kafka_retention.core.resources import GROUP, RECORD_PURGES, RETENTION_POLICIES
+from kafka_retention.core.resources import (
+    GROUP,
+    RECORD_ERASURES,
+    RECORD_PURGES,
+    RETENTION_POLICIES,
+)
 
 if TYPE_CHECKING:
     from kafka_retention.cli.plugin import dry_copy
@@ -165,10 +170,14 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     namespace = None if args.all_namespaces else args.namespace or cluster.namespace
     policies = cluster.list(RETENTION_POLICIES, namespace)
     purges = cluster.list(RECORD_PURGES, namespace)
-    rows = status.rows(policies, purges, datetime.now(UTC))
+    erasures = cluster.list(RECORD_ERASURES, namespace)
+    rows = status.rows(policies, purges, datetime.now(UTC), erasures)
     if not rows and args.output != "json":
         where = "any namespace" if namespace is None else f"namespace {namespace}"
-        print(f"No RetentionPolicies or RecordPurges found in {where}.", file=sys.stderr)
+        print(
+            f"No RetentionPolicies, RecordPurges or RecordErasures found in {where}.",
+            file=sys.stderr,
+        )
         return 0
     out.write(status.render(rows, args.output))
     return 0

@@ -1,5 +1,6 @@
-"""`kubectl kafka-retention status`: one row per RetentionPolicy and RecordPurge, built from
-their status alone (pure: the objects come in as the API server returns them)."""
+"""`kubectl kafka-retention status`: one row per RetentionPolicy, RecordPurge and
+RecordErasure, built from their status alone (pure: the objects come in as the API server
+returns them)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from datetime import datetime
 from typing import Any
 
 from kafka_retention.cli.plugin import text
+from kafka_retention.core import erasure_states
 from kafka_retention.core.purge_states import FINAL_PHASES
 
 POLICY = "RetentionPolicy"
 PURGE = "RecordPurge"
+ERASURE = "RecordErasure"
+KIND_ORDER = (POLICY, PURGE, ERASURE)
 
 # Notes the planning core writes on a purge's partitions (core/rules.py) that name what
 # lowered a cut.
@@ -166,6 +170,39 @@ def purge_row(obj: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     return _row(obj, PURGE, held, figures, cells, ["-", cut])
 
 
+def erasure_row(obj: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """An erasure: the records with its keys still in the logs, and while it runs its
+    phase and when the last copy is expected to go; once done, its receipt (JSON) and
+    ReceiptSigned (conditions). Digests, counts and times only: status holds no key."""
+    status = obj.get("status") or {}
+    summary = status.get("summary") or {}
+    deadline = status.get("deadline") or {}
+    phase = status.get("phase") or "Pending"
+    remaining = summary.get("matchesRemaining")
+    figures = {
+        "lastRun": status.get("completedAt"),
+        "phase": phase,
+        "topics": summary.get("topics"),
+        "matchesRemaining": remaining,
+        "tombstonesWritten": summary.get("tombstonesWritten"),
+        "expectedKeyErasedAt": deadline.get("expectedKeyErasedAt"),
+        "requestedBy": deadline.get("requestedBy"),
+        "receipt": (status.get("receipt") or {}).get("sha256"),
+        "nextRun": None,
+    }
+    ongoing = phase not in erasure_states.FINAL_PHASES
+    expected = deadline.get("expectedKeyErasedAt")
+    cells = [
+        text.relative(status.get("completedAt"), now) if status.get("completedAt") else phase,
+        "-" if remaining is None else f"{text.count(remaining)} left",
+        "-",
+        "-",
+        f"{phase}, gone {text.relative(expected, now)}" if ongoing and expected else "-",
+    ]
+    wide = [text.count(summary.get("topics")), "-"]
+    return _row(obj, ERASURE, [], figures, cells, wide)
+
+
 def _cluster(obj: Mapping[str, Any]) -> str:
     cluster = (obj.get("spec") or {}).get("cluster") or {}
     if cluster.get("clusterRef"):
@@ -198,11 +235,16 @@ WIDE_HEADER = ["TOPICS", "CUT/PLANNED", "CLUSTER", "DRY RUN"]
 
 
 def rows(
-    policies: Sequence[Mapping[str, Any]], purges: Sequence[Mapping[str, Any]], now: datetime
+    policies: Sequence[Mapping[str, Any]],
+    purges: Sequence[Mapping[str, Any]],
+    now: datetime,
+    erasures: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Every policy and purge, by namespace, then kind (policies first), then name."""
+    """Every policy, purge and erasure, by namespace, then kind (in that order), then
+    name."""
     found = [policy_row(p, now) for p in policies] + [purge_row(p, now) for p in purges]
-    return sorted(found, key=lambda r: (r["namespace"], r["kind"] != POLICY, r["name"]))
+    found += [erasure_row(e, now) for e in erasures]
+    return sorted(found, key=lambda r: (r["namespace"], KIND_ORDER.index(r["kind"]), r["name"]))
 
 
 def render(found: Sequence[Mapping[str, Any]], output: str) -> str:
