@@ -125,6 +125,19 @@ def test_bad_base64_is_refused_by_position_not_by_value() -> None:
     assert EMAIL not in str(refused.value)
 
 
+def test_a_name_that_spells_a_key_is_refused_by_position_not_by_value() -> None:
+    """The name is kept in events, log lines and ConfigMap names: a user naming the
+    erasure after the customer would put the key back where only digests may be."""
+    keys = [b"x-1", EMAIL.encode(), b"Customer_4711"]
+    with pytest.raises(UsageError) as refused:
+        erase.erase_resource("forget-customer-4711", "team-a", "orders-prod", ["c"], keys, False)
+    assert "key number 3" in str(refused.value)
+    assert "4711" not in str(refused.value)
+    assert "customer" not in str(refused.value).lower()
+    # A short key is not looked for: a name may hold a number.
+    erase.erase_resource("erasure-request-1042", "team-a", "orders-prod", ["c"], [b"10"], False)
+
+
 def test_no_key_at_all_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert erase.print_erase(erase_args(key=[])) == 2
     assert "at least one key" in capsys.readouterr().err

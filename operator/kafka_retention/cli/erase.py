@@ -73,10 +73,38 @@ def erase_resource(
         parse_erasure_spec(spec)
     except SpecError as err:
         raise UsageError(f"the RecordErasure would be refused: {err}") from None
+    held = _key_in_name(name, keys)
+    if held is not None:
+        # Which one, by position: the name is stored in events, log lines and the
+        # receipt's ConfigMap names, where no key may be.
+        raise UsageError(
+            f"--name holds key number {held}: an erasure's name is kept in events, logs and "
+            "ConfigMap names; name it after the request instead (e.g. erasure-request-1042)"
+        )
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
+
+
+# A key shorter than this (its letters and digits) is not looked for in the name: "42"
+# would refuse names that merely hold a number.
+_SHORTEST_KEY_IN_NAME = 4
+
+
+def _key_in_name(name: str, keys: list[bytes]) -> int | None:
+    """The position (from 1) of a key the name spells, its punctuation aside
+    (customer_4711 in forget-customer-4711), or None."""
+
+    def letters(text: str) -> str:
+        return "".join(c for c in text.lower() if c.isalnum())
+
+    plain = letters(name)
+    for i, key in enumerate(keys):
+        text = letters(key.decode("utf-8", errors="ignore"))
+        if len(text) >= _SHORTEST_KEY_IN_NAME and text in plain:
+            return i + 1
+    return None
 
 
 def keys_from_args(text_keys: list[str], b64_keys: list[str], key_file: Path | None) -> list[bytes]:
