@@ -1,0 +1,128 @@
+"""The ledger of erased digests in ConfigMaps of the operator's namespace (where tenants
+cannot write): one ConfigMap per cluster and digest-prefix shard (core/ledger.py),
+
+    name         kafka-retention-ledger-<cluster label>-<shard>
+    labels       kafka-retention.io/ledger=<cluster label>, kafka-retention.io/ledger-shard
+    annotation   kafka-retention.io/ledger-cluster=<the cluster's name>
+    data         entries.json
+
+`<cluster label>` is 16 hex characters of the SHA-256 of the cluster's name (a name may
+not fit a label); the annotation and the JSON say the name itself, and a shard whose
+JSON names another cluster is refused on reading. Writes are optimistic: a replace names
+the resourceVersion read, a create fails when the shard exists; both 409s become
+LedgerConflict for the service to read, merge and write again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from kafka_retention.adapters.kube import api_client, plain, refused
+from kafka_retention.core.ledger import (
+    DATA_KEY,
+    LedgerConflict,
+    LedgerError,
+    StoredShard,
+    cluster_label,
+    decode_shard,
+)
+from kafka_retention.core.resources import GROUP
+
+LEDGER_LABEL = f"{GROUP}/ledger"
+SHARD_LABEL = f"{GROUP}/ledger-shard"
+CLUSTER_ANNOTATION = f"{GROUP}/ledger-cluster"
+NAME_PREFIX = "kafka-retention-ledger"
+# Shards of one cluster listed at most (256 exist): a namespace holding more with the
+# label is not read further.
+LIST_LIMIT = 300
+
+
+def shard_name(cluster: str, shard: str) -> str:
+    return f"{NAME_PREFIX}-{cluster_label(cluster)}-{shard}"
+
+
+class KubeLedger:
+    """services.erasure.ledger.LedgerStore over the API server. `api`: a client of the
+    CLI's kubeconfig; the operator's own (adapters.kube.api_client) by default."""
+
+    def __init__(self, namespace: str, api: kubernetes.client.ApiClient | None = None) -> None:
+        self.namespace = namespace
+        self._api = api
+
+    def _core(self) -> kubernetes.client.CoreV1Api:
+        return kubernetes.client.CoreV1Api(self._api or api_client())
+
+    def read(self, cluster: str, shard: str) -> StoredShard | None:
+        try:
+            found = self._core().read_namespaced_config_map(
+                shard_name(cluster, shard), self.namespace
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise refused(exc) from exc
+        return _stored(cluster, shard, plain(found))
+
+    def write(self, cluster: str, shard: str, payload: str, version: str | None) -> None:
+        name = shard_name(cluster, shard)
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {
+                    LEDGER_LABEL: cluster_label(cluster),
+                    SHARD_LABEL: shard,
+                    "app.kubernetes.io/managed-by": "kafka-retention",
+                },
+                "annotations": {CLUSTER_ANNOTATION: cluster},
+            },
+            "data": {DATA_KEY: payload},
+        }
+        core = self._core()
+        try:
+            if version is None:
+                core.create_namespaced_config_map(self.namespace, body)  # type: ignore[arg-type]
+            else:
+                body["metadata"]["resourceVersion"] = version
+                core.replace_namespaced_config_map(name, self.namespace, body)  # type: ignore[arg-type]
+        except ApiException as exc:
+            # 409: AlreadyExists on create, Conflict on a stale resourceVersion; 404 on a
+            # replace: the shard was deleted since it was read. Read it again, either way.
+            if exc.status == 409 or (exc.status == 404 and version is not None):
+                raise LedgerConflict(name) from None
+            raise refused(exc) from exc
+
+    def read_all(self, cluster: str) -> list[StoredShard]:
+        """Every shard of the cluster's ledger, by shard."""
+        try:
+            found = self._core().list_namespaced_config_map(
+                self.namespace,
+                label_selector=f"{LEDGER_LABEL}={cluster_label(cluster)}",
+                limit=LIST_LIMIT,
+            )
+        except ApiException as exc:
+            raise refused(exc) from exc
+        out = []
+        for cm in plain(found)["items"]:
+            meta = cm["metadata"]
+            shard = str((meta.get("labels") or {}).get(SHARD_LABEL, ""))
+            if meta["name"] != shard_name(cluster, shard):
+                # Only this module names shards: another object with the label is refused
+                # rather than read as (or instead of) a shard.
+                raise LedgerError(f"ConfigMap {meta['name']} is labelled as a ledger shard")
+            out.append(_stored(cluster, shard, cm))
+        return sorted(out, key=lambda s: s.shard)
+
+
+def _stored(cluster: str, shard: str, cm: dict[str, Any]) -> StoredShard:
+    meta = cm["metadata"]
+    text = (cm.get("data") or {}).get(DATA_KEY)
+    if not isinstance(text, str):
+        raise LedgerError(f"ConfigMap {meta['name']} has no {DATA_KEY}")
+    entries = decode_shard(cluster, shard, text)
+    return StoredShard(shard, tuple(entries), str(meta["resourceVersion"]))
