@@ -19,21 +19,17 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
-
-import yaml
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kafka_retention.cli.common import UsageError, read_properties
-from kafka_retention.core.erasure import MAX_KEYS, parse_erasure_spec
-from kafka_retention.core.erasure_scan import PartitionScan
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, WriteRefused
 from kafka_retention.core.ledger import LedgerEntry, LedgerError
-from kafka_retention.core.resources import API_VERSION
-from kafka_retention.core.specs import SpecError
-from kafka_retention.services.erasure.ledger import LedgerStore
-from kafka_retention.services.erasure.scan import scan
-from kafka_retention.services.ports import ErasureKafka
+
+if TYPE_CHECKING:  # the services package loads the erasure pipeline (and cryptography)
+    from kafka_retention.core.erasure_scan import PartitionScan
+    from kafka_retention.services.erasure.ledger import LedgerStore
+    from kafka_retention.services.ports import ErasureKafka
 
 DEFAULT_OPERATOR_NAMESPACE = "kafka-retention-system"
 # A KafkaClusterBinding's name (a DNS subdomain): what a printed RecordErasure can name
@@ -88,6 +84,8 @@ def find(
     kafka: ErasureKafka, topics: Sequence[str], entries: Sequence[LedgerEntry]
 ) -> tuple[list[Found], dict[TopicPartition, PartitionScan]]:
     """Every partition of `topics` read whole for the entries' digests (read-only)."""
+    from kafka_retention.services.erasure.scan import scan
+
     parts = kafka.topic_partitions(list(dict.fromkeys(topics)))
     tps: list[TopicPartition] = []
     for topic in topics:
@@ -126,6 +124,10 @@ def erasure_manifests(
     """RecordErasures for the found digests (sha256 form), on the topics they were found
     in: one per MAX_KEYS digests (`NAME`, then `NAME-2`, ...), each checked by the
     operator's own parser."""
+    from kafka_retention.core.erasure import MAX_KEYS, parse_erasure_spec
+    from kafka_retention.core.resources import API_VERSION
+    from kafka_retention.core.specs import SpecError
+
     digests = sorted({f.digest for f in found})
     topics = sorted({f.tp.topic for f in found})
     named = (
@@ -264,6 +266,8 @@ def run_check(
             f"({examined} records read)\n"
         )
     if where:
+        import yaml
+
         out.write(yaml.safe_dump_all(manifests, sort_keys=False) if manifests else "")
     return FOUND if found else 0
 
