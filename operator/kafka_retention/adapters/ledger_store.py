@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from kafka_retention.adapters.kube import api_client, plain, refused
 from kafka_retention.core.ledger import (
     DATA_KEY,
+    SHARD_HEX,
     LedgerConflict,
     LedgerError,
     StoredShard,
@@ -35,9 +36,9 @@ LEDGER_LABEL = f"{GROUP}/ledger"
 SHARD_LABEL = f"{GROUP}/ledger-shard"
 CLUSTER_ANNOTATION = f"{GROUP}/ledger-cluster"
 NAME_PREFIX = "kafka-retention-ledger"
-# Shards of one cluster listed at most (256 exist): a namespace holding more with the
-# label is not read further.
-LIST_LIMIT = 300
+# Shards listed per request, and at most (256 exist: a name check refuses any other).
+PAGE = 16
+MAX_SHARDS = 16**SHARD_HEX
 
 
 def shard_name(cluster: str, shard: str) -> str:
@@ -98,25 +99,36 @@ class KubeLedger:
             raise refused(exc) from exc
 
     def read_all(self, cluster: str) -> list[StoredShard]:
-        """Every shard of the cluster's ledger, by shard."""
-        try:
-            found = self._core().list_namespaced_config_map(
-                self.namespace,
-                label_selector=f"{LEDGER_LABEL}={cluster_label(cluster)}",
-                limit=LIST_LIMIT,
-            )
-        except ApiException as exc:
-            raise refused(exc) from exc
-        out = []
-        for cm in plain(found)["items"]:
-            meta = cm["metadata"]
-            shard = str((meta.get("labels") or {}).get(SHARD_LABEL, ""))
-            if meta["name"] != shard_name(cluster, shard):
-                # Only this module names shards: another object with the label is refused
-                # rather than read as (or instead of) a shard.
-                raise LedgerError(f"ConfigMap {meta['name']} is labelled as a ledger shard")
-            out.append(_stored(cluster, shard, cm))
-        return sorted(out, key=lambda s: s.shard)
+        """Every shard of the cluster's ledger, by shard, in pages of PAGE objects (a shard
+        may hold near 1 MiB: one answer of all 256 would be a few hundred MB)."""
+        core = self._core()
+        out: list[StoredShard] = []
+        token: str | None = None
+        while True:
+            try:
+                found = plain(
+                    core.list_namespaced_config_map(
+                        self.namespace,
+                        label_selector=f"{LEDGER_LABEL}={cluster_label(cluster)}",
+                        limit=PAGE,
+                        _continue=token,
+                    )
+                )
+            except ApiException as exc:
+                raise refused(exc) from exc
+            for cm in found["items"]:
+                meta = cm["metadata"]
+                shard = str((meta.get("labels") or {}).get(SHARD_LABEL, ""))
+                if meta["name"] != shard_name(cluster, shard):
+                    # Only this module names shards: another object with the label is
+                    # refused rather than read as (or instead of) a shard.
+                    raise LedgerError(f"ConfigMap {meta['name']} is labelled as a ledger shard")
+                out.append(_stored(cluster, shard, cm))
+            if len(out) > MAX_SHARDS:
+                raise LedgerError(f"more than {MAX_SHARDS} ConfigMaps are labelled as shards")
+            token = (found.get("metadata") or {}).get("continue")
+            if not token:
+                return sorted(out, key=lambda s: s.shard)
 
 
 def _stored(cluster: str, shard: str, cm: dict[str, Any]) -> StoredShard:
