@@ -20,7 +20,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from kafka_retention.adapters.kube import api_client, plain, refused
+from kafka_retention.adapters.kube import api_client, refused
 from kafka_retention.core.ledger import (
     DATA_KEY,
     SHARD_HEX,
@@ -53,8 +53,16 @@ class KubeLedger:
         self.namespace = namespace
         self._api = api
 
+    def _client(self) -> kubernetes.client.ApiClient:
+        return self._api or api_client()
+
     def _core(self) -> kubernetes.client.CoreV1Api:
-        return kubernetes.client.CoreV1Api(self._api or api_client())
+        return kubernetes.client.CoreV1Api(self._client())
+
+    def _plain(self, obj: Any) -> Any:
+        """A client model as plain dicts, by this store's client (the CLI's kubeconfig
+        may be all there is: adapters.kube.plain would load the operator's)."""
+        return self._client().sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
 
     def read(self, cluster: str, shard: str) -> StoredShard | None:
         try:
@@ -65,7 +73,7 @@ class KubeLedger:
             if exc.status == 404:
                 return None
             raise refused(exc) from exc
-        return _stored(cluster, shard, plain(found))
+        return _stored(cluster, shard, self._plain(found))
 
     def write(self, cluster: str, shard: str, payload: str, version: str | None) -> None:
         name = shard_name(cluster, shard)
@@ -106,7 +114,7 @@ class KubeLedger:
         token: str | None = None
         while True:
             try:
-                found = plain(
+                found = self._plain(
                     core.list_namespaced_config_map(
                         self.namespace,
                         label_selector=f"{LEDGER_LABEL}={cluster_label(cluster)}",
