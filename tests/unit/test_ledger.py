@@ -206,7 +206,7 @@ class StrictStore:
         self.shards: dict[tuple[str, str], tuple[str, int]] = {}
         self.version = 100
         self.writes = 0
-        self.before_write: Callable[[], None] | None = None
+        self.before_write: Callable[[], object] | None = None
         self.refuse: WriteRefused | None = None
 
     def read(self, cluster: str, shard: str) -> StoredShard | None:
