@@ -418,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _client_flags(plan)
     _erasure_commands(sub)
+    from kafka_retention.cli.ledger import add_commands as ledger_commands
+
+    ledger_commands(sub)
     return parser
 
 

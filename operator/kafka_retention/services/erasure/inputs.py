@@ -1,6 +1,7 @@
 """What the erasure pipeline is handed: one RecordErasure object (`Erasure`), with the
-stores, the Kafka connection, the admission and the signing key the handler wires in,
-and `Unresolved`, what that connection raises when the cluster cannot be named yet."""
+stores, the Kafka connection, the admission, the signing key and the ledger the
+handler wires in, and `Unresolved`, what that connection raises when the cluster
+cannot be named yet."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kafka_retention.core.bindings import Grant
 from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.services.erasure.ledger import LedgerStore
 from kafka_retention.services.ports import BlobStore, ErasureKafka, StatusStore
 
 
@@ -42,3 +44,6 @@ class Erasure:
     admit: Callable[[Mapping[str, Any], ErasureRequest], Grant | None] | None = None
     created: datetime | None = None  # metadata.creationTimestamp: where the deadline counts
     retry_delay: float = 10.0  # after a failure (not a wait on the cleaner: pipeline.py)
+    # The cluster's ledger of erased digests (services/erasure/ledger.py), written once the
+    # receipt is signed; None: no ledger is kept (older callers, the tests of other steps).
+    ledger: LedgerStore | None = None
