@@ -681,6 +681,7 @@ def test_a_protected_group_below_the_last_match_holds_its_partition_and_names_it
     assert isinstance(world.run(), service.Retry)
     assert kafka.deleted == [(P1, 2)]
     assert not any(c.startswith("scan:") for c in kafka.calls)
+    assert world.condition("Erased")["message"] == erased["message"]
 
     # The group reads past the match: the partition is scanned and cut.
     kafka.commit("auditor", P0, 5)
@@ -713,6 +714,9 @@ def test_groups_not_read_past_a_match_are_named_per_topic_in_report_mode() -> No
     assert topic["stage"] == Phase.AWAITING_RETENTION
     assert kafka.deleted == []
     assert "delete_records" not in kafka.calls
+    # What a cut would cost, shown in report mode too.
+    assert world.store.status["summary"]["collateralRecords"] == 3
+    assert world.store.status["summary"]["collateralBytes"] == COLLATERAL_BYTES
 
 
 def test_unread_by_names_at_most_twenty_groups_and_counts_them_all() -> None:

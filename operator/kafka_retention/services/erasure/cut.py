@@ -32,10 +32,14 @@ from kafka_retention.services.ports import ErasureKafka
 
 # status.topics[].unreadBy names this many groups; unreadByCount counts them all.
 MAX_NAMED_GROUPS = 20
-# Listed groups whose positions one run reads (a consumer handle each): a cluster with
-# more gets the first ones by id, and status says how many were not read.
-MAX_GROUPS_READ = 500
+# Listed groups whose positions one run reads (a consumer handle each, 8 at a time): a
+# cluster with more gets the first ones by id, and status says how many were not read.
+# Protected groups are always read.
+MAX_GROUPS_READ = 200
 _REASON = "just past the last match"
+# A held cut is looked at again at least this often (a position read, no scan): the
+# group it waits for may read past the match at any time.
+HELD_DELAY_S = 30.0
 
 
 @dataclass(frozen=True)

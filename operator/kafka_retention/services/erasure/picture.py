@@ -99,7 +99,7 @@ def build(
         cuts = {tp: c for tp, c in judged.cuts.items() if tp.topic == topic}
         if request.dry_run and cuts:
             notes.append(describe(cuts))
-        elif cuts:
+        elif cuts and request.on_delete_topics == "cut":
             notes += [why for c in cuts.values() for why in c.held]
         notes += [
             f"{tp} not cut: {why}" for tp, why in judged.cut_failed.items() if tp.topic == topic

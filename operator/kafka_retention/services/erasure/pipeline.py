@@ -317,14 +317,20 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     due += _released(turn, known, [t for t in waiting if str(t.get("name")) not in due])
     if not due:
         picture = stored_picture(turn.erasure, known)
+        phase = phase_of(topics)
+        # A held cut's condition names its group and partition: kept while nothing moved.
+        reason, message = _stored_erased(turn.erasure, phase) or (
+            Reason.AWAITING_RETENTION,
+            "waiting for retention",
+        )
         return _waiting(
             turn.erasure,
             turn.run,
-            phase_of(topics),
+            phase,
             picture,
-            Reason.AWAITING_RETENTION,
-            "waiting for retention",
-            delays(topics, now_ms),
+            reason,
+            message,
+            _delay(phase, topics, now_ms),
             [],
         )
     selection = cleaning_of(turn.kafka, due)
@@ -485,6 +491,9 @@ def _judge(
             (EventReason.VALUES_ERASED, "no value with a listed key is left; tombstones remain")
         )
     reason, message = _erased_reason(phase, judged)
+    if phase == Phase.CUT_HELD and not any(c.held for c in judged.cuts.values()):
+        # Held on a topic this run did not scan: what the run that held it said.
+        reason, message = _stored_erased(turn.erasure, phase) or (reason, message)
     return _waiting(
         turn.erasure,
         turn.run,
@@ -492,7 +501,7 @@ def _judge(
         picture,
         reason,
         message,
-        delays(picture.topics, now_ms),
+        _delay(phase, picture.topics, now_ms),
         events,
     )
 
@@ -601,19 +610,19 @@ def _guard(
 ) -> None:
     """The fresh read of the partitions with a match (cut.py): who has not read past a
     match, per topic; and on topics that cannot be compacted, where each partition would
-    be cut and who holds it, for a cut (onDeleteTopics: cut) or a dry run's account."""
+    be cut and who holds it: for a cut (onDeleteTopics: cut), else for status's account."""
     lasts = cut.last_matches({tp: s for tp, s in scans.items() if tp.topic in selection.cleaning})
     groups = cut.read_groups(turn.kafka, turn.request.protect_groups, lasts)
     for tp in lasts:
         judged.unread.setdefault(tp.topic, set()).update(groups.unread(tp))
     judged.groups_not_read = groups.not_read
-    if turn.request.on_delete_topics == "cut" or turn.request.dry_run:
-        uncompacted = {tp: last for tp, last in lasts.items() if _cuttable(selection, tp.topic)}
-        judged.cuts = cut.plan(
-            cut.Groups(groups.fresh, uncompacted, groups.not_read),
-            scans,
-            turn.request.protect_groups,
-        )
+    # Planned in report mode too: status shows what a cut would cost (nothing is cut).
+    uncompacted = {tp: last for tp, last in lasts.items() if _cuttable(selection, tp.topic)}
+    judged.cuts = cut.plan(
+        cut.Groups(groups.fresh, uncompacted, groups.not_read),
+        scans,
+        turn.request.protect_groups,
+    )
 
 
 def _cuttable(selection: Selection, topic: str) -> bool:
@@ -797,6 +806,23 @@ def _erased_reason(phase: Phase, judged: Judged) -> tuple[Reason, str]:
             f"verifies it{failed}"
         )
     return Reason.VALUES_ERASED, "no value is left; waiting for the cleaner to drop the tombstones"
+
+
+def _delay(phase: Phase, topics: Sequence[Mapping[str, Any]], now_ms: int) -> float:
+    """Seconds to the next look: from the expected times, and soon for a held cut."""
+    wanted = delays(topics, now_ms)
+    return min(wanted, cut.HELD_DELAY_S) if phase == Phase.CUT_HELD else wanted
+
+
+def _stored_erased(erasure: Erasure, phase: Phase) -> tuple[Reason, str] | None:
+    """The stored Erased condition's reason and message, when status is at `phase` already
+    and that phase is CutHeld (None otherwise)."""
+    if phase != Phase.CUT_HELD or _phase(erasure.status) != phase:
+        return None
+    for c in erasure.status.get("conditions") or []:
+        if c.get("type") == "Erased" and c.get("reason") == Reason.CUT_HELD:
+            return Reason.CUT_HELD, str(c.get("message", ""))
+    return None
 
 
 def _waiting(
