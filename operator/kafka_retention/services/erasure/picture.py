@@ -131,8 +131,9 @@ CUT_COUNTS = ("recordsCut", "collateralRecords", "collateralBytes")
 
 
 def _unread(erasure: Erasure, judged: Judged, topic: str) -> dict[str, Any]:
-    """status.topics[].unreadBy: the groups not read past a match at the latest scan that
-    found one (a topic scanned without a match keeps what status said)."""
+    """status.topics[].unreadBy: the groups not read past a match, as the first scan (or
+    the latest cut) read them; a topic whose groups this run did not read keeps what
+    status said."""
     if topic not in judged.unread:
         for kept in erasure.status.get("topics") or []:
             if isinstance(kept, Mapping) and kept.get("name") == topic:

@@ -421,7 +421,7 @@ def _judge(
                     {"topic": tp.topic, "partition": tp.partition, "digest": listed, "scans": []}
                 )
     judged = Judged()
-    _guard(turn, selection, scans, judged)
+    _guard(turn, selection, scans, judged, first or turn.request.dry_run)
     cutting = turn.request.on_delete_topics == "cut"
     for i, entry in enumerate(entries):
         tp, digest = ev.tp_of(entry), entry.get("digest")
@@ -607,11 +607,20 @@ def _guard(
     selection: Selection,
     scans: Mapping[TopicPartition, PartitionScan],
     judged: Judged,
+    first: bool,
 ) -> None:
     """The fresh read of the partitions with a match (cut.py): who has not read past a
     match, per topic; and on topics that cannot be compacted, where each partition would
     be cut and who holds it: for a cut (onDeleteTopics: cut), else for status's account."""
     lasts = cut.last_matches({tp: s for tp, s in scans.items() if tp.topic in selection.cleaning})
+    if not first:
+        # A follow-up reads groups only for a cut (a tombstoned topic is looked at every
+        # few seconds, and a group read is a consumer handle per group): unreadBy stays
+        # what the first scan, or the latest cut, found.
+        cutting = turn.request.on_delete_topics == "cut"
+        lasts = {
+            tp: last for tp, last in lasts.items() if cutting and _cuttable(selection, tp.topic)
+        }
     groups = cut.read_groups(turn.kafka, turn.request.protect_groups, lasts)
     for tp in lasts:
         judged.unread.setdefault(tp.topic, set()).update(groups.unread(tp))
