@@ -750,7 +750,7 @@ def test_a_dry_run_of_a_cut_reports_the_collateral_and_who_it_passes_and_deletes
     assert status["summary"]["collateralRecords"] == 2
     assert status["summary"]["collateralBytes"] == 2 * (len(b"other-a") + len(b"va"))
     message = world.condition("Erased")["message"]
-    assert "would remove 2 records (18 bytes) of other keys" in message
+    assert "would remove 2 records (18 bytes) of other keys (clicks-0 at 4: 2 records" in message
     assert "passing groups slow-reader" in message
     assert "protected groups auditor would hold 1 partitions (clicks-1)" in message
     assert "would remove 2 records" in status["topics"][0]["note"]

@@ -179,11 +179,16 @@ def names(groups: Iterable[str], shown: int = 5) -> str:
 def describe(cuts: Mapping[TopicPartition, PartitionCut]) -> str:
     """What the cuts would do, for a dry run's message and a topic's note: the other
     keys' records and bytes they remove, the groups they pass, and who holds them."""
-    going = [c for c in cuts.values() if not c.held]
+    going = sorted((c for c in cuts.values() if not c.held), key=lambda c: c.tp)
+    each = "; ".join(
+        f"{c.tp} at {c.target}: {c.collateral_records} records, {c.collateral_bytes} bytes"
+        for c in going[:5]
+    )
+    more = f"; and {len(going) - 5} more" if len(going) > 5 else ""
     text = (
         f"cuts just past the last match of {len(going)} partitions would remove "
         f"{sum(c.collateral_records for c in going)} records "
-        f"({sum(c.collateral_bytes for c in going)} bytes) of other keys"
+        f"({sum(c.collateral_bytes for c in going)} bytes) of other keys ({each}{more})"
     )
     passed = {g for c in going for g in c.passes}
     if passed:
