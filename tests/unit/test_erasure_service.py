@@ -800,6 +800,28 @@ def test_a_key_written_after_the_cut_is_cut_again_then_fails_after_three_rounds(
     assert kafka.deleted[-1] == (P1, 6)  # not cut a third time after the rewrites
 
 
+def test_a_cut_names_offsets_groups_and_digests_never_the_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    world = delete_world(*CUT, ("protectGroups", ["auditor"]))
+    world.spec["keys"] = [{"string": KEY.decode()}]
+    world.kafka.commit("auditor", P0, 5)
+    world.kafka.commit("auditor", P1, 0)
+    outputs = [repr(world.run())]
+    world.kafka.commit("auditor", P1, 5)
+    for _ in range(3):
+        world.later(40)
+        outputs.append(repr(world.run()))
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    text = json.dumps(world.store.patches) + json.dumps(world.events) + "".join(outputs)
+    text += caplog.text + json.dumps(world.blobs.sets)
+    for form in (KEY.decode(), KEY.hex(), "user-4711"):
+        assert form not in text
+    assert "CutHeld" in text
+    assert DIGEST in json.dumps(world.store.status)
+
+
 def test_a_cut_kafka_refuses_is_named_and_tried_again_after_the_next_scan() -> None:
     world = delete_world(*CUT)
     kafka = world.kafka
