@@ -171,6 +171,36 @@ def test_no_tombstone_goes_to_a_delete_topic(kafka: Kafka, erasure: ErasureAdmin
     }
 
 
+def test_a_cut_just_past_the_match_keeps_later_records_and_compact_only_topics_refuse_it(
+    kafka: Kafka, erasure: ErasureAdmin
+) -> None:
+    # What the service's fake answers, checked against the broker: DeleteRecords at the
+    # last match + 1 answers that low watermark; on cleanup.policy=compact alone Kafka
+    # answers POLICY_VIOLATION (compact,delete takes it).
+    topic, d, _, _ = key_in(kafka, {"cleanup.policy": "delete"})
+    found = scan(erasure, topic, DIGEST)
+    cut = found[d].hits[DIGEST].last_offset + 1
+    tp = TopicPartition(topic, d)
+    assert erasure.delete_records({tp: cut}) == {tp: cut}
+    after = scan(erasure, topic, DIGEST)
+    assert (after[d].start, after[d].matches, after[d].collateral_records) == (cut, 0, 0)
+    compacted, c, _, _ = key_in(kafka, {"cleanup.policy": "compact"})
+    refused = erasure.delete_records({TopicPartition(compacted, c): OTHERS + 1})
+    failure = refused[TopicPartition(compacted, c)]
+    assert isinstance(failure, KafkaFailure)
+    assert failure.code == "POLICY_VIOLATION"
+    both, b, _, _ = key_in(kafka, {"cleanup.policy": "compact,delete"})
+    assert erasure.delete_records({TopicPartition(both, b): 1}) == {TopicPartition(both, b): 1}
+
+
+def test_group_ids_lists_a_group_that_only_committed(kafka: Kafka, erasure: ErasureAdmin) -> None:
+    topic = kafka.topic({0: 3})
+    group = kafka.group_at(topic, "reader", {0: 2})
+    assert group in erasure.group_ids()
+    read = erasure.group_positions({group: [TopicPartition(topic, 0)]})
+    assert read[group].positions == {TopicPartition(topic, 0): 2}
+
+
 @pytest.fixture
 def filler(bootstrap: str) -> Iterator[list[str]]:
     """Writes key b"filler" to every partition of the topics appended to the yielded list,

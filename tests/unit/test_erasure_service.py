@@ -27,10 +27,11 @@ from kafka_retention.core.erasure_scan import (
     WrittenTombstone,
 )
 from kafka_retention.core.erasure_states import Phase
-from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import (
     KafkaFailure,
     KafkaUnavailable,
+    OffsetKind,
     SecretUnavailable,
     WriteRefused,
 )
@@ -81,6 +82,9 @@ class FakeErasureKafka:
         self.ends: dict[TopicPartition, int] = {}
         self.calls: list[str] = []
         self.written: list[tuple[TopicPartition, str]] = []
+        self.deleted: list[tuple[TopicPartition, int]] = []  # DeleteRecords that deleted
+        # group -> committed offset per partition (consumer groups the cluster lists)
+        self.groups: dict[str, dict[TopicPartition, int]] = {}
         self.unavailable = False
 
     # --- test side
@@ -116,6 +120,9 @@ class FakeErasureKafka:
             if tp.topic == topic:
                 self.logs[tp] = []
                 self.starts[tp] = self.ends[tp]
+
+    def commit(self, group: str, tp: TopicPartition, offset: int) -> None:
+        self.groups.setdefault(group, {})[tp] = offset
 
     def keys_present(self, key: bytes) -> list[Record]:
         return [r for records in self.logs.values() for r in records if r.key == key]
@@ -180,13 +187,61 @@ class FakeErasureKafka:
                     hits.values += 1
                     hits.last_value_offset = r.offset
             last = max((h.last_offset for h in found.hits.values()), default=-1)
-            found.collateral_records = sum(
-                1
+            collateral = [
+                r
                 for r in records
                 if r.offset <= last
                 and (r.key is None or hashlib.sha256(r.key).hexdigest() not in digests)
-            )
+            ]
+            found.collateral_records = len(collateral)
+            found.collateral_bytes = sum(_size(r) for r in collateral)
             out[tp] = found
+        return out
+
+    def group_ids(self) -> list[str]:
+        self._check("group_ids")
+        return sorted(self.groups)
+
+    def group_positions(
+        self, wanted: Mapping[str, Iterable[TopicPartition]]
+    ) -> dict[str, GroupRead]:
+        self._check("group_positions")
+        return {
+            g: GroupRead(
+                GroupType.CONSUMER if g in self.groups else GroupType.NONE,
+                {tp: self.groups.get(g, {}).get(tp) for tp in tps},
+            )
+            for g, tps in wanted.items()
+        }
+
+    def offsets(
+        self, tps: Iterable[TopicPartition], kind: OffsetKind
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        self._check("offsets")
+        return {tp: (self.starts if kind == "earliest" else self.ends)[tp] for tp in tps}
+
+    def delete_records(
+        self, cuts: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int | KafkaFailure]:
+        """As the broker answers DeleteRecords: POLICY_VIOLATION on a topic that is only
+        compacted, OFFSET_OUT_OF_RANGE above the high watermark, nothing below the log
+        start; else the new low watermark."""
+        self._check("delete_records")
+        out: dict[TopicPartition, int | KafkaFailure] = {}
+        for tp, offset in cuts.items():
+            policy = self.configs[tp.topic].get("cleanup.policy", "delete")
+            if tp not in self.logs:
+                out[tp] = KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", str(tp), False)
+            elif "delete" not in policy.split(","):
+                out[tp] = KafkaFailure("POLICY_VIOLATION", "compacted topic", False)
+            elif offset < 0 or offset > self.ends[tp]:
+                out[tp] = KafkaFailure("OFFSET_OUT_OF_RANGE", str(offset), False)
+            else:
+                if offset > self.starts[tp]:
+                    self.logs[tp] = [r for r in self.logs[tp] if r.offset >= offset]
+                    self.starts[tp] = offset
+                    self.deleted.append((tp, offset))
+                out[tp] = self.starts[tp]
         return out
 
     def write_tombstones(
@@ -213,6 +268,10 @@ class FakeErasureKafka:
             ts = self.logs[w.tp][-1].timestamp_ms
             out[(w.tp, w.digest)] = WrittenTombstone(offset, ts)
         return out
+
+
+def _size(record: Record) -> int:
+    return len(record.key or b"") + len(record.value or b"")
 
 
 class Blobs:
@@ -475,43 +534,322 @@ def test_a_topic_outside_the_binding_is_refused_before_any_kafka_contact() -> No
     assert world.kafka.written == []
 
 
-def test_cut_without_accept_collateral_is_refused_naming_the_field() -> None:
-    world = compacted_world(("onDeleteTopics", "cut"))
+def delete_world(*extra_spec: tuple[str, Any], config: Mapping[str, str] = DELETE) -> World:
+    """`clicks` (delete, 2 partitions), the key among other keys' records:
+
+    clicks-0: other-a, KEY, other-b, KEY, later-0   last match 3: cut at 4
+    clicks-1: other-c, KEY, later-1                 last match 1: cut at 2
+    """
+    world = World(spec("clicks", **dict(extra_spec)))
+    kafka = world.kafka
+    kafka.topic("clicks", 2, config)
+    p0, p1 = TopicPartition("clicks", 0), TopicPartition("clicks", 1)
+    for tp, key, value in (
+        (p0, b"other-a", b"va"),
+        (p0, KEY, b"address-1"),
+        (p0, b"other-b", b"vb"),
+        (p0, KEY, b"address-2"),
+        (p0, b"later-0", b"v"),
+        (p1, b"other-c", b"vc"),
+        (p1, KEY, b"address-3"),
+        (p1, b"later-1", b"v"),
+    ):
+        kafka.produce(tp, key, value)
+    return world
+
+
+CUT = (("onDeleteTopics", "cut"), ("acceptCollateral", True))
+P0, P1 = TopicPartition("clicks", 0), TopicPartition("clicks", 1)
+# other-a + va, other-b + vb (clicks-0); other-c + vc (clicks-1)
+COLLATERAL_BYTES = 3 * (len(b"other-a") + len(b"va"))
+
+
+def test_cut_without_accept_collateral_is_refused_naming_the_field_with_nothing_deleted() -> None:
+    # The CEL rule refuses it at apply; an object stored before it (or the parser's own
+    # caller) still ends Failed here, before anything is read.
+    world = delete_world(("onDeleteTopics", "cut"))
     outcome = world.run()
     assert isinstance(outcome, service.Outcome)
     assert outcome.invalid_field == "spec.acceptCollateral"
-    assert world.condition("Ready")["reason"] == Reason.INVALID_SPEC
-    assert world.connects == 0
-    assert world.kafka.calls == []
-
-
-def test_an_accepted_cut_ends_failed_as_not_supported_yet_with_nothing_read() -> None:
-    world = compacted_world(("onDeleteTopics", "cut"), ("acceptCollateral", True))
-    outcome = world.run()
-    assert isinstance(outcome, service.Outcome)
     assert world.store.status["phase"] == Phase.FAILED
-    ready = world.condition("Ready")
-    assert ready["reason"] == Reason.CUT_NOT_SUPPORTED
-    assert "spec.onDeleteTopics" in ready["message"]
+    assert world.condition("Ready")["reason"] == Reason.INVALID_SPEC
+    assert "spec.acceptCollateral" in world.condition("Ready")["message"]
     assert world.connects == 0
     assert world.kafka.calls == []
+    assert world.kafka.deleted == []
 
 
-def test_a_dry_run_of_a_cut_reports_matches_and_collateral_and_writes_nothing() -> None:
-    world = compacted_world(("onDeleteTopics", "cut"), ("dryRun", True))
+def test_cut_deletes_each_partition_just_past_its_last_match_then_a_scan_grants_key_erased() -> (
+    None
+):
+    world = delete_world(*CUT)
+    kafka = world.kafka
+
+    cut = world.run()
+    assert isinstance(cut, service.Retry)
+    status = world.store.status
+    assert status["phase"] == Phase.CUT
+    assert world.condition("Erased")["reason"] == Reason.RECORDS_CUT
+    assert kafka.deleted == [(P0, 4), (P1, 2)]
+    # The other keys' later records are still there.
+    assert [r.key for r in kafka.logs[P0]] == [b"later-0"]
+    assert [r.key for r in kafka.logs[P1]] == [b"later-1"]
+    assert kafka.written == []
+    cuts = {e["partition"]: e["cuts"] for e in status["evidence"]}
+    assert cuts[0] == [
+        {
+            "offset": 4,
+            "lowWatermark": 4,
+            "at": "2026-11-29T12:00:00Z",
+            "collateralRecords": 2,
+            "collateralBytes": 2 * (len(b"other-a") + len(b"va")),
+        }
+    ]
+    assert (cuts[1][0]["offset"], cuts[1][0]["lowWatermark"]) == (2, 2)
+    summary = status["summary"]
+    assert (summary["recordsCut"], summary["collateralRecords"]) == (6, 3)
+    assert summary["collateralBytes"] == COLLATERAL_BYTES
+    cut_events = [m for r, m in world.events if r == EventReason.RECORDS_CUT]
+    assert len(cut_events) == 1
+    assert "clicks-0 at 4 (low watermark 4)" in cut_events[0]
+    assert "3 records (27 bytes) of other keys removed" in cut_events[0]
+    assert cut.delay <= 5  # the verification comes next
+
+    world.later(3)
+    done = world.run()
+    assert isinstance(done, service.Outcome)
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    assert kafka.deleted == [(P0, 4), (P1, 2)]  # nothing cut twice
+    signed = json.loads(world.blobs.sets["receipt"])
+    assert verify(signed, SIGNING.public_key()) is None
+    in_receipt = [e for e in signed["receipt"]["evidence"] if e.get("digest")]
+    assert {e["partition"]: e["cuts"][0]["offset"] for e in in_receipt} == {0: 4, 1: 2}
+    assert "Cut" in signed["receipt"]["phases"]
+    # The totals of the cut stay in status after the run that verified it.
+    assert world.store.status["summary"]["collateralRecords"] == 3
+
+
+def test_tiered_topics_are_cut_like_delete_topics() -> None:
+    world = delete_world(*CUT, config=TIERED)
+    assert isinstance(world.run(), service.Retry)
+    assert world.kafka.deleted == [(P0, 4), (P1, 2)]
+    assert world.store.status["topics"][0]["kind"] == "tiered"
+
+
+def test_compacted_topics_get_tombstones_and_never_a_cut() -> None:
+    world = delete_world(*CUT)
+    world.spec["topics"] = {"names": ["clicks", "users", "both"]}
+    kafka = world.kafka
+    kafka.topic("users", 1, COMPACTED)
+    kafka.topic("both", 1, {**COMPACTED, "cleanup.policy": "compact,delete"})
+    for topic in ("users", "both"):
+        kafka.produce(TopicPartition(topic, 0), KEY, b"v")
+        kafka.produce(TopicPartition(topic, 0), b"other", b"v")
+    assert isinstance(world.run(), service.Retry)
+    # The fake answers POLICY_VIOLATION on compact alone, as Kafka does; compact,delete
+    # would take the cut, and gets its tombstone instead.
+    assert {tp.topic for tp, _ in kafka.deleted} == {"clicks"}
+    assert sorted(tp.topic for tp, _ in kafka.written) == ["both", "users"]
+    stages = {t["name"]: t["stage"] for t in world.store.status["topics"]}
+    assert stages == {"both": Phase.TOMBSTONED, "clicks": Phase.CUT, "users": Phase.TOMBSTONED}
+
+
+def test_a_protected_group_below_the_last_match_holds_its_partition_and_names_itself() -> None:
+    world = delete_world(*CUT, ("protectGroups", ["auditor"]))
+    kafka = world.kafka
+    kafka.commit("auditor", P0, 3)  # has not read the match at 3
+    kafka.commit("auditor", P1, 2)  # past the match at 1
+
+    assert isinstance(world.run(), service.Retry)
+    assert kafka.deleted == [(P1, 2)]
+    assert kafka.starts[P0] == 0  # nothing deleted there
+    status = world.store.status
+    assert status["phase"] == Phase.CUT_HELD
+    erased = world.condition("Erased")
+    assert erased["reason"] == Reason.CUT_HELD
+    assert "protected group auditor committed 3 on clicks-0" in erased["message"]
+    assert "clicks-1" not in erased["message"]
+    assert "auditor" in status["topics"][0]["note"]
+    assert (EventReason.CUT_HELD, erased["message"]) in [
+        (EventReason(r), m) for r, m in world.events
+    ]
+    assert "cuts" not in next(e for e in status["evidence"] if e["partition"] == 0)
+
+    # Still held: nothing more is cut, and the held partition is not scanned again.
+    world.later(120)
+    kafka.calls.clear()
+    assert isinstance(world.run(), service.Retry)
+    assert kafka.deleted == [(P1, 2)]
+    assert not any(c.startswith("scan:") for c in kafka.calls)
+    assert world.condition("Erased")["message"] == erased["message"]
+
+    # The group reads past the match: the partition is scanned and cut.
+    kafka.commit("auditor", P0, 5)
+    world.later(120)
+    assert isinstance(world.run(), service.Retry)
+    assert kafka.deleted == [(P1, 2), (P0, 4)]
+
+
+def test_a_protected_group_without_a_commit_holds_the_whole_partition() -> None:
+    world = delete_world(*CUT, ("protectGroups", ["auditor"]))
+    world.kafka.commit("auditor", P1, 2)
+    assert isinstance(world.run(), service.Retry)
+    assert world.kafka.deleted == [(P1, 2)]
+    message = world.condition("Erased")["message"]
+    assert "protected group auditor has no committed offset on clicks-0" in message
+
+
+def test_groups_not_read_past_a_match_are_named_per_topic_in_report_mode() -> None:
+    world = delete_world()
+    kafka = world.kafka
+    kafka.commit("slow-reader", P0, 1)  # at the first match: not read
+    kafka.commit("mid-reader", P0, 2)  # read the first match, not the last
+    kafka.commit("fast-reader", P0, 5)
+    kafka.commit("fast-reader", P1, 3)
+    kafka.commit("other-topic-reader", TopicPartition("elsewhere", 0), 0)
+    assert isinstance(world.run(), service.Retry)
+    topic = world.store.status["topics"][0]
+    assert topic["unreadBy"] == ["mid-reader", "slow-reader"]
+    assert topic["unreadByCount"] == 2
+    assert topic["stage"] == Phase.AWAITING_RETENTION
+    assert kafka.deleted == []
+    assert "delete_records" not in kafka.calls
+    # What a cut would cost, shown in report mode too.
+    assert world.store.status["summary"]["collateralRecords"] == 3
+    assert world.store.status["summary"]["collateralBytes"] == COLLATERAL_BYTES
+
+
+def test_unread_by_names_at_most_twenty_groups_and_counts_them_all() -> None:
+    world = delete_world(("dryRun", True))
+    for i in range(25):
+        world.kafka.commit(f"reader-{i:02d}", P1, 0)
+    world.run()
+    topic = world.store.status["topics"][0]
+    assert len(topic["unreadBy"]) == 20
+    assert topic["unreadByCount"] == 25
+
+
+def test_a_dry_run_of_a_cut_reports_the_collateral_and_who_it_passes_and_deletes_nothing() -> None:
+    world = delete_world(
+        ("onDeleteTopics", "cut"), ("dryRun", True), ("protectGroups", ["auditor"])
+    )
+    kafka = world.kafka
+    kafka.commit("auditor", P0, 5)
+    kafka.commit("auditor", P1, 0)  # below the match at 1: holds clicks-1
+    kafka.commit("slow-reader", P0, 0)
     outcome = world.run()
     assert isinstance(outcome, service.Outcome)
     assert outcome.finished
     status = world.store.status
     assert status["phase"] == Phase.DRY_RUN
-    assert world.kafka.written == []
-    assert "write_tombstones" not in world.kafka.calls
-    assert status["summary"]["digestsFound"] == 1
-    assert status["summary"]["matchesRemaining"] == 3
-    # Partition 0: other-0 below the last match; partition 1: other-1.
-    assert "would remove 2 other records" in status["topics"][0]["note"]
-    assert "expectedKeyErasedAt" in status["deadline"]
+    assert kafka.deleted == []
+    assert kafka.written == []
+    assert "delete_records" not in kafka.calls
+    assert (kafka.starts[P0], kafka.starts[P1]) == (0, 0)
+    # Only clicks-0 would be cut (clicks-1 is held): its 2 records of other keys.
+    assert status["summary"]["collateralRecords"] == 2
+    assert status["summary"]["collateralBytes"] == 2 * (len(b"other-a") + len(b"va"))
+    message = world.condition("Erased")["message"]
+    assert "would remove 2 records (18 bytes) of other keys (clicks-0 at 4: 2 records" in message
+    assert "passing groups slow-reader" in message
+    assert "protected groups auditor would hold 1 partitions (clicks-1)" in message
+    assert "would remove 2 records" in status["topics"][0]["note"]
     assert "receipt" not in status
+
+
+def test_a_dry_run_of_a_compacted_topic_reports_no_cut() -> None:
+    world = compacted_world(("onDeleteTopics", "cut"), ("dryRun", True))
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    status = world.store.status
+    assert status["phase"] == Phase.DRY_RUN
+    assert world.kafka.written == []
+    assert world.kafka.deleted == []
+    assert status["summary"]["collateralRecords"] == 0
+    assert "cut" not in status["topics"][0].get("note", "")
+    assert "expectedKeyErasedAt" in status["deadline"]
+
+
+def test_a_key_written_after_the_cut_is_cut_again_then_fails_after_three_rounds() -> None:
+    world = delete_world(*CUT)
+    kafka = world.kafka
+    assert isinstance(world.run(), service.Retry)
+    assert kafka.deleted == [(P0, 4), (P1, 2)]
+
+    kafka.produce(P1, KEY, b"address-4")  # offset 3
+    kafka.produce(P1, b"later-2", b"v")
+    world.later(3)
+    assert isinstance(world.run(), service.Retry)
+    assert world.condition("Erased")["reason"] == Reason.KEY_REWRITTEN
+    assert kafka.deleted[-1] == (P1, 4)
+    entry = next(e for e in world.store.status["evidence"] if e["partition"] == 1)
+    assert [c["offset"] for c in entry["cuts"]] == [2, 4]
+    assert [s["phase"] for s in entry["scans"]][-1] == ev.KEY_REWRITTEN
+
+    kafka.produce(P1, KEY, b"address-5")  # offset 5
+    world.later(3)
+    assert isinstance(world.run(), service.Retry)
+    assert kafka.deleted[-1] == (P1, 6)
+
+    kafka.produce(P1, KEY, b"address-6")
+    world.later(3)
+    failed = world.run()
+    assert isinstance(failed, service.Outcome)
+    assert world.store.status["phase"] == Phase.FAILED
+    assert world.condition("Erased")["reason"] == Reason.KEY_REWRITTEN
+    assert kafka.deleted[-1] == (P1, 6)  # not cut a third time after the rewrites
+
+
+def test_a_cut_names_offsets_groups_and_digests_never_the_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    world = delete_world(*CUT, ("protectGroups", ["auditor"]))
+    world.spec["keys"] = [{"string": KEY.decode()}]
+    world.kafka.commit("auditor", P0, 5)
+    world.kafka.commit("auditor", P1, 0)
+    outputs = [repr(world.run())]
+    world.kafka.commit("auditor", P1, 5)
+    for _ in range(3):
+        world.later(40)
+        outputs.append(repr(world.run()))
+    assert world.store.status["phase"] == Phase.KEY_ERASED
+    text = json.dumps(world.store.patches) + json.dumps(world.events) + "".join(outputs)
+    text += caplog.text + json.dumps(world.blobs.sets)
+    for form in (KEY.decode(), KEY.hex(), "user-4711"):
+        assert form not in text
+    assert "CutHeld" in text
+    assert DIGEST in json.dumps(world.store.status)
+
+
+def test_a_cut_kafka_refuses_is_named_and_tried_again_after_the_next_scan() -> None:
+    world = delete_world(*CUT)
+    kafka = world.kafka
+    refuse = [True]
+    delete = kafka.delete_records
+
+    def refusing(cuts: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | KafkaFailure]:
+        if refuse[0]:
+            refuse[0] = False
+            kafka.calls.append("delete_records")
+            out: dict[TopicPartition, int | KafkaFailure] = dict(delete({P0: cuts[P0]}))
+            out[P1] = KafkaFailure("NOT_LEADER_OR_FOLLOWER", "moving", False)
+            return out
+        return delete(cuts)
+
+    kafka.delete_records = refusing  # type: ignore[method-assign]
+    assert isinstance(world.run(), service.Retry)
+    assert kafka.deleted == [(P0, 4)]
+    assert "clicks-1 not cut: NOT_LEADER_OR_FOLLOWER" in world.store.status["topics"][0]["note"]
+    assert "cuts" not in next(e for e in world.store.status["evidence"] if e["partition"] == 1)
+    world.later(3)
+    assert isinstance(world.run(), service.Retry)
+    assert kafka.deleted == [(P0, 4), (P1, 2)]
+    # Not a rewrite: the key was below a cut that never took.
+    assert world.condition("Erased")["reason"] == Reason.RECORDS_CUT
+    world.later(3)
+    assert isinstance(world.run(), service.Outcome)
+    assert world.store.status["phase"] == Phase.KEY_ERASED
 
 
 def test_no_tombstone_is_ever_written_to_a_delete_or_tiered_topic() -> None:

@@ -15,7 +15,10 @@ from collections.abc import Generator, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from confluent_kafka import ConsumerGroupType
+
 from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.adapters.kafka_calls import failure, wait
 from kafka_retention.adapters.kafka_records import RecordReader
 from kafka_retention.adapters.kafka_writes import TombstoneWriter
 from kafka_retention.core.erasure import key_digest
@@ -42,7 +45,8 @@ Answers = dict[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure]
 
 
 class ErasureAdmin(KafkaAdmin):
-    """KafkaAdmin with the two things an erasure adds: scan_keys and write_tombstones."""
+    """KafkaAdmin (offsets, group positions, DeleteRecords for a cut) with what an
+    erasure adds: scan_keys, write_tombstones and group_ids."""
 
     def _reader(self, **kwargs: Any) -> RecordReader:
         return RecordReader(
@@ -60,6 +64,23 @@ class ErasureAdmin(KafkaAdmin):
 
     def _writer(self) -> TombstoneWriter:
         return TombstoneWriter(self._bootstrap, self._client_config)
+
+    # --- groups -----------------------------------------------------------------------
+
+    def group_ids(self) -> list[str]:
+        """Consumer and classic groups, as librdkafka lists them: the groups whose
+        positions tell who has not read a match yet (share and streams groups are not
+        listed here; spec.protectGroups names them and group_positions reads them)."""
+        try:
+            listing = wait(
+                self._admin.list_consumer_groups(request_timeout=self._timeout),
+                self._timeout + 5,
+            )
+        except Exception as exc:
+            # Not an empty list: "no group has read past a match" would be a claim.
+            raise self._unavailable(f"listing consumer groups: {failure(exc)}") from exc
+        kinds = (ConsumerGroupType.CONSUMER, ConsumerGroupType.CLASSIC)
+        return sorted(g.group_id for g in listing.valid if g.type in kinds)
 
     # --- scanning ---------------------------------------------------------------------
 

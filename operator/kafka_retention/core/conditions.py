@@ -83,8 +83,10 @@ class Reason(StrEnum):
     # a topic the erasure names does not exist, or its pattern matches none: it ends
     # (Failed) rather than sign a receipt for topics it never read
     TOPIC_NOT_FOUND = "TopicNotFound"
-    # onDeleteTopics: cut is not built yet; nothing is deleted
-    CUT_NOT_SUPPORTED = "CutNotSupportedYet"
+    # onDeleteTopics: cut: records deleted just past the last matches, verification next
+    RECORDS_CUT = "RecordsCut"
+    # a protected group has not read past a partition's last match: no cut there
+    CUT_HELD = "CutHeld"
     # RecordErasure DeadlineAtRisk: the topics' configs cannot meet spec.deadline
     ERASURE_DEADLINE_AT_RISK = "ErasureDeadlineAtRisk"
     ERASURE_DEADLINE_MET = "ErasureDeadlineMet"
@@ -175,4 +177,6 @@ class EventReason(StrEnum):
     VALUES_ERASED = "ValuesErased"
     KEY_ERASED = "KeyErased"
     ERASURE_RECEIPT = "ErasureReceipt"
+    RECORDS_CUT = "RecordsCut"
+    CUT_HELD = "CutHeld"
     ERASURE_DEADLINE_AT_RISK = "ErasureDeadlineAtRisk"

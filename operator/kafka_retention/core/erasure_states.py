@@ -22,6 +22,11 @@ class Phase(StrEnum):
     KEY_ERASED = auto()
     # Topics that cannot be compacted (onDeleteTopics: report): retention removes them.
     AWAITING_RETENTION = auto()
+    # Those topics under onDeleteTopics: cut: DeleteRecords just past each partition's
+    # last match, then a scan of what is left verifies it (Cut); a protected group that
+    # has not read past the last match holds the cut there (CutHeld).
+    CUT = auto()
+    CUT_HELD = auto()
     DRY_RUN = auto()
     FAILED = auto()
 

@@ -114,10 +114,12 @@ class BrokerVolumes(Protocol):
     def remove(self, log_dir: str, name: str) -> None: ...
 
 
-class ErasureKafka(Protocol):
+class ErasureKafka(KafkaCutter, Protocol):
     """What a RecordErasure needs of Kafka (adapters.kafka_erasure.ErasureAdmin): which
     topics and partitions there are, how they are cleaned, where each listed key occurs,
-    and tombstones written with the exact key bytes found."""
+    tombstones written with the exact key bytes found; for onDeleteTopics: cut, what a
+    RecordPurge cuts with (KafkaCutter: fresh offsets, group positions, DeleteRecords),
+    and the groups there are, whose positions say who has not read a match yet."""
 
     def cluster_id(self) -> str: ...
     def topic_names(self) -> list[str]: ...
@@ -125,11 +127,11 @@ class ErasureKafka(Protocol):
     def topic_configs(
         self, topics: Iterable[str]
     ) -> Mapping[str, Mapping[str, str] | KafkaFailure]: ...
-    def log_bounds(
-        self, tps: Iterable[TopicPartition]
-    ) -> tuple[
-        Mapping[TopicPartition, int | KafkaFailure], Mapping[TopicPartition, int | KafkaFailure]
-    ]: ...
+    def group_ids(self) -> list[str]:
+        """The ids of the cluster's consumer groups (consumer and classic: the groups
+        librdkafka lists), sorted."""
+        ...
+
     def scan_keys(
         self, ranges: Mapping[TopicPartition, tuple[int, int]], digests: AbstractSet[str]
     ) -> Mapping[TopicPartition, PartitionScan | KafkaFailure]:

@@ -1,7 +1,8 @@
 """The evidence of an erasure: per (partition, digest) where the key was found, the
-tombstone written there and each phase's scan (offsets and counts: never a key). It is
-folded into status (at most EVIDENCE_LIMIT entries and STATUS_EVIDENCE_BYTES) and, when
-it outgrows that, kept whole in the erasure's ConfigMaps; the receipt is built from it.
+tombstone written there or the cuts of the partition, and each phase's scan (offsets and
+counts: never a key). It is folded into status (at most EVIDENCE_LIMIT entries and
+STATUS_EVIDENCE_BYTES) and, when it outgrows that, kept whole in the erasure's
+ConfigMaps; the receipt is built from it.
 
 The ConfigMaps live in the tenant's namespace, so what comes back from them is checked
 against the SHA-256 of the payload that status.evidenceRef recorded when it was saved
@@ -33,6 +34,9 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 # One scan per phase is kept; rewrites (KEY_REWRITTEN) each add one, so this bounds them.
 MAX_SCANS = 6
 KEY_REWRITTEN = "KeyRewritten"
+# Cuts kept per entry: the first and the rounds after rewrites (pipeline bounds them).
+MAX_CUTS = 4
+_CUT_COUNTS = ("offset", "lowWatermark", "collateralRecords", "collateralBytes")
 
 Entry = dict[str, Any]
 
@@ -124,6 +128,33 @@ def with_tombstone(entry: Mapping[str, Any], written: WrittenTombstone) -> Entry
     return {**entry, "tombstone": {"offset": written.offset, "timestamp": timestamp(moment)}}
 
 
+def with_cut(
+    entry: Mapping[str, Any],
+    offset: int,
+    low_watermark: int,
+    at: str,
+    collateral: tuple[int, int],
+) -> Entry:
+    """The entry with a cut of its partition: the offset asked, the low watermark Kafka
+    answered, when, and the other keys' records and bytes below it at this run's scan.
+    Each round is kept (a key written again after a cut is cut again, MAX_CUTS at most)."""
+    record = {
+        "offset": offset,
+        "lowWatermark": low_watermark,
+        "at": at,
+        "collateralRecords": collateral[0],
+        "collateralBytes": collateral[1],
+    }
+    cuts = [dict(c) for c in entry.get("cuts") or []]
+    return {**entry, "cuts": [*cuts, record][-MAX_CUTS:]}
+
+
+def last_cut(entry: Mapping[str, Any]) -> int | None:
+    """The offset of the entry's latest cut (None: its partition was never cut)."""
+    cuts = entry.get("cuts") or []
+    return int(cuts[-1]["offset"]) if cuts else None
+
+
 def tombstone_ms(entry: Mapping[str, Any]) -> int | None:
     """When the entry's tombstone was written (ms), None without one."""
     written = (entry.get("tombstone") or {}).get("timestamp")
@@ -139,8 +170,9 @@ def phases_reached(evidence: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """Each phase a scan recorded, and when first (the receipt's phases)."""
     reached: dict[str, str] = {}
     for entry in evidence:
-        for s in entry.get("scans") or []:
-            phase, at = str(s.get("phase")), str(s.get("at"))
+        moments = [(str(s.get("phase")), str(s.get("at"))) for s in entry.get("scans") or []]
+        moments += [(Phase.CUT, str(c.get("at"))) for c in entry.get("cuts") or []]
+        for phase, at in moments:
             if phase not in reached or at < reached[phase]:
                 reached[phase] = at
     return reached
@@ -218,6 +250,17 @@ def _malformed(entry: Any) -> str | None:
         or not isinstance(tombstone.get("timestamp"), str)
     ):
         return "a tombstone without offset and time"
+    cuts = entry.get("cuts")
+    if cuts is not None and (
+        not isinstance(cuts, list)
+        or not all(
+            isinstance(c, dict)
+            and all(_int(c.get(k)) for k in _CUT_COUNTS)
+            and isinstance(c.get("at"), str)
+            for c in cuts
+        )
+    ):
+        return "a cut without its offsets, counts and time"
     scans = entry.get("scans")
     if not isinstance(scans, list):
         return "no scans"

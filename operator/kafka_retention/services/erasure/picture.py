@@ -18,6 +18,7 @@ from kafka_retention.core.erasure_scan import PartitionScan, TombstoneWrite
 from kafka_retention.core.erasure_states import Phase
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.services.erasure import evidence as ev
+from kafka_retention.services.erasure.cut import MAX_NAMED_GROUPS, PartitionCut, describe
 from kafka_retention.services.erasure.evidence import Entry
 from kafka_retention.services.erasure.inputs import Erasure
 from kafka_retention.services.erasure.outcomes import Picture
@@ -25,7 +26,16 @@ from kafka_retention.services.erasure.select import Selection
 
 MIN_DELAY_S, MAX_DELAY_S, UNBOUNDED_DELAY_S = 2.0, 300.0, 60.0
 # Topic stages from least to most advanced: the resource's phase is its least advanced.
-STAGES = (Phase.TOMBSTONED, Phase.AWAITING_RETENTION, Phase.VALUES_ERASED, Phase.KEY_ERASED)
+# A held cut first: it waits on someone else, not on Kafka. Cut (done, not yet verified)
+# is one scan from KeyErased.
+STAGES = (
+    Phase.CUT_HELD,
+    Phase.TOMBSTONED,
+    Phase.AWAITING_RETENTION,
+    Phase.CUT,
+    Phase.VALUES_ERASED,
+    Phase.KEY_ERASED,
+)
 # status.topics' notes are cut this long (the CRD's maxLength).
 NOTE_LIMIT = 4096
 
@@ -44,6 +54,17 @@ class Judged:
     segment_roll: bool = False
     rewritten: bool = False
     exhausted: list[str] = field(default_factory=list)
+    # onDeleteTopics: cut (cut.py): each partition's cut as planned this run, the entries
+    # to cut (i -> a rewrite after an earlier cut?), cuts Kafka did not take (why).
+    cuts: dict[TopicPartition, PartitionCut] = field(default_factory=dict)
+    to_cut: dict[int, bool] = field(default_factory=dict)
+    cut_failed: dict[TopicPartition, str] = field(default_factory=dict)
+    # Per topic, groups not read past a match (status.topics[].unreadBy); listed groups
+    # whose positions were not read (too many).
+    unread: dict[str, set[str]] = field(default_factory=dict)
+    groups_not_read: int = 0
+    # Summary totals this run adds (recordsCut, collateralRecords, collateralBytes).
+    counted: dict[str, int] = field(default_factory=dict)
 
 
 def build(
@@ -75,25 +96,54 @@ def build(
         if expected and None not in expected:
             entry["expectedBy"] = time_of(max(e for e in expected if e is not None))
         notes = sorted(judged.notes.get(topic, set()))
-        if request.dry_run:
-            collateral = sum(s.collateral_records for tp, s in scans.items() if tp.topic == topic)
-            notes.append(f"a cut just past the last match would remove {collateral} other records")
+        cuts = {tp: c for tp, c in judged.cuts.items() if tp.topic == topic}
+        if request.dry_run and cuts:
+            notes.append(describe(cuts))
+        elif cuts and request.on_delete_topics == "cut":
+            notes += [why for c in cuts.values() for why in c.held]
+        notes += [
+            f"{tp} not cut: {why}" for tp, why in judged.cut_failed.items() if tp.topic == topic
+        ]
         if notes:
             entry["note"] = "; ".join(notes)[:NOTE_LIMIT]
+        entry.update(_unread(erasure, judged, topic))
         topics.append(entry)
     topics.sort(key=lambda t: str(t["name"]))
     written = sum(1 for w in judged.writes if "tombstone" in judged.entries[w])
     previous = erasure.status.get("summary") or {}
     tombstones = int(previous.get("tombstonesWritten", 0)) + (0 if request.dry_run else written)
-    return picture_of(
-        erasure,
-        request,
-        judged.entries,
-        scans,
-        topics,
-        judged.expectations,
-        {"tombstonesWritten": tombstones},
-    )
+    counts = {"tombstonesWritten": tombstones}
+    if request.on_delete_topics == "cut" and not request.dry_run:
+        # What the cuts removed, over every run that cut.
+        for name in CUT_COUNTS:
+            counts[name] = int(previous.get(name, 0)) + judged.counted.get(name, 0)
+    else:
+        # What cuts just past the last matches would remove now (a dry run shows it
+        # before acceptCollateral; report mode, what cut would cost).
+        going = [c for c in judged.cuts.values() if not c.held]
+        counts["collateralRecords"] = sum(c.collateral_records for c in going)
+        counts["collateralBytes"] = sum(c.collateral_bytes for c in going)
+    return picture_of(erasure, request, judged.entries, scans, topics, judged.expectations, counts)
+
+
+# status.summary's cut totals (carried from run to run under onDeleteTopics: cut).
+CUT_COUNTS = ("recordsCut", "collateralRecords", "collateralBytes")
+
+
+def _unread(erasure: Erasure, judged: Judged, topic: str) -> dict[str, Any]:
+    """status.topics[].unreadBy: the groups not read past a match, as the first scan (or
+    the latest cut) read them; a topic whose groups this run did not read keeps what
+    status said."""
+    if topic not in judged.unread:
+        for kept in erasure.status.get("topics") or []:
+            if isinstance(kept, Mapping) and kept.get("name") == topic:
+                return {k: kept[k] for k in ("unreadBy", "unreadByCount") if k in kept}
+        return {}
+    groups = sorted(judged.unread[topic])
+    out: dict[str, Any] = {"unreadBy": groups[:MAX_NAMED_GROUPS], "unreadByCount": len(groups)}
+    if judged.groups_not_read:
+        out["groupsNotRead"] = judged.groups_not_read
+    return out
 
 
 def picture_of(

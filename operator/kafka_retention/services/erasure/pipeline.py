@@ -72,8 +72,10 @@ from kafka_retention.core.failures import (
 from kafka_retention.core.receipts import receipt, sign
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import tenancy
+from kafka_retention.services.cutting import Applied
+from kafka_retention.services.erasure import cut, status
 from kafka_retention.services.erasure import evidence as ev
-from kafka_retention.services.erasure import status
+from kafka_retention.services.erasure.cut import PartitionCut
 from kafka_retention.services.erasure.evidence import Entry
 from kafka_retention.services.erasure.inputs import Erasure
 from kafka_retention.services.erasure.outcomes import (
@@ -107,6 +109,7 @@ from kafka_retention.services.erasure.select import (
     select_topics,
     topic_refusal,
 )
+from kafka_retention.services.fresh import read_positions
 from kafka_retention.services.ports import ErasureKafka
 
 __all__ = ["MAX_TOMBSTONE_ROUNDS", "finished", "next_delay", "reconcile"]
@@ -141,14 +144,6 @@ def reconcile(erasure: Erasure) -> Outcome:
         ungranted = _ungranted(erasure.status, grant)
         if ungranted is not None:
             return status.end(erasure, ungranted)
-        if request.on_delete_topics == "cut" and not request.dry_run:
-            message = (
-                "spec.onDeleteTopics: cut is not supported yet (a later release cuts the "
-                "topics that cannot be compacted); use report; nothing was read or written"
-            )
-            return status.end(
-                erasure, Refusal(Reason.CUT_NOT_SUPPORTED, message, "spec.onDeleteTopics")
-            )
         kafka = erasure.connect(request)
         step = _step(Turn(erasure, run, kafka, request, grant), phase)
     except tenancy.Refused as err:
@@ -310,22 +305,32 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     now_ms = ms(turn.erasure.now())
     topics = [dict(t) for t in turn.erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
+    # A held cut is looked at again when retention may have come, or its group moved on.
     due = [
         str(t.get("name"))
         for t in open_
-        if t.get("kind") == "compacted" or (expected_ms(t) or 0) <= now_ms
+        if t.get("kind") == "compacted"
+        or (expected_ms(t) or (0 if t.get("stage") != Phase.CUT_HELD else now_ms + 1)) <= now_ms
     ]
-    due += _retention_passed(turn.kafka, known, [t for t in open_ if str(t.get("name")) not in due])
+    waiting = [t for t in open_ if str(t.get("name")) not in due]
+    due += _retention_passed(turn.kafka, known, waiting)
+    due += _released(turn, known, [t for t in waiting if str(t.get("name")) not in due])
     if not due:
         picture = stored_picture(turn.erasure, known)
+        phase = phase_of(topics)
+        # A held cut's condition names its group and partition: kept while nothing moved.
+        reason, message = _stored_erased(turn.erasure, phase) or (
+            Reason.AWAITING_RETENTION,
+            "waiting for retention",
+        )
         return _waiting(
             turn.erasure,
             turn.run,
-            phase_of(topics),
+            phase,
             picture,
-            Reason.AWAITING_RETENTION,
-            "waiting for retention",
-            delays(topics, now_ms),
+            reason,
+            message,
+            _delay(phase, topics, now_ms),
             [],
         )
     selection = cleaning_of(turn.kafka, due)
@@ -339,6 +344,33 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     scans = scan(turn.kafka, tps, turn.request.digests())
     kept = [t for t in topics if t.get("name") not in selection.partitions]
     return _judge(turn, selection, known, scans, kept, first=False)
+
+
+def _released(
+    turn: Turn, known: Sequence[Entry], waiting: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """The topics whose cut was held where every protected group has now committed past
+    each held partition's last match (positions only, no record read): scanned now, and
+    cut if the scan still finds the keys."""
+    held = {str(t.get("name")) for t in waiting if t.get("stage") == Phase.CUT_HELD}
+    last: dict[TopicPartition, int] = {}
+    for entry in known:
+        tp, cut_at = ev.tp_of(entry), ev.last_cut(entry)
+        # Held: a partition with a match its latest cut (if any) did not pass.
+        if (
+            entry.get("digest")
+            and tp.topic in held
+            and (cut_at is None or cut_at <= ev.last_match(entry))
+        ):
+            last[tp] = max(last.get(tp, -1), ev.last_match(entry))
+    if not last or not turn.request.protect_groups:
+        return sorted({tp.topic for tp in last})
+    positions = read_positions(turn.kafka, sorted(last), lambda _tp: turn.request.protect_groups)
+    released: set[str] = set()
+    for tp, at in positions.items():
+        if all(p is not None and p > last[tp] for p in at.values()):
+            released.add(tp.topic)
+    return sorted(released)
 
 
 def _retention_passed(
@@ -389,6 +421,8 @@ def _judge(
                     {"topic": tp.topic, "partition": tp.partition, "digest": listed, "scans": []}
                 )
     judged = Judged()
+    _guard(turn, selection, scans, judged, first or turn.request.dry_run)
+    cutting = turn.request.on_delete_topics == "cut"
     for i, entry in enumerate(entries):
         tp, digest = ev.tp_of(entry), entry.get("digest")
         if tp.topic not in selection.cleaning or tp not in scans or not digest:
@@ -406,14 +440,14 @@ def _judge(
             at,
             now_ms,
             first,
-            turn.request.dry_run,
+            judged.cuts.get(tp) if cutting else None,
         )
         judged.entries.append(entry)
     if judged.exhausted:
         message = (
-            f"a listed key was written again after {MAX_TOMBSTONE_ROUNDS} tombstones in "
-            f"{', '.join(judged.exhausted[:5])}: a producer still writes it; stop it, then "
-            "create a new RecordErasure"
+            f"a listed key was written again after {MAX_TOMBSTONE_ROUNDS} tombstones or cuts "
+            f"in {', '.join(judged.exhausted[:5])}: a producer still writes it; stop it, "
+            "then create a new RecordErasure"
         )
         picture = build(turn.erasure, turn.request, judged, scans, selection, kept_topics)
         return Completed(turn.run, Phase.FAILED, picture, Reason.KEY_REWRITTEN, message)
@@ -423,14 +457,19 @@ def _judge(
         judged.entries = ev.with_partition_scans(judged.entries, scans, at)
     if judged.writes and not turn.request.dry_run:
         events.append(_write(turn.kafka, judged))
+    if judged.to_cut and not turn.request.dry_run:
+        events.append(_cut(turn.kafka, judged, at))
     picture = build(turn.erasure, turn.request, judged, scans, selection, kept_topics)
-    collateral = sum(s.collateral_records for s in scans.values())
     if turn.request.dry_run:
         message = (
             f"{picture.summary['digestsFound']} of {picture.summary['digests']} digests found, "
             f"{picture.summary['matchesRemaining']} records; {len(judged.writes)} tombstones "
-            f"would be written; a cut would also remove {collateral} records of other keys"
+            "would be written"
         )
+        if judged.cuts:
+            message += f"; {cut.describe(judged.cuts)}"
+            if not cutting:
+                message += " (onDeleteTopics is report: nothing would be cut)"
         return Completed(turn.run, Phase.DRY_RUN, picture, Reason.DRY_RUN_COMPLETED, message)
     phase = phase_of(picture.topics)
     previous = _phase(turn.erasure.status)
@@ -444,11 +483,17 @@ def _judge(
             message = f"no record with any of the {picture.summary['digests']} digests is left"
             events.append((EventReason.KEY_ERASED, message))
         return _sign(turn, picture, events, at)
+    if phase == Phase.CUT_HELD and previous != Phase.CUT_HELD:
+        held = cut.held_message(judged.cuts.values())
+        events.append((EventReason.CUT_HELD, held[:1000]))
     if phase == Phase.VALUES_ERASED and previous != Phase.VALUES_ERASED:
         events.append(
             (EventReason.VALUES_ERASED, "no value with a listed key is left; tombstones remain")
         )
     reason, message = _erased_reason(phase, judged)
+    if phase == Phase.CUT_HELD and not any(c.held for c in judged.cuts.values()):
+        # Held on a topic this run did not scan: what the run that held it said.
+        reason, message = _stored_erased(turn.erasure, phase) or (reason, message)
     return _waiting(
         turn.erasure,
         turn.run,
@@ -456,7 +501,7 @@ def _judge(
         picture,
         reason,
         message,
-        delays(picture.topics, now_ms),
+        _delay(phase, picture.topics, now_ms),
         events,
     )
 
@@ -475,14 +520,27 @@ def _judge_entry(
     at: str,
     now_ms: int,
     first: bool,
-    dry_run: bool,
+    planned: PartitionCut | None,
 ) -> Entry:
+    """Where one (partition, digest) stands. `planned`: its partition's cut this run
+    (onDeleteTopics: cut, on a topic that cannot be compacted), else None."""
     topic = found.tp.topic
     tombstone = entry.get("tombstone")
     stage: Phase
     answered = False  # a tombstone this run found after the key's last value
     if hits is None or not hits.records:
         stage = Phase.KEY_ERASED
+    elif cleaning.kind != "compacted" and planned is not None:
+        stage = Phase.CUT_HELD if planned.held else Phase.CUT
+        cut_at = ev.last_cut(entry)
+        # Records with the key at or past an earlier cut were written after it; below
+        # it, the cut did not take (it failed, or was held): cut again, not a rewrite.
+        rewrite = cut_at is not None and hits.first_offset >= cut_at
+        if stage == Phase.CUT and rewrite and ev.rewrites(entry) + 1 >= MAX_TOMBSTONE_ROUNDS:
+            judged.exhausted.append(f"{found.tp} ({entry['digest']})")
+        elif stage == Phase.CUT:
+            judged.to_cut[i] = rewrite
+            judged.rewritten |= rewrite
     elif cleaning.kind != "compacted":
         stage = Phase.AWAITING_RETENTION  # reported: never a tombstone here
     elif not hits.values:
@@ -517,7 +575,7 @@ def _judge_entry(
             judged.writes[i] = (write, rewrite)
             judged.rewritten |= rewrite
     label = Phase.SCANNING if first else stage
-    if answered or (i in judged.writes and judged.writes[i][1]):
+    if answered or (i in judged.writes and judged.writes[i][1]) or judged.to_cut.get(i):
         label = ev.KEY_REWRITTEN  # type: ignore[assignment]
     entry = ev.add_scan(entry, ev.scan_record(label, at, found, hits))
     # When the next milestone is expected: the cleaner's from the tombstone's time (now,
@@ -527,8 +585,11 @@ def _judge_entry(
     expected: Expected | None = None
     if stage in (Phase.TOMBSTONED, Phase.VALUES_ERASED):
         expected = expected_compaction(cleaning, tomb_ms)
-    elif stage == Phase.AWAITING_RETENTION and hits is not None:
+    elif stage in (Phase.AWAITING_RETENTION, Phase.CUT_HELD) and hits is not None:
         expected = _by_retention(cleaning, expected_retention(cleaning, hits.last_timestamp_ms))
+    elif stage == Phase.CUT:
+        # Cut in this run, verified by the next one's scan.
+        expected = Expected(now_ms, now_ms, "cut now", topic, "onDeleteTopics")
     if expected is not None:
         milestone = (
             expected.values_erased_ms if stage == Phase.TOMBSTONED else expected.key_erased_ms
@@ -539,6 +600,98 @@ def _judge_entry(
             judged.notes.setdefault(topic, set()).add(expected.note)
     judged.stages.setdefault(topic, []).append(stage)
     return entry
+
+
+def _guard(
+    turn: Turn,
+    selection: Selection,
+    scans: Mapping[TopicPartition, PartitionScan],
+    judged: Judged,
+    first: bool,
+) -> None:
+    """The fresh read of the partitions with a match (cut.py): who has not read past a
+    match, per topic; and on topics that cannot be compacted, where each partition would
+    be cut and who holds it: for a cut (onDeleteTopics: cut), else for status's account."""
+    lasts = cut.last_matches({tp: s for tp, s in scans.items() if tp.topic in selection.cleaning})
+    if not first:
+        # A follow-up reads groups only for a cut (a tombstoned topic is looked at every
+        # few seconds, and a group read is a consumer handle per group): unreadBy stays
+        # what the first scan, or the latest cut, found.
+        cutting = turn.request.on_delete_topics == "cut"
+        lasts = {
+            tp: last for tp, last in lasts.items() if cutting and _cuttable(selection, tp.topic)
+        }
+    groups = cut.read_groups(turn.kafka, turn.request.protect_groups, lasts)
+    for tp in lasts:
+        judged.unread.setdefault(tp.topic, set()).update(groups.unread(tp))
+    judged.groups_not_read = groups.not_read
+    # Planned in report mode too: status shows what a cut would cost (nothing is cut).
+    uncompacted = {tp: last for tp, last in lasts.items() if _cuttable(selection, tp.topic)}
+    judged.cuts = cut.plan(
+        cut.Groups(groups.fresh, uncompacted, groups.not_read),
+        scans,
+        turn.request.protect_groups,
+    )
+
+
+def _cuttable(selection: Selection, topic: str) -> bool:
+    """Delete and tiered topics: DeleteRecords works there. Never a compacted one (Kafka
+    answers POLICY_VIOLATION on compact alone; compact,delete takes tombstones)."""
+    return selection.cleaning[topic].kind != "compacted"
+
+
+def _cut(kafka: ErasureKafka, judged: Judged, at: str) -> Event:
+    """The cuts of the partitions whose entries need one (never a held or compacted one:
+    _judge_entry asks for none there), recorded in each entry of the partition. A cut
+    Kafka did not take is named in status and tried again after the next scan."""
+    wanted = {ev.tp_of(judged.entries[i]) for i in judged.to_cut}
+    applied = cut.apply(kafka, {tp: judged.cuts[tp] for tp in wanted})
+    done: dict[TopicPartition, Applied] = {}
+    for tp in sorted(wanted):
+        result = applied.get(tp)
+        if result is not None and result.done and result.log_start_after is not None:
+            done[tp] = result
+        else:
+            why = "no answer" if result is None else str(result.failure or result.unverified)
+            judged.cut_failed[tp] = why
+    for i in judged.to_cut:
+        tp = ev.tp_of(judged.entries[i])
+        if tp in done:
+            planned = judged.cuts[tp]
+            low = done[tp].log_start_after
+            assert low is not None
+            judged.entries[i] = ev.with_cut(
+                judged.entries[i],
+                planned.target,
+                low,
+                at,
+                (planned.collateral_records, planned.collateral_bytes),
+            )
+    for tp in done:
+        planned = judged.cuts[tp]
+        for name, value in (
+            ("recordsCut", planned.records),
+            ("collateralRecords", planned.collateral_records),
+            ("collateralBytes", planned.collateral_bytes),
+        ):
+            judged.counted[name] = judged.counted.get(name, 0) + value
+    shown = ", ".join(
+        f"{tp} at {judged.cuts[tp].target} (low watermark {done[tp].log_start_after})"
+        for tp in sorted(done)[:5]
+    )
+    more = f" and {len(done) - 5} more" if len(done) > 5 else ""
+    message = (
+        f"{len(done)} partitions cut just past their last match: {shown}{more}; "
+        f"{judged.counted.get('collateralRecords', 0)} records "
+        f"({judged.counted.get('collateralBytes', 0)} bytes) of other keys removed"
+    )
+    if judged.cut_failed:
+        first = min(judged.cut_failed)
+        message += (
+            f"; {len(judged.cut_failed)} not cut ({first}: {judged.cut_failed[first]}), "
+            "tried again after the next scan"
+        )
+    return (EventReason.RECORDS_CUT, message[:1000])
 
 
 def _by_retention(cleaning: Cleaning, gone_ms: int | None) -> Expected:
@@ -647,7 +800,38 @@ def _erased_reason(phase: Phase, judged: Judged) -> tuple[Reason, str]:
         return Reason.AWAITING_COMPACTION, "tombstones written; waiting for the log cleaner"
     if phase == Phase.AWAITING_RETENTION:
         return Reason.AWAITING_RETENTION, "waiting for retention to remove the matches"
+    if phase == Phase.CUT_HELD:
+        return Reason.CUT_HELD, cut.held_message(judged.cuts.values())
+    if phase == Phase.CUT:
+        failed = ""
+        if judged.cut_failed:
+            first = min(judged.cut_failed)
+            failed = (
+                f"; {len(judged.cut_failed)} partitions not cut ({first}: "
+                f"{judged.cut_failed[first]}): tried again after the next scan"
+            )
+        return Reason.RECORDS_CUT, (
+            "records cut just past the last matches; the next scan of what is left "
+            f"verifies it{failed}"
+        )
     return Reason.VALUES_ERASED, "no value is left; waiting for the cleaner to drop the tombstones"
+
+
+def _delay(phase: Phase, topics: Sequence[Mapping[str, Any]], now_ms: int) -> float:
+    """Seconds to the next look: from the expected times, and soon for a held cut."""
+    wanted = delays(topics, now_ms)
+    return min(wanted, cut.HELD_DELAY_S) if phase == Phase.CUT_HELD else wanted
+
+
+def _stored_erased(erasure: Erasure, phase: Phase) -> tuple[Reason, str] | None:
+    """The stored Erased condition's reason and message, when status is at `phase` already
+    and that phase is CutHeld (None otherwise)."""
+    if phase != Phase.CUT_HELD or _phase(erasure.status) != phase:
+        return None
+    for c in erasure.status.get("conditions") or []:
+        if c.get("type") == "Erased" and c.get("reason") == Reason.CUT_HELD:
+            return Reason.CUT_HELD, str(c.get("message", ""))
+    return None
 
 
 def _waiting(
