@@ -156,7 +156,8 @@ def apply(
     passed needs none (its log start is the answer)."""
     out: dict[TopicPartition, Applied] = {}
     wanted: dict[TopicPartition, int] = {}
-    for tp, cut in cuts.items():
+    # In partition order: one DeleteRecords either way, but the same request every time.
+    for tp, cut in sorted(cuts.items()):
         if cut.held:
             continue
         if cut.target <= cut.log_start:

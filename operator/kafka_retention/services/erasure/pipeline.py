@@ -69,11 +69,12 @@ from kafka_retention.core.failures import (
     Unresolved,
     WriteRefused,
 )
+from kafka_retention.core.ledger import cluster_name
 from kafka_retention.core.receipts import receipt, sign
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import tenancy
 from kafka_retention.services.cutting import Applied
-from kafka_retention.services.erasure import cut, status
+from kafka_retention.services.erasure import cut, ledger, status
 from kafka_retention.services.erasure import evidence as ev
 from kafka_retention.services.erasure.cut import PartitionCut
 from kafka_retention.services.erasure.evidence import Entry
@@ -762,6 +763,13 @@ def _sign(turn: Turn, picture: Picture, events: list[Event], scanned_at: str) ->
     )
     signed = sign(document, key)
     ref = turn.erasure.blobs.save("receipt", json.dumps(signed, sort_keys=True))
+    if turn.erasure.ledger is not None:
+        # Before status names the receipt: a ledger that cannot be brought up to date
+        # raises LedgerBehind (a WriteRefused), so the erasure stays unfinished and its
+        # next run signs and records again; the receipt stays stored meanwhile.
+        ledger.record(
+            turn.erasure.ledger, signed, cluster_name(turn.request.cluster, turn.erasure.namespace)
+        )
     stored = {
         "configMap": ref["configMap"],
         "sha256": signed["sha256"],
