@@ -101,10 +101,11 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
 
 
 def bind_erase(stack: Stack, admin: AdminClient, made: list[str], ns: str, topic: str) -> str:
-    """A binding letting `ns` erase on exactly this topic of the shared cluster."""
+    """A binding letting `ns` erase on exactly this topic of the shared cluster, and cut it
+    (a cut is DeleteRecords: it needs purge granted too)."""
     name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
     tenants = [
-        {"namespaces": [ns], "operations": ["erase"], "topics": {"allow": [re.escape(topic)]}}
+        {"namespaces": [ns], "operations": ["erase", "purge"], "topics": {"allow": [re.escape(topic)]}}
     ]
     servers = stack.kafka.bootstrap_servers
     apply(stack, tenancy.binding(name, cluster_id(admin), servers, ns, tenants=tenants))

@@ -30,14 +30,38 @@ def binding(*operations: str, **topics: Any) -> dict[str, Any]:
     }
 
 
-def erasure(**topics: Any) -> Any:
+def erasure(*, fields: dict[str, Any] | None = None, **topics: Any) -> Any:
     return parse_erasure_spec(
         {
             "cluster": {"clusterRef": "orders"},
             "topics": topics or {"names": ["orders.customers"]},
             "keys": [{"sha256": DIGEST}],
+            **(fields or {}),
         }
     )
+
+
+CUT = {"onDeleteTopics": "cut", "acceptCollateral": True}
+
+
+def test_a_cut_needs_purge_granted_too_and_is_refused_at_on_delete_topics() -> None:
+    """A cut deletes every record before a matched offset, other keys' too: an
+    erase-only namespace must not get purge's power through it."""
+    world = World({"orders": binding("erase", allow=["orders\\..*"])})
+    with pytest.raises(Refused) as refused:
+        world.tenancy().admit_erasure("team-a", erasure(fields=CUT))
+    assert refused.value.field == "spec.onDeleteTopics"
+    assert refused.value.reason == "NotPermitted"
+    assert "purge" in refused.value.message
+    assert not any(r.startswith("connection/") for r in world.reads)
+
+
+def test_a_cut_is_admitted_with_erase_and_purge_and_its_dry_run_with_erase_alone() -> None:
+    both = World({"orders": binding("erase", "purge", allow=["orders\\..*"])})
+    assert both.tenancy().admit_erasure("team-a", erasure(fields=CUT)) is not None
+    erase_only = World({"orders": binding("erase", allow=["orders\\..*"])})
+    dry = erasure(fields={**CUT, "dryRun": True})
+    assert erase_only.tenancy().admit_erasure("team-a", dry) is not None
 
 
 def test_erase_not_granted_is_refused_at_the_cluster_ref_before_any_connection() -> None:

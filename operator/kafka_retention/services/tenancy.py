@@ -192,11 +192,17 @@ class Tenancy:
         return grant
 
     def admit_topics(
-        self, namespace: str, operation: Operation, request: NamesTopics
+        self,
+        namespace: str,
+        operation: Operation,
+        request: NamesTopics,
+        also: Mapping[Operation, str] | None = None,
     ) -> Grant | None:
-        """The grant of `operation` to the namespace, once every topic the spec names is
+        """The grant of `operation` (and of the operations in `also`, each with the spec
+        field that asks for it) to the namespace, once every topic the spec names is
         within it; None for a cluster named inline under open tenancy."""
-        grant = self.admit(namespace, request.cluster, {operation: "spec.cluster.clusterRef"})
+        needs: dict[Operation, str] = {operation: "spec.cluster.clusterRef", **(also or {})}
+        grant = self.admit(namespace, request.cluster, needs)
         if grant is None:
             return None
         for field, topic in request.named_topics():
@@ -213,8 +219,13 @@ class Tenancy:
         """The grant a RecordErasure runs under, once its binding allows erase in its
         namespace and every topic it names; None for a cluster named inline under open
         tenancy. The caller selects pattern topics within the grant:
-        TopicSelector(names, pattern, allow=grant.allow, protect=grant.all_protect)."""
-        grant = self.admit_topics(namespace, "erase", request)
+        TopicSelector(names, pattern, allow=grant.allow, protect=grant.all_protect).
+
+        A cut (onDeleteTopics: cut, not a dry run) is DeleteRecords up to a matched
+        offset, anywhere in the log: purge's power, so the binding must grant purge too."""
+        cuts = request.on_delete_topics == "cut" and not request.dry_run
+        also: dict[Operation, str] = {"purge": "spec.onDeleteTopics"} if cuts else {}
+        grant = self.admit_topics(namespace, "erase", request, also)
         if grant is None:
             return None
         if request.pattern is not None and not grant.allow:
