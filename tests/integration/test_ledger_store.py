@@ -23,7 +23,7 @@ from kafka_retention.core.ledger import (
 )
 from kafka_retention.core.receipts import receipt, sign
 from kafka_retention.services.erasure import ledger as service
-from tests.unit.test_ledger import KEY, entry
+from tests.helpers.ledgers import KEY, entry
 
 pytestmark = pytest.mark.stack
 

@@ -4,13 +4,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kafka_retention.core import ledger as core
 from kafka_retention.core.failures import WriteRefused
@@ -22,41 +18,17 @@ from kafka_retention.core.ledger import (
     LedgerConflict,
     LedgerEntry,
     LedgerError,
-    StoredShard,
 )
-from kafka_retention.core.receipts import receipt, sign
 from kafka_retention.core.specs import ClusterRef
 from kafka_retention.services.erasure import ledger as service
-
-KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
-CLUSTER = "prod-eu"
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def signed_receipt(
-    digests: Sequence[str],
-    found: dict[str, list[str]] | None = None,
-    *,
-    uid: str = "uid-1",
-    name: str = "erase-alice",
-    completed: str = "2026-11-29T06:00:00Z",
-    cluster_id: str = "cluster-id-A",
-) -> dict[str, Any]:
-    """A receipt signed as pipeline._sign signs one: `found` maps a digest to the topics
-    its evidence names (a partition scan without a digest is in every receipt too)."""
-    evidence: list[dict[str, Any]] = [{"topic": "scanned-only", "partition": 0, "scans": []}]
-    for d, topics in (found or {}).items():
-        evidence += [{"topic": t, "partition": 1, "digest": d, "scans": []} for t in topics]
-    doc = receipt(name, "tenant-a", uid, cluster_id, evidence, completed, digests=digests)
-    return sign(doc, KEY)
-
-
-def entry(d: str, uid: str = "u", completed: str = "2026-11-29T06:00:00Z") -> LedgerEntry:
-    return LedgerEntry(d, uid, "ns", "n", ("t",), "0" * 64, "k" * 16, "cid", completed)
-
+from tests.helpers.ledgers import (
+    CLUSTER,
+    StrictStore,
+    digest,
+    entry,
+    no_pause,
+    signed_receipt,
+)
 
 # --- core ------------------------------------------------------------------------------
 
@@ -67,8 +39,9 @@ def test_entries_name_the_topics_each_digest_was_found_in_and_the_receipt() -> N
     got = {e.digest: e for e in core.entries_of(signed)}
     assert got[a].topics == ("orders", "orders-dlq")
     assert got[b].topics == ("orders",)
-    # Listed but found nowhere: still a digest the receipt vouches for, in no topic.
-    assert got[c].topics == ()
+    # Listed but found nowhere: still a digest the receipt vouches for, in every topic its
+    # evidence shows scanned.
+    assert got[c].topics == ("orders", "orders-dlq", "scanned-only")
     assert {e.receipt_sha256 for e in got.values()} == {signed["sha256"]}
     assert {e.key_id for e in got.values()} == {signed["signature"]["keyId"]}
     assert got[a].cluster_id == "cluster-id-A"
@@ -192,60 +165,6 @@ def test_100000_digests_fit_each_shard_far_below_the_limit() -> None:
 
 
 # --- the service, through a store as strict as the API server ---------------------------
-
-
-class StrictStore:
-    """ConfigMaps as the API server keeps them: a resourceVersion per write; a create of
-    an existing shard, or a replace naming another version (or a deleted shard), is a
-    409/404 (LedgerConflict); a payload over 1 MiB is refused (422). `before_write` runs
-    just before a write lands: another writer's turn."""
-
-    LIMIT = 1024 * 1024
-
-    def __init__(self) -> None:
-        self.shards: dict[tuple[str, str], tuple[str, int]] = {}
-        self.version = 100
-        self.writes = 0
-        self.before_write: Callable[[], object] | None = None
-        self.refuse: WriteRefused | None = None
-
-    def read(self, cluster: str, shard: str) -> StoredShard | None:
-        found = self.shards.get((cluster, shard))
-        if found is None:
-            return None
-        entries = core.decode_shard(cluster, shard, found[0])
-        return StoredShard(shard, tuple(entries), str(found[1]))
-
-    def write(self, cluster: str, shard: str, payload: str, version: str | None) -> None:
-        hook, self.before_write = self.before_write, None
-        if hook is not None:
-            hook()
-        if self.refuse is not None:
-            raise self.refuse
-        if len(payload.encode()) > self.LIMIT:
-            raise WriteRefused(422, "Unprocessable Entity", "ConfigMap is invalid: Too long")
-        current = self.shards.get((cluster, shard))
-        if version is None and current is not None:
-            raise LedgerConflict("AlreadyExists")
-        if version is not None and (current is None or str(current[1]) != version):
-            raise LedgerConflict("Conflict")
-        self.version += 1
-        self.writes += 1
-        self.shards[(cluster, shard)] = (payload, self.version)
-
-    def read_all(self, cluster: str) -> list[StoredShard]:
-        return [s for c, n in sorted(self.shards) if c == cluster if (s := self.read(c, n))]
-
-    def digests(self, cluster: str = CLUSTER) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = {}
-        for stored in self.read_all(cluster):
-            for e in stored.entries:
-                out.setdefault(e.digest, set()).add(e.uid)
-        return out
-
-
-def no_pause(_: float) -> None:
-    pass
 
 
 def test_record_puts_every_digest_of_the_receipt_in_its_shard() -> None:

@@ -21,14 +21,14 @@ from kafka_retention.core.erasure_scan import DigestHits, PartitionScan
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, WriteRefused
 from kafka_retention.services.erasure import ledger as service
-from tests.unit.test_ledger import CLUSTER, StrictStore, no_pause, signed_receipt
+from tests.helpers.ledgers import CLUSTER, NeverCuts, StrictStore, no_pause, signed_receipt
 
 KEY = b"customer-4711@example.com"
 DIGEST = hashlib.sha256(KEY).hexdigest()
 OTHER = hashlib.sha256(b"customer-4712@example.com").hexdigest()
 
 
-class Topics:
+class Topics(NeverCuts):
     """Topics as lists of record keys per partition; scans read each range whole."""
 
     def __init__(self, topics: Mapping[str, list[list[bytes]]], cluster_id: str = "restored"):
@@ -115,6 +115,28 @@ def test_a_restored_topic_holding_an_erased_key_is_found_exit_1(
     assert "erased before by tenant-a/erase-alice" in out
     assert "1 of 2 erased digests found in 3 partitions of 1 topics (6 records read)" in out
     assert KEY.decode() not in out + capsys.readouterr().err
+
+
+def test_a_digest_counts_only_in_topics_its_erasure_named_or_their_mirrors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A tenant can record any digest by "erasing" it on a topic of its own: a check of
+    another tenant's topic must not turn that into an erasure there. The ledger's entry
+    for DIGEST names "orders" (ledger_with); MirrorMaker names a mirror "<alias>.orders"."""
+    elsewhere = {"payments": [[KEY, b"a"]], "primary.orders": [[b"b", KEY]]}
+    code, out = check(ledger_with(DIGEST), Topics(elsewhere), "payments")
+    assert code == 0
+    assert "none of 1 erased digests found" in out
+    assert "1 findings of digests erased from other topics left out" in capsys.readouterr().err
+    code, out = check(ledger_with(DIGEST), Topics(elsewhere), "payments", any_topic=True)
+    assert code == 1
+    assert (
+        f"found payments partition 0 offsets 0..0 (1 records, 1 with a value) digest {DIGEST}"
+        in out
+    )
+    code, out = check(ledger_with(DIGEST), Topics(elsewhere), "primary.orders")
+    assert code == 1
+    assert "found primary.orders partition 0 offsets 1..1" in out
 
 
 def test_a_clean_topic_exits_0_having_read_every_partition() -> None:
@@ -230,7 +252,8 @@ def test_list_prints_each_entry_and_json_the_same_entries() -> None:
         "2026-11-29T06:00:00Z",
         "cluster-id-A",
     ]
-    assert rows[OTHER][0] == "-"
+    # Found nowhere: the topics the erasure scanned, where the receipt vouches it is not.
+    assert rows[OTHER][0] == "orders,scanned-only"
     out = io.StringIO()
     assert cli.run_list(store, CLUSTER, "json", out) == 0
     doc = json.loads(out.getvalue())

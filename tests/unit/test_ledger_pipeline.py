@@ -23,14 +23,14 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, WriteRefused
 from kafka_retention.services import erasure as service
 from kafka_retention.services.erasure import pipeline
-from tests.unit.test_ledger import StrictStore
+from tests.helpers.ledgers import NeverCuts, StrictStore
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DIGEST = hashlib.sha256(b"user-4711@example.com").hexdigest()
 BOOTSTRAP = "kafka-a:9092"
 
 
-class CleanKafka:
+class CleanKafka(NeverCuts):
     """A cluster whose one compacted topic never held the key: the first scan is the
     final one and the erasure is signed in its first run."""
 

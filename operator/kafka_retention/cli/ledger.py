@@ -80,10 +80,24 @@ def ledger_entries(ledger: LedgerStore, cluster: str) -> list[LedgerEntry]:
         raise CheckError(f"the ledger cannot be read: {err}") from None
 
 
+def covers(erased: str, topic: str) -> bool:
+    """Whether a topic is the one an entry names, or its mirror (MirrorMaker's default
+    policy names a replicated topic `<source alias>.<topic>`)."""
+    return topic == erased or topic.endswith("." + erased)
+
+
 def find(
-    kafka: ErasureKafka, topics: Sequence[str], entries: Sequence[LedgerEntry]
-) -> tuple[list[Found], dict[TopicPartition, PartitionScan]]:
-    """Every partition of `topics` read whole for the entries' digests (read-only)."""
+    kafka: ErasureKafka,
+    topics: Sequence[str],
+    entries: Sequence[LedgerEntry],
+    any_topic: bool = False,
+) -> tuple[list[Found], dict[TopicPartition, PartitionScan], int]:
+    """Every partition of `topics` read whole for the entries' digests (read-only).
+
+    A digest counts only in a topic one of its entries names (or a mirror of one): a
+    tenant may record any digest by erasing it on a topic of its own, and a check of
+    another tenant's topic must not turn that into an erasure there. `any_topic` lifts it
+    (a topic renamed on restore); the third value counts the findings left out."""
     from kafka_retention.services.erasure.scan import scan
 
     parts = kafka.topic_partitions(list(dict.fromkeys(topics)))
@@ -95,8 +109,21 @@ def find(
             raise CheckError(f"topic {topic}: {why}")
         tps += [TopicPartition(topic, p) for p in got]
     by_digest: dict[str, list[str]] = {}
+    erased_in: dict[str, set[str]] = {}
+    unlisted: set[str] = set()  # entries with more topics than they list
     for e in entries:
         by_digest.setdefault(e.digest, []).append(f"{e.namespace}/{e.name}")
+        erased_in.setdefault(e.digest, set()).update(e.topics)
+        if e.more_topics:
+            unlisted.add(e.digest)
+
+    def named(digest: str, topic: str) -> bool:
+        return (
+            any_topic
+            or digest in unlisted
+            or any(covers(t, topic) for t in erased_in.get(digest, ()))
+        )
+
     try:
         scans = scan(kafka, tps, frozenset(by_digest))
     except KafkaUnavailable as err:
@@ -115,7 +142,8 @@ def find(
         for digest, hits in sorted(partition_scan.hits.items())
         if hits.records
     ]
-    return found, scans
+    kept = [f for f in found if named(f.digest, f.tp.topic)]
+    return kept, scans, len(found) - len(kept)
 
 
 def erasure_manifests(
@@ -208,6 +236,7 @@ def run_check(
     print_erasure: str | None = None,
     output: str = "text",
     out: TextIO = sys.stdout,
+    any_topic: bool = False,
 ) -> int:
     """`ledger check`: exit 1 with the findings when any ledger digest is in the topics,
     0 when none is, 2 on an error. With `print_erasure` (NAMESPACE/NAME) the RecordErasure
@@ -221,7 +250,7 @@ def run_check(
                 "--operator-namespace (an empty ledger would pass every check)"
             )
         kafka = connect()
-        found, scans = find(kafka, topics, entries)
+        found, scans, elsewhere = find(kafka, topics, entries, any_topic)
         manifests = erasure_manifests(*where, cluster, bootstrap, found) if where else []
         cluster_id = kafka.cluster_id()
     except (CheckError, UsageError) as err:
@@ -229,6 +258,13 @@ def run_check(
     except KafkaUnavailable as err:
         return _fail(ERROR, f"error: {err}")
     report = sys.stderr if where else out
+    if elsewhere:
+        print(
+            f"note: {elsewhere} findings of digests erased from other topics left out (a "
+            "digest counts in the topics its erasure named, or their mirrors; --any-topic "
+            "counts them, once you know why they are there)",
+            file=sys.stderr,
+        )
     digests = {e.digest for e in entries}
     ids = sorted({e.cluster_id for e in entries})
     examined = sum(s.examined for s in scans.values())
@@ -303,6 +339,7 @@ def check_command(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap_server,
         print_erasure=args.print_erasure,
         output=args.output,
+        any_topic=args.any_topic,
     )
 
 
@@ -359,6 +396,12 @@ def add_commands(sub: Any) -> None:
         type=Path,
         metavar="FILE",
         help="client properties file (SASL/TLS): Java client properties or librdkafka's names",
+    )
+    check.add_argument(
+        "--any-topic",
+        action="store_true",
+        help="count a digest in any topic scanned, not only in the topics its erasure named "
+        "(or their mirrors, <alias>.<topic>): for a topic renamed on restore",
     )
     check.add_argument(
         "--print-erasure",

@@ -64,7 +64,8 @@ class LedgerEntry:
     uid: str  # the RecordErasure's metadata.uid
     namespace: str
     name: str
-    topics: tuple[str, ...]  # where the digest was found and erased (none: found nowhere)
+    # Where the digest was found and erased; found nowhere, the topics the erasure scanned.
+    topics: tuple[str, ...]
     receipt_sha256: str
     key_id: str
     cluster_id: str  # the Kafka cluster id the receipt names
@@ -154,13 +155,17 @@ def entries_of(signed: Mapping[str, Any]) -> list[LedgerEntry]:
     doc = signed["receipt"]
     resource = doc["resource"]
     found: dict[str, set[str]] = {}
+    scanned: set[str] = set()
     for e in doc.get("evidence") or []:
+        scanned.add(str(e.get("topic")))
         digest = e.get("digest")
         if isinstance(digest, str):
             found.setdefault(digest, set()).add(str(e.get("topic")))
     out = []
     for digest in doc["digests"]:
-        topics = sorted(found.get(digest, ()))
+        # Found nowhere: the topics the receipt shows scanned, where it vouches the key
+        # is not (a restore of one of them is what a check must look at).
+        topics = sorted(found.get(digest) or scanned)
         out.append(
             LedgerEntry(
                 digest=str(digest),
