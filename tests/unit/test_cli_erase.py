@@ -39,6 +39,7 @@ def erase_args(**more: Any) -> argparse.Namespace:
         "dry_run": False,
         "on_delete_topics": "report",
         "accept_collateral": False,
+        "max_collateral_records": None,
         "deadline": None,
         **more,
     }
@@ -83,6 +84,7 @@ def test_the_options_reach_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
         pattern="customers-.*",
         dry_run=True,
         on_delete_topics="cut",
+        max_collateral_records=1200,
         deadline="7d",
         namespace=None,
     )
@@ -93,6 +95,7 @@ def test_the_options_reach_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
     assert spec["onDeleteTopics"] == "cut"
     assert spec["dryRun"] is True
     assert spec["deadline"] == "7d"
+    assert spec["maxCollateralRecords"] == 1200
     assert "namespace" not in resource["metadata"]
 
 

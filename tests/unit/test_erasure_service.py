@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.bindings import Grant
 from kafka_retention.core.conditions import EventReason, Reason
-from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.core.erasure import ErasureRequest, parse_erasure_spec
 from kafka_retention.core.erasure_scan import (
     DigestHits,
     PartitionScan,
@@ -36,6 +36,7 @@ from kafka_retention.core.failures import (
     WriteRefused,
 )
 from kafka_retention.core.receipts import verify
+from kafka_retention.core.specs import SpecError
 from kafka_retention.handlers import erasure as handler
 from kafka_retention.handlers import erasure_logs
 from kafka_retention.handlers.common import Created
@@ -1545,3 +1546,31 @@ def test_a_topic_deleted_while_its_erasure_waits_ends_it_unfinished_without_a_re
     assert world.store.status["phase"] == Phase.FAILED
     assert world.condition("Ready")["reason"] == Reason.TOPIC_NOT_FOUND
     assert "receipt" not in world.store.status
+
+
+def test_cuts_beyond_max_collateral_records_end_failed_naming_the_field_with_nothing_cut() -> None:
+    """The dry run showed 3 records of other keys; a limit of 2 (a key written again near
+    the end since, say) must not be passed by an accepted cut: nothing is cut."""
+    world = delete_world(*CUT, ("maxCollateralRecords", 2))
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.maxCollateralRecords"
+    assert world.store.status["phase"] == Phase.FAILED
+    ready = world.condition("Ready")
+    assert ready["reason"] == Reason.COLLATERAL_ABOVE_LIMIT
+    assert "would remove 3 records of other keys" in ready["message"]
+    assert world.kafka.deleted == []
+
+
+def test_cuts_within_max_collateral_records_go_ahead() -> None:
+    world = delete_world(*CUT, ("maxCollateralRecords", 3))
+    assert isinstance(world.run(), service.Retry)
+    assert world.kafka.deleted == [(P0, 4), (P1, 2)]
+    assert world.store.status["summary"]["collateralRecords"] == 3
+
+
+def test_max_collateral_records_must_be_a_whole_number() -> None:
+    for bad in (-1, 1.5, "3", True):
+        with pytest.raises(SpecError) as refused:
+            parse_erasure_spec({**spec("clicks"), "maxCollateralRecords": bad})
+        assert refused.value.field == "spec.maxCollateralRecords"

@@ -208,6 +208,7 @@ def test_every_field_of_the_shape_is_read() -> None:
         "keys": [{"sha256": DIGEST}, {"string": "k2"}, {"base64": "azM="}],
         "onDeleteTopics": "cut",
         "acceptCollateral": True,
+        "maxCollateralRecords": 12,
         "protectGroups": ["g"],
         "deadline": "1d",
         "dryRun": True,
@@ -222,6 +223,7 @@ def test_every_field_of_the_shape_is_read() -> None:
     assert request.accept_collateral
     assert request.protect_groups == ("g",)
     assert request.deadline_ms == 86_400_000
+    assert request.max_collateral_records == 12
     assert request.dry_run
     assert request.cluster.bootstrap_servers == "k:9092"
     assert request.cluster.client_config_secret == "s"

@@ -474,6 +474,13 @@ def _erasure_commands(sub: Any) -> None:
         help="accept the other keys' records a cut removes (see a --dry-run first)",
     )
     erase.add_argument(
+        "--max-collateral-records",
+        type=int,
+        metavar="N",
+        help="the most records of other keys the cuts may remove in all (the dry run's "
+        "status.summary.collateralRecords)",
+    )
+    erase.add_argument(
         "--deadline", metavar="DURATION", help="when it must be complete, from creation (30d)"
     )
 

@@ -44,6 +44,7 @@ def erase_resource(
     pattern: str | None = None,
     on_delete_topics: str = "report",
     accept_collateral: bool = False,
+    max_collateral_records: int | None = None,
     deadline: str | None = None,
 ) -> dict[str, Any]:
     """The RecordErasure, every key as its SHA-256 only, checked by the operator's own
@@ -65,6 +66,8 @@ def erase_resource(
         spec["onDeleteTopics"] = on_delete_topics
     if accept_collateral:
         spec["acceptCollateral"] = True
+    if max_collateral_records is not None:
+        spec["maxCollateralRecords"] = max_collateral_records
     if deadline is not None:
         spec["deadline"] = deadline
     if dry_run:
@@ -146,6 +149,7 @@ def print_erase(args: argparse.Namespace) -> int:
             pattern=args.pattern,
             on_delete_topics=args.on_delete_topics,
             accept_collateral=args.accept_collateral,
+            max_collateral_records=args.max_collateral_records,
             deadline=args.deadline,
         )
     except UsageError as err:

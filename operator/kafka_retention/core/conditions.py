@@ -87,6 +87,8 @@ class Reason(StrEnum):
     RECORDS_CUT = "RecordsCut"
     # a protected group has not read past a partition's last match: no cut there
     CUT_HELD = "CutHeld"
+    # the cuts would remove more of other keys' records than spec.maxCollateralRecords
+    COLLATERAL_ABOVE_LIMIT = "CollateralAboveLimit"
     # RecordErasure DeadlineAtRisk: the topics' configs cannot meet spec.deadline
     ERASURE_DEADLINE_AT_RISK = "ErasureDeadlineAtRisk"
     ERASURE_DEADLINE_MET = "ErasureDeadlineMet"

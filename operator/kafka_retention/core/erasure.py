@@ -39,6 +39,7 @@ ERASURE_FIELDS: Shape = {
     "keys": {"sha256": None, "string": None, "base64": None},
     "onDeleteTopics": None,
     "acceptCollateral": None,
+    "maxCollateralRecords": None,
     "protectGroups": None,
     "deadline": None,
     "dryRun": None,
@@ -74,6 +75,9 @@ class ErasureRequest:
     protect_groups: tuple[str, ...]
     deadline_ms: int
     dry_run: bool
+    # The most records of other keys the cuts of this erasure may remove in all (None:
+    # what acceptCollateral accepts is unbounded).
+    max_collateral_records: int | None = None
 
     @property
     def binding(self) -> str | None:
@@ -210,7 +214,10 @@ def parse_erasure_spec(spec: Mapping[str, Any]) -> ErasureRequest:
     if deadline_ms <= 0:
         raise SpecError("spec.deadline", "must be longer than 0")
     groups = specs.group_ids(spec.get("protectGroups"), "spec.protectGroups")
+    limit = spec.get("maxCollateralRecords")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise SpecError("spec.maxCollateralRecords", "must be a whole number, 0 or more")
     # In the fields' order (a mypy-checked call: each value has its field's type).
     return ErasureRequest(
-        cluster, names, pattern, keys, on_delete, accept, groups, deadline_ms, dry_run
+        cluster, names, pattern, keys, on_delete, accept, groups, deadline_ms, dry_run, limit
     )

@@ -456,6 +456,11 @@ def _judge(
     if final is not None and not judged.writes and not turn.request.dry_run and _all_erased(judged):
         # Erased: the receipt shows this scan of every partition, matches or not.
         judged.entries = ev.with_partition_scans(judged.entries, scans, at)
+    if judged.to_cut and not turn.request.dry_run:
+        # Before anything is written in this run: a refusal leaves no tombstone unrecorded.
+        above = _above_limit(turn, judged)
+        if above is not None:
+            return above
     if judged.writes and not turn.request.dry_run:
         events.append(_write(turn.kafka, judged))
     if judged.to_cut and not turn.request.dry_run:
@@ -639,6 +644,28 @@ def _cuttable(selection: Selection, topic: str) -> bool:
     """Delete and tiered topics: DeleteRecords works there. Never a compacted one (Kafka
     answers POLICY_VIOLATION on compact alone; compact,delete takes tombstones)."""
     return selection.cleaning[topic].kind != "compacted"
+
+
+def _above_limit(turn: Turn, judged: Judged) -> Refusal | None:
+    """spec.maxCollateralRecords: the cuts of this run, with what the erasure's earlier
+    cuts removed, must not take more of other keys' records than the user accepted from
+    the dry run; else nothing is cut and the erasure ends naming the field."""
+    limit = turn.request.max_collateral_records
+    if limit is None:
+        return None
+    wanted = {ev.tp_of(judged.entries[i]) for i in judged.to_cut}
+    now = sum(judged.cuts[tp].collateral_records for tp in wanted)
+    # Under cut, status.summary carries what the erasure's cuts removed (picture.build).
+    summary = turn.erasure.status.get("summary") or {}
+    before = int(summary.get("collateralRecords") or 0)
+    if before + now <= limit:
+        return None
+    message = (
+        f"the cuts would remove {now} records of other keys"
+        + (f" after {before} removed by earlier cuts" if before else "")
+        + f", more than spec.maxCollateralRecords ({limit}); nothing was cut in this run"
+    )
+    return Refusal(Reason.COLLATERAL_ABOVE_LIMIT, message, "spec.maxCollateralRecords")
 
 
 def _cut(kafka: ErasureKafka, judged: Judged, at: str) -> Event:
