@@ -5,10 +5,12 @@ writing again fails at once. The rule's own checks live in test_purge_status_wri
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import kafka_retention.handlers.erasure as erasure_handler
 import kafka_retention.services.erasure as erasure_package
+from kafka_retention.services.erasure.picture import NOTE_LIMIT, TOPICS_BUDGET, fit_topics
 from tests.helpers.status_writes import status_writes
 
 PACKAGE = Path(erasure_package.__file__).parent
@@ -42,3 +44,30 @@ def test_no_module_of_the_erasure_path_takes_a_keys_raw_bytes() -> None:
         if ".raw" in line
     ]
     assert readers == []
+
+
+def test_status_topics_stay_within_their_budget_keeping_names_and_stages() -> None:
+    """500 topics, each with a full note and 20 group names of 249 characters: about
+    4.5 MB as written, past what one status write may carry."""
+    topics = [
+        {
+            "name": f"topic-{i:03d}-" + "t" * 200,
+            "kind": "delete",
+            "stage": "CutHeld",
+            "note": "n" * NOTE_LIMIT,
+            "unreadBy": [f"{j:02d}" + "g" * 247 for j in range(20)],
+            "unreadByCount": 25,
+        }
+        for i in range(500)
+    ]
+    assert len(json.dumps(topics)) > 4_000_000
+    fitted = fit_topics(topics)
+    assert len(json.dumps(fitted, separators=(",", ":"))) <= TOPICS_BUDGET
+    assert [t["name"] for t in fitted] == [t["name"] for t in topics]
+    assert {t["stage"] for t in fitted} == {"CutHeld"}
+    assert {t["unreadByCount"] for t in fitted} == {25}
+
+
+def test_status_topics_under_their_budget_are_left_whole() -> None:
+    topics = [{"name": "t", "stage": "Cut", "note": "n" * NOTE_LIMIT, "unreadBy": ["a"] * 20}]
+    assert fit_topics(topics) == topics

@@ -5,6 +5,7 @@ status to the erasure's ConfigMaps (evidence.save), which comes before any statu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +39,12 @@ STAGES = (
 )
 # status.topics' notes are cut this long (the CRD's maxLength).
 NOTE_LIMIT = 4096
+# status.topics in all, as JSON: 500 topics with full notes and 20 long group names each
+# would be about 4.5 MB, past what one status write may carry (etcd takes 1.5 MiB a
+# request, the evidence shares it). Over this, notes and group names are shortened.
+TOPICS_BUDGET = 400_000
+_SHORT_NOTE = 240
+_SHORT_GROUPS = 3
 
 
 @dataclass
@@ -170,6 +177,7 @@ def picture_of(
     deadline["atRisk"] = at_risk.status == "True"
     if at_risk.message:
         deadline["note"] = at_risk.message[:NOTE_LIMIT]
+    topics = fit_topics(topics)
     summary = {
         "topics": len(topics),
         "partitionsScanned": len(scans),
@@ -182,6 +190,32 @@ def picture_of(
     }
     ref = ev.save(entries, erasure.blobs)
     return Picture(topics, entries, ref, summary, deadline, at_risk)
+
+
+def fit_topics(topics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """status.topics within TOPICS_BUDGET: first each note cut short and each unreadBy
+    list to a few names (unreadByCount keeps the count), then without notes and lists.
+    Names, kinds, stages and times always stay: they are what `kubectl get` and the
+    phase are read from; the evidence ConfigMaps hold the rest."""
+    out = [dict(t) for t in topics]
+    if _size(out) <= TOPICS_BUDGET:
+        return out
+    for t in out:
+        note = t.get("note")
+        if isinstance(note, str) and len(note) > _SHORT_NOTE:
+            t["note"] = note[: _SHORT_NOTE - 3] + "..."
+        if isinstance(t.get("unreadBy"), list):
+            t["unreadBy"] = t["unreadBy"][:_SHORT_GROUPS]
+    if _size(out) <= TOPICS_BUDGET:
+        return out
+    for t in out:
+        t.pop("note", None)
+        t.pop("unreadBy", None)
+    return out
+
+
+def _size(topics: Sequence[Mapping[str, Any]]) -> int:
+    return len(json.dumps(topics, separators=(",", ":")))
 
 
 def stored_picture(erasure: Erasure, known: list[Entry]) -> Picture:
