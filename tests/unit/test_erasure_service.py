@@ -1574,3 +1574,33 @@ def test_max_collateral_records_must_be_a_whole_number() -> None:
         with pytest.raises(SpecError) as refused:
             parse_erasure_spec({**spec("clicks"), "maxCollateralRecords": bad})
         assert refused.value.field == "spec.maxCollateralRecords"
+
+
+# A compacted topic whose cleaner is days away: its own looks are minutes apart.
+SLOW_COMPACTED = {**COMPACTED, "segment.ms": "604800000", "max.compaction.lag.ms": "604800000"}
+
+
+def test_a_held_cuts_wake_ups_do_not_read_a_slow_compacted_topic_whole_each_time() -> None:
+    """A held cut is looked at every 30 s (a position read); a compacted topic of the same
+    erasure is scanned at its own pace, not at every one of those wake-ups."""
+    world = World(spec("clicks", "accounts", **dict(CUT), protectGroups=["auditor"]))
+    kafka = world.kafka
+    kafka.topic("clicks", 1, DELETE)
+    kafka.topic("accounts", 1, SLOW_COMPACTED)
+    clicks, accounts = TopicPartition("clicks", 0), TopicPartition("accounts", 0)
+    for tp in (clicks, accounts):
+        kafka.produce(tp, b"other", b"v")
+        kafka.produce(tp, KEY, b"address")
+    assert isinstance(world.run(), service.Retry)
+    assert world.store.status["phase"] == Phase.CUT_HELD
+    assert kafka.deleted == []
+
+    world.later(30)
+    kafka.calls.clear()
+    assert isinstance(world.run(), service.Retry)
+    assert not any(c.startswith("scan:") and "accounts" in c for c in kafka.calls)
+
+    world.later(600)
+    kafka.calls.clear()
+    assert isinstance(world.run(), service.Retry)
+    assert any(c.startswith("scan:") and "accounts" in c for c in kafka.calls)

@@ -260,7 +260,11 @@ def next_delay(expected_ms: int | None, now_ms: int) -> float:
 
 
 def expected_ms(topic: Mapping[str, Any]) -> int | None:
-    text = topic.get("expectedBy")
+    return ms_of(topic.get("expectedBy"))
+
+
+def ms_of(text: object) -> int | None:
+    """A time as status holds it (RFC 3339, Z), in milliseconds; None if it is not one."""
     if not isinstance(text, str):
         return None
     try:

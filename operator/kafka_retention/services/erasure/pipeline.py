@@ -97,6 +97,7 @@ from kafka_retention.services.erasure.picture import (
     delays,
     expected_ms,
     ms,
+    ms_of,
     next_delay,
     phase_of,
     picture_of,
@@ -307,10 +308,11 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     topics = [dict(t) for t in turn.erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
     # A held cut is looked at again when retention may have come, or its group moved on.
+    held = _phase(turn.erasure.status) == Phase.CUT_HELD
     due = [
         str(t.get("name"))
         for t in open_
-        if t.get("kind") == "compacted"
+        if (t.get("kind") == "compacted" and (not held or _own_time(t, known, now_ms)))
         or (expected_ms(t) or (0 if t.get("stage") != Phase.CUT_HELD else now_ms + 1)) <= now_ms
     ]
     waiting = [t for t in open_ if str(t.get("name")) not in due]
@@ -372,6 +374,25 @@ def _released(
         if all(p is not None and p > last[tp] for p in at.values()):
             released.add(tp.topic)
     return sorted(released)
+
+
+def _own_time(topic: Mapping[str, Any], known: Sequence[Entry], now_ms: int) -> bool:
+    """Whether a compacted topic's own cadence (next_delay from its expected time, since
+    its last scan) has come. A held cut wakes the erasure every HELD_DELAY_S for a
+    position read; without this, each wake-up would read every compacted topic whole."""
+    name = topic.get("name")
+    looks = [
+        at
+        for e in known
+        if e.get("topic") == name
+        for s in e.get("scans") or []
+        if isinstance(s, Mapping) and (at := ms_of(s.get("at"))) is not None
+    ]
+    if not looks:
+        return True
+    last = max(looks)
+    # 0.9: a wake-up may come a little before the delay it was given.
+    return now_ms - last >= 0.9 * 1000 * next_delay(expected_ms(topic), last)
 
 
 def _retention_passed(
