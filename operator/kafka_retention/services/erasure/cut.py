@@ -56,6 +56,14 @@ class PartitionCut:
     held: tuple[str, ...] = ()
     held_by: tuple[str, ...] = ()
     passes: tuple[str, ...] = ()  # groups with a commit at or below the last match
+    scanned_to: int = 0  # the end of this run's scan of the partition
+
+    @property
+    def truncated(self) -> bool:
+        """The high watermark read now is below the end this run scanned: the log was
+        truncated (a leader elected without the latest records) and what lies below the
+        target may not be what the scan read. Never cut then: scanned again first."""
+        return self.high_watermark < self.scanned_to
 
     @property
     def records(self) -> int:
@@ -145,6 +153,7 @@ def plan(
             held,
             held_by if held else (),
             tuple(groups.unread(tp)),
+            found.end,
         )
     return out
 
@@ -158,7 +167,7 @@ def apply(
     wanted: dict[TopicPartition, int] = {}
     # In partition order: one DeleteRecords either way, but the same request every time.
     for tp, cut in sorted(cuts.items()):
-        if cut.held:
+        if cut.held or cut.truncated:
             continue
         if cut.target <= cut.log_start:
             out[tp] = Applied(cut.target, log_start_after=cut.log_start)

@@ -698,7 +698,13 @@ def _cut(kafka: ErasureKafka, judged: Judged, at: str) -> Event:
     done: dict[TopicPartition, Applied] = {}
     for tp in sorted(wanted):
         result = applied.get(tp)
-        if result is not None and result.done and result.log_start_after is not None:
+        planned = judged.cuts[tp]
+        if planned.truncated:
+            judged.cut_failed[tp] = (
+                f"the high watermark fell to {planned.high_watermark}, below the "
+                f"{planned.scanned_to} this run scanned: the log was truncated"
+            )
+        elif result is not None and result.done and result.log_start_after is not None:
             done[tp] = result
         else:
             why = "no answer" if result is None else str(result.failure or result.unverified)
