@@ -105,7 +105,11 @@ def bind_erase(stack: Stack, admin: AdminClient, made: list[str], ns: str, topic
     (a cut is DeleteRecords: it needs purge granted too)."""
     name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
     tenants = [
-        {"namespaces": [ns], "operations": ["erase", "purge"], "topics": {"allow": [re.escape(topic)]}}
+        {
+            "namespaces": [ns],
+            "operations": ["erase", "purge"],
+            "topics": {"allow": [re.escape(topic)]},
+        }
     ]
     servers = stack.kafka.bootstrap_servers
     apply(stack, tenancy.binding(name, cluster_id(admin), servers, ns, tenants=tenants))
