@@ -60,7 +60,9 @@ def test_an_entry_lists_at_most_max_topics_and_counts_the_rest() -> None:
 def test_the_ledger_is_named_by_the_binding_not_by_the_cluster_id() -> None:
     assert core.cluster_name(ClusterRef("", binding="prod-eu"), "tenant-a") == "prod-eu"
     inline = ClusterRef("k1:9092,k2:9092")
-    assert core.cluster_name(inline, "tenant-a") == "k1:9092,k2:9092"
+    assert core.cluster_name(inline, "tenant-a") == "inline k1:9092,k2:9092"
+    # An inline cluster typed as a binding's name keeps a ledger of its own.
+    assert core.cluster_name(ClusterRef("prod-eu"), "tenant-a") != "prod-eu"
 
 
 def test_shards_are_the_first_two_hex_characters_256_of_them() -> None:

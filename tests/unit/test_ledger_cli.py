@@ -208,7 +208,7 @@ def test_print_erasure_writes_a_recorderasure_of_the_found_digests_and_findings_
 
 def test_print_erasure_under_an_inline_clusters_ledger_names_the_bootstrap_servers() -> None:
     found = [cli.Found(TopicPartition("t", 0), DIGEST, 0, 0, 1, 1, ())]
-    (doc,) = cli.erasure_manifests("ns", "n", "k1:9092,k2:9092", "k1:9092", found)
+    (doc,) = cli.erasure_manifests("ns", "n", "inline k1:9092,k2:9092", "k1:9092", found)
     assert doc["spec"]["cluster"] == {"bootstrapServers": "k1:9092"}
 
 

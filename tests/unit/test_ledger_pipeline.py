@@ -124,7 +124,7 @@ def test_a_signed_receipt_is_in_the_clusters_ledger_when_the_erasure_finishes() 
     done = run(store, blobs, ledger)
     assert isinstance(done, service.Outcome)
     assert done.finished
-    (shard,) = ledger.read_all(BOOTSTRAP)  # the inline cluster's name: its bootstrap
+    (shard,) = ledger.read_all(f"inline {BOOTSTRAP}")  # an inline cluster's ledger name
     (entry,) = shard.entries
     assert entry.digest == DIGEST
     assert entry.receipt_sha256 == store.status["receipt"]["sha256"]
@@ -146,12 +146,12 @@ def test_a_ledger_that_cannot_be_written_keeps_the_erasure_unfinished_then_a_run
     assert "ledger" in ready["message"]
     # The signed receipt is kept in the erasure's ConfigMaps meanwhile.
     assert json.loads(blobs.sets["receipt"])["receipt"]["digests"] == [DIGEST]
-    assert ledger.read_all(BOOTSTRAP) == []
+    assert ledger.read_all(f"inline {BOOTSTRAP}") == []
 
     ledger.refuse = None
     done = run(store, blobs, ledger)
     assert isinstance(done, service.Outcome)
     assert done.finished
     assert store.status["phase"] == Phase.KEY_ERASED
-    (shard,) = ledger.read_all(BOOTSTRAP)
+    (shard,) = ledger.read_all(f"inline {BOOTSTRAP}")
     assert [e.receipt_sha256 for e in shard.entries] == [store.status["receipt"]["sha256"]]

@@ -124,12 +124,18 @@ def is_digest(value: str) -> bool:
     return len(value) == 64 and HEX.issuperset(value)
 
 
+# What an inline cluster's ledger name starts with (cluster_name).
+INLINE = "inline "
+
+
 def cluster_name(cluster: ClusterRef, namespace: str) -> str:
     """The name a ledger is kept under: the KafkaClusterBinding's name, else (a cluster
-    named inline, under open tenancy) the cluster's identity as the erasure gave it."""
+    named inline, under open tenancy) `inline ` and the cluster's identity as the erasure
+    gave it. The space: bootstrapServers `prod` must not share binding prod's ledger,
+    and no binding name (a DNS subdomain) holds one."""
     if cluster.binding is not None:
         return cluster.binding
-    return cluster.identity(namespace)
+    return f"{INLINE}{cluster.identity(namespace)}"
 
 
 def cluster_label(cluster: str) -> str:
