@@ -11,6 +11,9 @@ from kafka_retention.core.peering import Peering
 
 SparkMode = Literal["local", "kubernetes", "spark-operator"]
 
+# Where a RecordErasure scan pays Spark back. MEASUREMENT PENDING.
+ERASURE_SPARK_MIN_RECORDS = 500_000
+
 
 @dataclass(frozen=True)
 class SparkConfig:
@@ -29,6 +32,9 @@ class SparkConfig:
     # namespace (--operator-namespace), which no tenant can write. Open tenancy's runs
     # happen in the policies' namespace.
     namespace: str = "kafka-retention-system"
+    # A RecordErasure scan spanning at least this many offsets runs on the local Spark
+    # session (local mode only; pod modes keep the in-process scan). 0: always Spark.
+    erasure_min_records: int = ERASURE_SPARK_MIN_RECORDS
 
 
 @dataclass(frozen=True)
