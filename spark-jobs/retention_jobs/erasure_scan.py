@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -45,22 +46,36 @@ SEGMENTS = (
     "firstMatch long, lastMatch long, lastValue long, lastTombstone long, lastTimestampMs long, "
     "others long, otherBytes long, othersBeforeLastMatch long, otherBytesBeforeLastMatch long"
 )
-# What crosses into Python: no key.
-_MATCHED = ["topic", "partition", "offset", "digest", "isTombstone", "timestampMs", "storedBytes"]
+# What crosses into Python: no key, and the topic as its index in the scan's topic list
+# (a string a record into Arrow and Python cost more than the tally itself).
+_MATCHED = [
+    "topicIndex",
+    "partition",
+    "offset",
+    "digest",
+    "isTombstone",
+    "timestampMs",
+    "storedBytes",
+]
 
 
-def match_digests(records: DataFrame, listed: DataFrame) -> DataFrame:
+def match_digests(records: DataFrame, listed: DataFrame, topics: Sequence[str]) -> DataFrame:
     """`records` (kafka_source.read_ranges' rows) with `digest`: the listed digest
     (`listed`: one column `digest`, lowercase hex) of the record's key, or null; the key
-    itself dropped. The listed digests are broadcast, so each task streams its records
-    through a hash lookup in their order, with no shuffle (tally_segments needs the
-    order)."""
+    itself dropped, the topic given as its index in `topics` (from 0). The listed digests
+    are broadcast, so each task streams its records through a hash lookup in their
+    order, with no shuffle (tally_segments needs the order)."""
     hashed = records.withColumn("keyDigest", F.sha2(F.col("key"), 256)).drop("key")
-    return hashed.join(
-        F.broadcast(listed.select(F.col("digest"))),
-        hashed["keyDigest"] == F.col("digest"),
-        "left",
-    ).select(*_MATCHED)
+    index = F.array_position(F.array(*(F.lit(t) for t in topics)), F.col("topic")) - 1
+    return (
+        hashed.join(
+            F.broadcast(listed.select(F.col("digest"))),
+            hashed["keyDigest"] == F.col("digest"),
+            "left",
+        )
+        .withColumn("topicIndex", index.cast("int"))
+        .select(*_MATCHED)
+    )
 
 
 @dataclass
@@ -119,7 +134,7 @@ class _Segment:
             )
 
 
-def tally_segments(batches: Iterable[Any]) -> Iterator[Any]:
+def tally_segments(batches: Iterable[Any], topics: Sequence[str]) -> Iterator[Any]:
     """mapInArrow over match_digests' rows of one task, in the order the source read
     them: a segment a run of one partition's records. Non-matching records (nearly all)
     are counted a batch at a time in numpy; only matches are looked at one by one.
@@ -127,6 +142,7 @@ def tally_segments(batches: Iterable[Any]) -> Iterator[Any]:
     tally)."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     segments: list[_Segment] = []
     current: _Segment | None = None
@@ -134,10 +150,7 @@ def tally_segments(batches: Iterable[Any]) -> Iterator[Any]:
         n = batch.num_rows
         if n == 0:
             continue
-        # Topics by index (a string per record into Python would cost more than the rest).
-        encoded = batch.column("topic").dictionary_encode()
-        names_of = encoded.dictionary.to_pylist()
-        topic_ix = encoded.indices.to_numpy(zero_copy_only=False)
+        topic_ix = batch.column("topicIndex").to_numpy(zero_copy_only=False)
         partitions = batch.column("partition").to_numpy(zero_copy_only=False)
         offsets = batch.column("offset").to_numpy(zero_copy_only=False)
         sizes = batch.column("storedBytes").to_numpy(zero_copy_only=False)
@@ -147,7 +160,7 @@ def tally_segments(batches: Iterable[Any]) -> Iterator[Any]:
         changes = (partitions[1:] != partitions[:-1]) | (topic_ix[1:] != topic_ix[:-1])
         cuts = [0, *(int(i) + 1 for i in np.flatnonzero(changes)), n]
         for lo, hi in itertools.pairwise(cuts):
-            topic, partition = names_of[int(topic_ix[lo])], int(partitions[lo])
+            topic, partition = topics[int(topic_ix[lo])], int(partitions[lo])
             first = int(offsets[lo])
             if current is None or (current.topic, current.partition) != (topic, partition):
                 current = _Segment(topic, partition, first)
@@ -171,18 +184,20 @@ def tally_segments(batches: Iterable[Any]) -> Iterator[Any]:
                 current.last_match = int(offs[last])
                 current.others_before = current.others + last - (len(where) - 1)
                 current.other_bytes_before = current.other_bytes + int(running[last])
-                names = digests.slice(lo, hi - lo).to_pylist()
-                tombs = batch.column("isTombstone").slice(lo, hi - lo).to_pylist()
-                times = batch.column("timestampMs").slice(lo, hi - lo).to_pylist()
-                for i in where.tolist():
-                    digest, offset = names[i], int(offs[i])
+                # Only the matches' own values into Python.
+                at = pa.array(where + lo)
+                names = pc.take(digests, at).to_pylist()
+                tombs = pc.take(batch.column("isTombstone"), at).to_pylist()
+                times = pc.take(batch.column("timestampMs"), at).to_pylist()
+                for j, i in enumerate(where.tolist()):
+                    digest, offset = names[j], int(offs[i])
                     h = current.hits.get(digest)
                     if h is None:
                         h = current.hits[digest] = DigestHits(first_offset=offset)
                     h.records += 1
                     h.last_offset = offset
-                    h.last_timestamp_ms = times[i]
-                    if tombs[i]:
+                    h.last_timestamp_ms = times[j]
+                    if tombs[j]:
                         h.tombstones += 1
                         h.last_tombstone_offset = offset
                     else:
@@ -274,8 +289,13 @@ def scan_keys(
     matcher = KeyMatcher(digests)  # refuses a malformed digest, naming its position only
     listed = spark.createDataFrame([(d,) for d in sorted(set(digests))], "digest string")
     wanted = [(tp.topic, tp.partition, s, e) for tp, (s, e) in ranges.items()]
+    topics = sorted({tp.topic for tp in ranges})
     records = kafka_source.read_ranges(spark, conn, wanted, uncommitted=True)
-    rows = match_digests(records, listed).mapInArrow(tally_segments, SEGMENTS).collect()
+    rows = (
+        match_digests(records, listed, topics)
+        .mapInArrow(partial(tally_segments, topics=topics), SEGMENTS)
+        .collect()
+    )
     by_tp: dict[TopicPartition, list[Any]] = {}
     for r in rows:
         by_tp.setdefault(TopicPartition(r.topic, r.partition), []).append(r)

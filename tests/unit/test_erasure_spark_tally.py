@@ -18,6 +18,7 @@ from kafka_retention.core.erasure_scan import KeyMatcher, PartitionScan, ScanTal
 from kafka_retention.core.facts import TopicPartition
 from retention_jobs.erasure_scan import fold, tally_segments
 
+TOPICS = ["clicks", "orders"]
 TP = TopicPartition("orders", 2)
 KEYS = [b"alice", b"bob", b"carol", None]
 LISTED = {hashlib.sha256(k).hexdigest() for k in (b"alice", b"bob")}
@@ -37,7 +38,7 @@ def batch(tp: TopicPartition, records: list[Record]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(
         [
             {
-                "topic": tp.topic,
+                "topicIndex": TOPICS.index(tp.topic),
                 "partition": tp.partition,
                 "offset": r.offset,
                 "digest": MATCHER.match(r.key),
@@ -49,7 +50,7 @@ def batch(tp: TopicPartition, records: list[Record]) -> pa.RecordBatch:
         ],
         schema=pa.schema(
             [
-                ("topic", pa.string()),
+                ("topicIndex", pa.int32()),
                 ("partition", pa.int32()),
                 ("offset", pa.int64()),
                 ("digest", pa.string()),
@@ -65,7 +66,7 @@ def rows_of(task_batches: list[list[pa.RecordBatch]]) -> list[Any]:
     """The rows Spark would collect, with the columns as attributes (as a Row has)."""
     out: list[Any] = []
     for batches in task_batches:  # each task separately, as Spark runs them
-        for result in tally_segments(iter(batches)):
+        for result in tally_segments(iter(batches), TOPICS):
             out += [SimpleNamespace(**r) for r in result.to_pylist()]
     return out
 
@@ -156,7 +157,7 @@ def test_a_segment_past_the_range_end_is_refused() -> None:
 def test_offsets_falling_within_a_task_fail_the_task() -> None:
     records = [Record(4, b"bob", False, 1, 100), Record(3, b"bob", False, 2, 100)]
     with pytest.raises(ValueError, match="out of order"):
-        list(tally_segments(iter([batch(TP, records)])))
+        list(tally_segments(iter([batch(TP, records)]), TOPICS))
 
 
 def test_two_partitions_in_one_batch_make_two_segments() -> None:
@@ -170,3 +171,16 @@ def test_two_partitions_in_one_batch_make_two_segments() -> None:
     rows = rows_of([[mixed]])
     assert {(r.partition, r.digest is None) for r in rows} == {(2, True), (2, False), (3, True)}
     assert fold(other, 0, 1, [r for r in rows if r.partition == 3]).examined == 1
+
+
+def test_the_same_partition_of_two_topics_in_one_batch_makes_two_segments() -> None:
+    other = TopicPartition("clicks", 2)
+    mixed = pa.concat_batches(
+        [
+            batch(TP, [Record(0, b"alice", False, 1, 100)]),
+            batch(other, [Record(1, b"bob", False, 1, 100)]),
+        ]
+    )
+    rows = rows_of([[mixed]])
+    assert fold(TP, 0, 1, [r for r in rows if r.topic == "orders"]).matches == 1
+    assert fold(other, 0, 2, [r for r in rows if r.topic == "clicks"]).examined == 1
