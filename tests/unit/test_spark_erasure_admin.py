@@ -1,6 +1,6 @@
 """Which scan a RecordErasure gets: Spark from --erasure-spark-min-records offsets on
-(local mode), the in-process scan below it, without Spark's Kafka source, and in the pod
-modes; a failed Spark scan fails every partition, retriably, with a bounded message."""
+(local mode), the in-process scan below it, without Spark's Kafka source, in the pod
+modes, and when the Spark scan fails (logged in one bounded line)."""
 
 from __future__ import annotations
 
@@ -105,18 +105,34 @@ def test_without_a_usable_kafka_source_the_scan_stays_in_process(in_process: lis
     assert (job.calls, in_process) == ([], [RANGES])
 
 
-def test_a_failed_spark_scan_fails_every_partition_retriably_with_the_java_line() -> None:
+def test_a_failed_spark_scan_is_done_again_in_process_and_logged_in_one_bounded_line(
+    in_process: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
     error = RuntimeError(
         "An error occurred while calling o123.collectToPython.\n"
         ": org.apache.spark.SparkException: Job aborted " + "x" * 2000 + "\n\tat org.apache..."
     )
     found = admin(Job(error), 0).scan_keys(RANGES, {DIGEST})
-    assert set(found) == {A, B}
-    for failure in found.values():
-        assert isinstance(failure, KafkaFailure)
-        assert (failure.code, failure.retriable) == ("SPARK_SCAN_FAILED", True)
-        assert failure.message.startswith("org.apache.spark.SparkException: Job aborted")
-        assert len(failure.message) == MAX_FAILURE_TEXT
+    assert in_process == [RANGES]
+    assert found == {tp: PartitionScan(tp, s, e) for tp, (s, e) in RANGES.items()}
+    (line,) = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert "org.apache.spark.SparkException: Job aborted" in line
+    assert "o123" not in line
+    assert len(line) < MAX_FAILURE_TEXT + 100
+
+
+def test_a_session_that_does_not_start_leaves_the_scan_in_process(
+    in_process: list[Any],
+) -> None:
+    def no_session() -> Any:
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    job = Job()
+    made = SparkErasureAdmin(
+        "127.0.0.1:1", {}, job=job, usable=lambda s, c: True, min_records=0, session=no_session
+    )
+    made.scan_keys(RANGES, {DIGEST})
+    assert (job.calls, in_process) == ([], [RANGES])
 
 
 def test_a_partition_the_spark_scan_left_out_is_no_answer_not_an_empty_scan() -> None:

@@ -25,8 +25,8 @@ from kafka_retention.core.plan_request import Connection
 
 log = logging.getLogger(__name__)
 
-# A failure's text from Spark goes into status (through KafkaUnavailable): bounded, and
-# only the first line (a Java stack trace names classes, not records).
+# What the log line of a failed Spark scan quotes: the first line of the Java exception,
+# bounded (a stack trace names classes, not records).
 MAX_FAILURE_TEXT = 500
 
 
@@ -77,25 +77,25 @@ class SparkErasureAdmin(ErasureAdmin):
         self, ranges: Mapping[TopicPartition, tuple[int, int]], digests: AbstractSet[str]
     ) -> dict[TopicPartition, PartitionScan | KafkaFailure]:
         """On Spark when the ranges span at least min_records offsets and Spark's Kafka
-        source serves the connection; else in this process. A Spark scan that fails
-        fails every partition (retriable): the whole scan is tried again, never judged
-        from part of it."""
+        source serves the connection; else in this process. A Spark scan that fails (the
+        session does not start, a task fails) is done again in this process, whole: the
+        in-process scan is the reference, and an erasure must not stall on Spark."""
         spanned = offsets_spanned(ranges)
         if spanned < self._min_records:
             return super().scan_keys(ranges, digests)
         conn = Connection(self._bootstrap, dict(self._client_config))
-        spark = self._session()
-        if not self._usable(spark, conn):
-            # kafka_source.usable has logged why (no jars, a property Java lacks).
-            return super().scan_keys(ranges, digests)
         started = time.monotonic()
         try:
+            spark = self._session()
+            if not self._usable(spark, conn):
+                # kafka_source.usable has logged why (no jars, a property Java lacks).
+                return super().scan_keys(ranges, digests)
             found = self._job(spark, conn, ranges, digests)
         except Exception as err:  # py4j's and Spark's errors have no common base
-            text = _first_line(err)
-            log.warning("erasure scan on Spark failed: %s", text)
-            failure = KafkaFailure("SPARK_SCAN_FAILED", text, True)
-            return dict.fromkeys(ranges, failure)
+            log.warning(
+                "erasure scan on Spark failed, scanning in process instead: %s", _first_line(err)
+            )
+            return super().scan_keys(ranges, digests)
         log.info(
             "erasure scan on Spark: %d partitions, %d offsets in %.1f s",
             len(ranges),
