@@ -52,7 +52,8 @@ def test_spark_partitions_fold_into_the_tally_of_every_record(spark: Any) -> Non
     rows = (
         match_digests(df, listed, ["orders"])
         .mapInArrow(partial(tally_segments, topics=["orders"]), SEGMENTS)
-        .collect()
+        .toArrow()
+        .to_pylist()
     )
     matcher = KeyMatcher(LISTED)
     for p in (0, 1):
@@ -61,5 +62,5 @@ def test_spark_partitions_fold_into_the_tally_of_every_record(spark: Any) -> Non
         for _, q, o, key, tomb, ts, size in made:
             if q == p:
                 tally.add(o, ts, key, tomb, size)
-        assert fold(tp, 0, 1000, [r for r in rows if r.partition == p]) == tally.result()
-    assert len([r for r in rows if r.digest is None]) >= 4  # split into segments
+        assert fold(tp, 0, 1000, [r for r in rows if r["partition"] == p]) == tally.result()
+    assert len([r for r in rows if r["digest"] is None]) >= 4  # split into segments
