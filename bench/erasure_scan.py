@@ -100,7 +100,8 @@ def bench_erasure_scan(stack: Stack, admin: AdminClient) -> list[Row]:
         # are made, sent to the Python workers and dropped.
         records = kafka_source.read_ranges(spark, conn, wanted, uncommitted=True)
         matched = erasure_scan.match_digests(records, listed, [topic])
-        assert matched.mapInArrow(_drop, "n long").collect() == []
+        handed = erasure_scan.for_python(matched, PARTITIONS)
+        assert handed.mapInArrow(_drop, "n long").collect() == []
 
     perf_lines: list[str] = []
 

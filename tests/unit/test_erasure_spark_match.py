@@ -11,7 +11,13 @@ from typing import Any
 
 from kafka_retention.core.erasure_scan import KeyMatcher, ScanTally
 from kafka_retention.core.facts import TopicPartition
-from retention_jobs.erasure_scan import SEGMENTS, fold, match_digests, tally_segments
+from retention_jobs.erasure_scan import (
+    SEGMENTS,
+    fold,
+    for_python,
+    match_digests,
+    tally_segments,
+)
 
 RECORDS = "topic string, partition int, offset long, key binary, isTombstone boolean, " + (
     "timestampMs long, storedBytes long"
@@ -34,6 +40,7 @@ def test_keys_are_hashed_in_spark_and_never_reach_python(spark: Any) -> None:
     matched = match_digests(df, listed, ["clicks", "orders"])
     assert "key" not in matched.columns
     assert "topic" not in matched.columns
+    assert "key" not in for_python(matched, 2).columns
     rows = matched.collect()
     assert {r.topicIndex for r in rows} == {1}
     by_offset = {(r.partition, r.offset): r.digest for r in rows}
@@ -50,8 +57,8 @@ def test_spark_partitions_fold_into_the_tally_of_every_record(spark: Any) -> Non
     df = df.sortWithinPartitions("partition", "offset")
     listed = spark.createDataFrame([(d,) for d in LISTED], "digest string")
     rows = (
-        match_digests(df, listed, ["orders"])
-        .mapInArrow(partial(tally_segments, topics=["orders"]), SEGMENTS)
+        for_python(match_digests(df, listed, ["orders"]), 2)
+        .mapInArrow(partial(tally_segments, topics=["orders"], width=2), SEGMENTS)
         .toArrow()
         .to_pylist()
     )

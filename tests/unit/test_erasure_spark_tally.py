@@ -18,6 +18,7 @@ from kafka_retention.core.facts import TopicPartition
 from retention_jobs.erasure_scan import fold, tally_segments
 
 TOPICS = ["clicks", "orders"]
+WIDTH = 5  # above every partition number here
 TP = TopicPartition("orders", 2)
 KEYS = [b"alice", b"bob", b"carol", None]
 LISTED = {hashlib.sha256(k).hexdigest() for k in (b"alice", b"bob")}
@@ -33,29 +34,29 @@ class Record(NamedTuple):
 
 
 def batch(tp: TopicPartition, records: list[Record]) -> pa.RecordBatch:
-    """What match_digests hands to Python: the digest when listed, never the key."""
+    """What for_python hands to Python: the digest (with time and kind) when listed,
+    never the key."""
+
+    def match(r: Record) -> str | None:
+        digest = MATCHER.match(r.key)
+        return None if digest is None else f"{digest}:{r.timestamp_ms}:{int(r.tombstone)}"
+
     return pa.RecordBatch.from_pylist(
         [
             {
-                "topicIndex": TOPICS.index(tp.topic),
-                "partition": tp.partition,
+                "tp": TOPICS.index(tp.topic) * WIDTH + tp.partition,
                 "offset": r.offset,
-                "digest": MATCHER.match(r.key),
-                "isTombstone": r.tombstone,
-                "timestampMs": r.timestamp_ms,
+                "match": match(r),
                 "storedBytes": r.size,
             }
             for r in records
         ],
         schema=pa.schema(
             [
-                ("topicIndex", pa.int32()),
-                ("partition", pa.int32()),
+                ("tp", pa.int32()),
                 ("offset", pa.int64()),
-                ("digest", pa.string()),
-                ("isTombstone", pa.bool_()),
-                ("timestampMs", pa.int64()),
-                ("storedBytes", pa.int64()),
+                ("match", pa.string()),
+                ("storedBytes", pa.int32()),
             ]
         ),
     )
@@ -65,7 +66,7 @@ def rows_of(task_batches: list[list[pa.RecordBatch]]) -> list[Any]:
     """The rows the driver gets (as toArrow().to_pylist() gives them)."""
     out: list[Any] = []
     for batches in task_batches:  # each task separately, as Spark runs them
-        for result in tally_segments(iter(batches), TOPICS):
+        for result in tally_segments(iter(batches), TOPICS, WIDTH):
             out += result.to_pylist()
     return out
 
@@ -156,7 +157,7 @@ def test_a_segment_past_the_range_end_is_refused() -> None:
 def test_offsets_falling_within_a_task_fail_the_task() -> None:
     records = [Record(4, b"bob", False, 1, 100), Record(3, b"bob", False, 2, 100)]
     with pytest.raises(ValueError, match="out of order"):
-        list(tally_segments(iter([batch(TP, records)]), TOPICS))
+        list(tally_segments(iter([batch(TP, records)]), TOPICS, WIDTH))
 
 
 def test_two_partitions_in_one_batch_make_two_segments() -> None:
