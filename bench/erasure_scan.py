@@ -29,7 +29,8 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.plan_request import Connection
 
 DIGESTS = int(os.environ.get("BENCH_ERASURE_DIGESTS", "10000"))
-RUNS = int(os.environ.get("BENCH_SCAN_RUNS", "3"))
+# Five each: on a shared 2-core machine a run of three gave medians 0.66x-0.95x apart.
+RUNS = int(os.environ.get("BENCH_ERASURE_RUNS", "5"))
 # Spans (records over the topic's 3 partitions) where both scans are timed, for the line.
 SPANS = (30_000, 100_000, 300_000, 1_000_000)
 WHAT = f"erasure scan, {DIGESTS:,} digests over {SCAN_RECORDS:,} records"
