@@ -16,6 +16,7 @@ TITLES = {
     "planning": "Planning time against partitions (2 groups)",
     "purge": "RecordPurge time against partitions",
     "scan": "Scan throughput beside the reference",
+    "erasure_scan": "Erasure scan time against records (10,000 digests)",
     "synthetic": "Spark transforms on synthetic partitions (no Kafka)",
     "footprint": "Operator footprint against policies",
     "memory": "Operator peak memory against partitions planned in process",

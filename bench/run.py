@@ -6,6 +6,13 @@ the same run; results go to BENCHMARKS.md and the figures to bench/plots/.
   same two groups; medians of 3 runs, and the growth fitted.
 - Scan (scan.py): the plan job's record scan over one topic, beside
   `kafka-consumer-perf-test.sh` reading the same topic.
+- Erasure scan (erasure_scan.py): 10,000 digests over 1,000,000 records on Spark, beside
+  `kafka-consumer-perf-test.sh` reading the same records; the in-process scan beside it.
+
+`bench/run.py --only SECTION` (repeatable: planning, scan, erasure-scan, purges,
+policy-run, fleet, footprint, big-cluster, synthetic) runs those sections alone and
+replaces only their rows in BENCHMARKS.md, noting the command and date beside the
+whole run's.
 - RecordPurge at 1 to 20k partitions (RF 1) and 100 and 1k (RF 3) beside
   `kafka-delete-records.sh` (purge_scale.py).
 - One RetentionPolicy run over 20k partitions and two groups beside
@@ -24,15 +31,18 @@ the same run; results go to BENCHMARKS.md and the figures to bench/plots/.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bench import (
     big_cluster,
+    erasure_scan,
     footprint,
     planning,
     plots,
@@ -106,29 +116,94 @@ def slower_lines(rows: list[Row]) -> list[str]:
     return out + [f"- **{r.what}**: {r.why}" for r in slower]
 
 
-def main() -> int:
+# The sections on the stack, in the order a whole run takes them.
+SECTIONS: dict[str, Callable[[Stack, AdminClient], list[Row]]] = {
+    "planning": planning.bench_planning,
+    "scan": scan.bench_scan,
+    "erasure-scan": erasure_scan.bench_erasure_scan,
+    "purges": lambda stack, admin: purge_scale.bench_purges(stack, admin, RUN),
+    "policy-run": lambda stack, admin: policy_run.bench_policy_run(stack, admin, RUN),
+    "fleet": lambda stack, admin: policies.bench_fleet(stack, admin, RUN),
+    "footprint": lambda stack, admin: footprint.bench_footprint(stack, admin, RUN),
+    "big-cluster": lambda stack, admin: big_cluster.bench_big_cluster(stack, admin, RUN),
+}
+# No Kafka in this one: it runs on the machine alone, after the stack is down.
+OFF_STACK = "synthetic"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=[*SECTIONS, OFF_STACK],
+        help="run this section alone (repeatable); its rows replace its own in BENCHMARKS.md",
+    )
+    args = parser.parse_args(argv)
+    only: list[str] = args.only or []
     started = time.monotonic()
     # Spark's Kafka source for every benchmark's session: the first one to start the
     # process-wide local session (planning) fixes its jars.
     os.environ.setdefault("KAFKA_RETENTION_SPARK_JARS", str(paths.spark_kafka_jars()))
-    stack = Stack()
-    started_stack = stack.up()
-    try:
-        admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
-        rows = planning.bench_planning(stack, admin)
-        rows += scan.bench_scan(stack, admin)
-        rows += purge_scale.bench_purges(stack, admin, RUN)
-        rows += policy_run.bench_policy_run(stack, admin, RUN)
-        rows += policies.bench_fleet(stack, admin, RUN)
-        rows += footprint.bench_footprint(stack, admin, RUN)
-        rows += big_cluster.bench_big_cluster(stack, admin, RUN)
-    finally:
-        if started_stack:
-            stack.down()
-    # No Kafka in this one: it runs on the machine alone, after the stack is down.
-    rows += synthetic.bench_synthetic()
-    write(rows, time.monotonic() - started, plots.draw(rows))
+    on_stack = [name for name in SECTIONS if not only or name in only]
+    rows: list[Row] = []
+    if on_stack:
+        stack = Stack()
+        started_stack = stack.up()
+        try:
+            admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
+            for name in on_stack:
+                rows += SECTIONS[name](stack, admin)
+        finally:
+            if started_stack:
+                stack.down()
+    if not only or OFF_STACK in only:
+        rows += synthetic.bench_synthetic()
+    if only:
+        write_sections(rows, time.monotonic() - started, only)
+    else:
+        write(rows, time.monotonic() - started, plots.draw(rows))
     return 0
+
+
+def write_sections(rows: list[Row], seconds: float, only: Sequence[str]) -> None:
+    """Rows of a partial run into BENCHMARKS.md: each replaces the row of the same `what`
+    (and its "slower" line) or is added at the end of the table; a line under the whole
+    run's says which sections were run again, by which command, when and on what."""
+    page = REPO / "BENCHMARKS.md"
+    lines = page.read_text().splitlines()
+    table = [i for i, line in enumerate(lines) if line.startswith("| ")]
+    ours = {r.what: r for r in rows}
+    kept = [lines[i] for i in table[2:] if lines[i].split(" | ")[0][2:] not in ours]
+    new = [f"| {r.what} | {r.ours} | {r.reference} | {r.note} |" for r in rows]
+    note = (
+        f"- Sections {', '.join(only)} run again: `PYTHONPATH=hack:. python bench/run.py "
+        + " ".join(f"--only {name}" for name in only)
+        + f"`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, took {seconds:.0f} s, "
+        f"on {machine()}"
+    )
+    head = [
+        line
+        for line in lines[: table[0]]
+        if not (line.startswith("- Sections ") and " run again: " in line)
+    ]
+    while head and not head[-1]:
+        head.pop()
+    body = [*head, note, "", *lines[table[0] : table[0] + 2], *kept, *new]
+    rest = lines[table[-1] + 1 :]
+    slower = [f"- **{r.what}**: {r.why}" for r in rows if r.why]
+    rest = [
+        line
+        for line in rest
+        if not any(line.startswith(f"- **{what}**:") for what in ours)
+        and not line.startswith("Nowhere in this run")
+    ]
+    if slower and "## Where we are slower, and why" not in rest:
+        rest += ["", "## Where we are slower, and why", ""]
+    while rest and not rest[-1]:
+        rest.pop()
+    page.write_text("\n".join([*body, *rest, *slower]) + "\n")
+    print("\n".join(new + slower))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,16 @@ from kafka_retention.core.peering import Peering
 
 SparkMode = Literal["local", "kubernetes", "spark-operator"]
 
+# The offsets a RecordErasure scan must span to run on Spark (local mode). Measured
+# (bench/erasure_scan.py, 10,000 digests, 3 partitions, 2 shared cores, 2026-11-29, five
+# runs of the section): warm, Spark overtakes the in-process scan between 100,000 and
+# 1,000,000 records (at 300,000: 1.3-2.0 s against 1.6-2.7 s) and takes 3.3-4.4 s against
+# 5.7-6.4 s at 1,000,000; but the first scan also starts the session (7-9 s, and a JVM of
+# 1 GiB beside the operator). An erasure scans at least three times (the first scan, then
+# ValuesErased and KeyErased verified), so from 1,000,000 records its own scans pay that
+# start back; smaller ones stay in process.
+ERASURE_SPARK_MIN_RECORDS = 1_000_000
+
 
 @dataclass(frozen=True)
 class SparkConfig:
@@ -29,6 +39,9 @@ class SparkConfig:
     # namespace (--operator-namespace), which no tenant can write. Open tenancy's runs
     # happen in the policies' namespace.
     namespace: str = "kafka-retention-system"
+    # A RecordErasure scan spanning at least this many offsets runs on the local Spark
+    # session (local mode only; pod modes keep the in-process scan). 0: always Spark.
+    erasure_min_records: int = ERASURE_SPARK_MIN_RECORDS
 
 
 @dataclass(frozen=True)

@@ -40,13 +40,14 @@ from retention_jobs.scans import first_keys
 log = logging.getLogger(__name__)
 
 
-def java_options(conn: Connection) -> dict[str, str]:
+def java_options(conn: Connection, uncommitted: bool = False) -> dict[str, str]:
     """The source's `kafka.*` options for a connection given as librdkafka properties
     (what the operator resolves from spec.cluster). Raises Unmappable naming the first
-    property with no Java equivalent."""
+    property with no Java equivalent. `uncommitted`: aborted transactions' records too
+    (an erasure scan: they stay in the log, key and all, until cleaned)."""
     # librdkafka reads committed records only by default; the Java client does not.
     return {
-        "kafka.isolation.level": "read_committed",
+        "kafka.isolation.level": "read_uncommitted" if uncommitted else "read_committed",
         **{
             f"kafka.{key}": value
             for key, value in java_properties(conn.bootstrap_servers, conn.client_config).items()
@@ -198,11 +199,14 @@ def task_records(sizes: Sequence[int], cores: int) -> int | None:
     return None
 
 
-def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) -> DataFrame:
+def read_ranges(
+    spark: SparkSession, conn: Connection, ranges: Sequence[Range], uncommitted: bool = False
+) -> DataFrame:
     """The records of each [start, end), one row each: topic, partition, offset, key,
     isTombstone, timestampMs and storedBytes (key, value, headers and a fixed overhead,
     as adapters.kafka counts them). Empty ranges are left out; a range that retention
-    has since shortened reads what is left (failOnDataLoss off)."""
+    has since shortened reads what is left (failOnDataLoss off). `uncommitted`: records
+    of open and aborted transactions too (java_options)."""
     wanted: dict[str, dict[str, tuple[int, int]]] = {}
     for topic, partition, start, end in ranges:
         if end > start:
@@ -222,7 +226,7 @@ def read_ranges(spark: SparkSession, conn: Connection, ranges: Sequence[Range]) 
     )
     _read_with_v2(spark)
     reader = spark.read.format("kafka")
-    for key, value in java_options(conn).items():
+    for key, value in java_options(conn, uncommitted).items():
         reader = reader.option(key, value)
     if most is not None:
         reader = reader.option("maxRecordsPerPartition", str(most))

@@ -187,6 +187,14 @@ _SPARK_FLAGS = (
         "API server URL for spark-submit (kubernetes mode)",
         metavar="URL",
     ),
+    _Flag(
+        "--erasure-spark-min-records",
+        "erasure_min_records",
+        "RecordErasure scans spanning at least N offsets run on Spark, smaller ones in "
+        "this process (local mode; 0: always Spark)",
+        int,
+        "N",
+    ),
 )
 _SCHEDULING_FLAGS = (
     _Flag(

@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import kopf
@@ -16,10 +18,15 @@ import kopf
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka_erasure import ErasureAdmin
 from kafka_retention.adapters.receipt_keys import read_signing_key
+from kafka_retention.adapters.spark_erasure import SparkErasureAdmin
+from kafka_retention.config import SparkConfig
 from kafka_retention.core.bindings import Grant
 from kafka_retention.core.conditions import EventReason
 from kafka_retention.core.erasure import ErasureRequest
+from kafka_retention.core.erasure_scan import PartitionScan
 from kafka_retention.core.erasure_states import Phase
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.plan_request import Connection
 from kafka_retention.core.resources import GROUP, RECORD_ERASURES, VERSION
 from kafka_retention.handlers import common
 from kafka_retention.handlers.common import config, tenancy
@@ -52,9 +59,46 @@ def _admitter(rules: Tenancy, namespace: str) -> Any:
     return admit
 
 
-def _connector(rules: Tenancy, namespace: str) -> Any:
+def erasure_scan_job(
+    spark: Any,
+    conn: Connection,
+    ranges: Mapping[TopicPartition, tuple[int, int]],
+    digests: AbstractSet[str],
+) -> dict[TopicPartition, PartitionScan]:
+    """The Spark erasure scan, for the local session (adapters.spark_erasure.ErasureScanJob)."""
+    # Imported at the first scan on Spark: pyspark is not loaded before one.
+    from retention_jobs.erasure_scan import scan_keys
+
+    return scan_keys(spark, conn, ranges, digests)
+
+
+def source_usable(spark: Any, conn: Connection) -> bool:
+    """Spark's Kafka source serves this connection (adapters.spark_erasure.SourceCheck)."""
+    from retention_jobs.kafka_source import usable
+
+    return usable(spark, conn)
+
+
+def admin_maker(cfg: SparkConfig) -> Callable[[str, dict[str, str]], ErasureAdmin]:
+    """ErasureAdmin, whose scans run in this process; in local mode, one whose scans
+    spanning cfg.erasure_min_records offsets or more run on the local Spark session. Pod
+    modes keep the in-process scan: an erasure scan on pods is not built (its answer
+    would come back through objects that must first be made tenant-proof)."""
+    if cfg.mode != "local":
+        return ErasureAdmin
+    return partial(
+        SparkErasureAdmin,
+        job=erasure_scan_job,
+        usable=source_usable,
+        min_records=cfg.erasure_min_records,
+    )
+
+
+def _connector(rules: Tenancy, namespace: str, cfg: SparkConfig) -> Any:
+    make = admin_maker(cfg)
+
     def connect(request: ErasureRequest) -> ErasureAdmin:
-        return common.connect(rules, namespace, request.cluster, ErasureAdmin)
+        return common.connect(rules, namespace, request.cluster, make)
 
     return connect
 
@@ -94,7 +138,7 @@ def _erase(created: common.Created) -> None:
                 namespace=namespace,
                 store=store,
                 blobs=blobs,
-                connect=_connector(rules, namespace),
+                connect=_connector(rules, namespace, cfg.spark),
                 admit=_admitter(rules, namespace),
                 signing_key=lambda: read_signing_key(
                     cfg.operator_namespace, cfg.erasure_signing_secret
