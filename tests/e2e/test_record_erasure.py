@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
+from kafka_retention.cli import main as cli_main
 from kafka_retention.core.receipts import verify
 from kafka_retention.kube_objects.chunks import assemble, parts_selector, set_base
 from tests.helpers import tenancy
@@ -219,6 +220,8 @@ def test_a_key_in_two_partitions_of_a_compacted_topic_is_erased_with_a_signed_re
     kafka: Kafka,
     erasure_operator: OperatorProcess,
     signing_key: Ed25519PrivateKey,
+    erasure_keys_ns: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     key = f"erasure-e2e-{uuid.uuid4().hex}@example.com".encode()
     digest = hashlib.sha256(key).hexdigest()
@@ -259,6 +262,18 @@ def test_a_key_in_two_partitions_of_a_compacted_topic_is_erased_with_a_signed_re
     in_receipt = receipt["receipt"]["evidence"]
     assert {e["digest"] for e in in_receipt if e.get("digest")} == {digest}
     assert {e["partition"] for e in in_receipt if not e.get("digest")} == {0, 1, 2}
+
+    # The operator recorded the digest in the binding's ledger, in its own namespace, with
+    # this receipt: `kafka-retention ledger list` as an administrator runs it.
+    capsys.readouterr()
+    listing = [
+        "ledger", "list", "--cluster", binding, "--operator-namespace", erasure_keys_ns,
+        "--kubeconfig", str(stack.kube.kubeconfig), "-o", "json",
+    ]  # fmt: skip
+    assert cli_main(listing) == 0
+    recorded = [e for e in json.loads(capsys.readouterr().out)["entries"] if e["digest"] == digest]
+    assert [e["receipt"]["sha256"] for e in recorded] == [receipt["sha256"]]
+    assert recorded[0]["topics"] == [topic]
 
     # Digests, never the key: in status, events and the operator's log.
     posted = events(stack, tenant, "forget")

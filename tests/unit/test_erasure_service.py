@@ -16,6 +16,7 @@ import kopf
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from kafka_retention.adapters.ledger_store import KubeLedger
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.bindings import Grant
 from kafka_retention.core.conditions import EventReason, Reason
@@ -1166,6 +1167,22 @@ def test_the_handler_signs_with_the_secret_the_operator_is_configured_with(
     assert read == [("ops", "receipts-key")]
     assert (given[0].uid, given[0].name, given[0].namespace) == ("u-1", "e", "tenant")
     assert given[0].created == NOW
+    # The erased digests go to the ledger in the operator's namespace.
+    assert isinstance(given[0].ledger, KubeLedger)
+    assert given[0].ledger.namespace == "ops"
+
+
+def test_the_handler_names_a_refusal_by_its_own_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = service.Outcome(
+        Phase.FAILED,
+        "the cuts would remove 3 records of other keys, more than spec.maxCollateralRecords",
+        finished=True,
+        reason=Reason.COLLATERAL_ABOVE_LIMIT,
+        invalid_field="spec.maxCollateralRecords",
+    )
+    posted, _, raised = handler_run(monkeypatch, refused)
+    assert isinstance(raised, kopf.PermanentError)
+    assert posted.events == [("Warning", "CollateralAboveLimit", refused.message)]
 
 
 def test_a_delete_topic_whose_log_start_passed_every_match_is_verified_before_its_bound() -> None:

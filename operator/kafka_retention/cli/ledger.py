@@ -200,9 +200,11 @@ def _ledger(args: argparse.Namespace) -> LedgerStore:
     return KubeLedger(args.operator_namespace, api=kube.api)
 
 
-def run_list(ledger: LedgerStore, cluster: str, output: str, out: TextIO = sys.stdout) -> int:
+def run_list(ledger: LedgerStore, cluster: str, output: str, out: TextIO | None = None) -> int:
     """`ledger list`: one line per entry (digest, topics, erasure, completion, cluster
-    id), or `-o json`. Exit 0, or 2 when the ledger cannot be read."""
+    id), or `-o json`. Exit 0, or 2 when the ledger cannot be read. `out`: stdout as it
+    is when called (a default bound at import would miss a redirection)."""
+    out = out or sys.stdout
     try:
         entries = ledger_entries(ledger, cluster)
     except CheckError as err:
@@ -235,12 +237,13 @@ def run_check(
     bootstrap: str,
     print_erasure: str | None = None,
     output: str = "text",
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     any_topic: bool = False,
 ) -> int:
     """`ledger check`: exit 1 with the findings when any ledger digest is in the topics,
     0 when none is, 2 on an error. With `print_erasure` (NAMESPACE/NAME) the RecordErasure
     goes to stdout and the findings to stderr."""
+    out = out or sys.stdout
     try:
         where = _erasure_name(print_erasure) if print_erasure else None
         entries = ledger_entries(ledger, cluster)

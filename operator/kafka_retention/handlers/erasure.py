@@ -17,6 +17,7 @@ import kopf
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka_erasure import ErasureAdmin
+from kafka_retention.adapters.ledger_store import KubeLedger
 from kafka_retention.adapters.receipt_keys import read_signing_key
 from kafka_retention.adapters.spark_erasure import SparkErasureAdmin
 from kafka_retention.config import SparkConfig
@@ -146,6 +147,8 @@ def _erase(created: common.Created) -> None:
                 now=lambda: datetime.now(UTC),
                 retry_delay=created.retry_delay,
                 created=created.created_at,
+                # The erased digests, per cluster, in the operator's namespace.
+                ledger=KubeLedger(cfg.operator_namespace),
             )
         )
     except service.Retry as pending:
@@ -160,7 +163,10 @@ def _erase(created: common.Created) -> None:
 
     _post(body, outcome.events, namespace, name)
     if outcome.invalid_field is not None:
-        kopf.warn(body, reason=EventReason.INVALID_SPEC, message=outcome.message)
+        # The refusal's own reason (NotPermitted, CollateralAboveLimit, ...), as the Ready
+        # condition says it.
+        reason = str(outcome.reason or EventReason.INVALID_SPEC)
+        kopf.warn(body, reason=reason, message=outcome.message)
         raise kopf.PermanentError(outcome.message)
     if outcome.phase == Phase.FAILED:
         kopf.warn(body, reason=f"Erasure{Phase.FAILED}", message=outcome.message)
@@ -172,7 +178,7 @@ def _post(
     """The run's events, each also a log line (digests and counts only)."""
     for reason, message in events:
         log.info("RecordErasure %s/%s %s: %s", namespace, name, reason, message)
-        if reason == EventReason.ERASURE_DEADLINE_AT_RISK:
+        if reason in (EventReason.ERASURE_DEADLINE_AT_RISK, EventReason.CUT_HELD):
             kopf.warn(body, reason=reason, message=message)
         else:
             kopf.info(body, reason=reason, message=message)
