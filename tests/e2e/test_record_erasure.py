@@ -16,18 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from devstack.operator import OperatorProcess
@@ -35,13 +32,13 @@ from devstack.stack import Stack
 from kafka_retention.cli import main as cli_main
 from kafka_retention.core.receipts import verify
 from kafka_retention.kube_objects.chunks import assemble, parts_selector, set_base
-from tests.helpers import tenancy
+from tests.helpers import erasures, tenancy
 from tests.helpers.conditions import condition
+from tests.helpers.erasures import Filler, erasure, phase_in
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import (
     apply,
     apply_refused,
-    create_namespace,
     events,
     get,
     resource,
@@ -49,13 +46,12 @@ from tests.helpers.kube import (
 )
 from tests.helpers.offsets import high_watermarks
 from tests.helpers.records import produce
-from tests.helpers.topics import FAST_COMPACTION, cluster_id
+from tests.helpers.topics import FAST_COMPACTION
 
 pytestmark = pytest.mark.stack
 
 PREFIX = "erase" + os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
 KIND = "RecordErasure"
-SIGNING_SECRET = "kafka-retention-erasure-signing"
 # A delete topic whose records retention removes within seconds on the stack (its
 # brokers check retention every 3 s; segments roll on the next append after 1 s).
 FAST_RETENTION = {"cleanup.policy": "delete", "retention.ms": "5000", "segment.ms": "1000"}
@@ -68,25 +64,8 @@ def signing_key() -> Ed25519PrivateKey:
 
 @pytest.fixture(scope="module")
 def erasure_keys_ns(stack: Stack, signing_key: Ed25519PrivateKey) -> Iterator[str]:
-    """The operator's own namespace for this file, holding the signing key's Secret (not
-    one the operator watches: `{PREFIX}keys-*` is outside `{PREFIX}-*`)."""
-    ns = f"{PREFIX}keys-{uuid.uuid4().hex[:6]}"
-    create_namespace(stack, ns)
-    pem = signing_key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": SIGNING_SECRET, "namespace": ns},
-        "type": "Opaque",
-        "stringData": {"ed25519.pem": pem.decode()},
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
-    yield ns
-    stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+    """The operator's own namespace for this file, holding the signing key's Secret."""
+    yield from erasures.keys_namespace(stack, PREFIX, signing_key)
 
 
 @pytest.fixture(scope="module")
@@ -114,27 +93,7 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
 
 def bind_erase(stack: Stack, admin: AdminClient, made: list[str], ns: str, *topics: str) -> str:
     """A binding letting `ns` erase on exactly these topics of the shared cluster."""
-    name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
-    tenants = [
-        {
-            "namespaces": [ns],
-            "operations": ["erase"],
-            "topics": {"allow": [re.escape(t) for t in topics]},
-        }
-    ]
-    servers = stack.kafka.bootstrap_servers
-    apply(stack, tenancy.binding(name, cluster_id(admin), servers, ns, tenants=tenants))
-    made.append(name)
-    return name
-
-
-def erasure(stack: Stack, ns: str, name: str, binding: str, topics: list[str], **spec: Any) -> None:
-    body = {"cluster": {"clusterRef": binding}, "topics": {"names": topics}, **spec}
-    apply(stack, resource(KIND, name, ns, spec=body))
-
-
-def phase_in(*phases: str) -> Any:
-    return lambda obj: (obj.get("status") or {}).get("phase") in phases
+    return erasures.bind_erase(stack, admin, made, PREFIX, ns, topics)
 
 
 def signed(obj: dict[str, Any]) -> bool:
@@ -142,32 +101,6 @@ def signed(obj: dict[str, Any]) -> bool:
     status = obj.get("status") or {}
     phase = status.get("phase")
     return phase == "Failed" or (phase == "KeyErased" and bool(status.get("receipt")))
-
-
-class Filler:
-    """Writes an unrelated key to every partition every 300 ms while the test waits: a
-    segment rolls, and the cleaner acts, only when something is appended."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        self.topic, self.partitions = topic, partitions
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Filler:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stopping.set()
-        self.thread.join(10)
-        self.producer.flush(30)
-
-    def _run(self) -> None:
-        while not self.stopping.wait(0.3):
-            for p in range(self.partitions):
-                self.producer.produce(self.topic, key=b"filler", value=b"f", partition=p)
-            self.producer.poll(0)
 
 
 def records_with_key(bootstrap: str, topic: str, partitions: int, key: bytes) -> list[str]:

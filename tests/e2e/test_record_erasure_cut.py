@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,22 +30,21 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from devstack.operator import OperatorProcess
 from devstack.stack import Stack
-from tests.helpers import tenancy
+from tests.helpers import erasures, tenancy
 from tests.helpers.cli import kafka_retention
 from tests.helpers.commits import commit
 from tests.helpers.conditions import condition
+from tests.helpers.erasures import phase_in
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import apply, create_namespace, events, resource, wait_for
+from tests.helpers.kube import events, wait_for
 from tests.helpers.offsets import high_watermarks, log_starts
 from tests.helpers.records import produce
-from tests.helpers.topics import cluster_id
 
 pytestmark = pytest.mark.stack
 
 # Not "erase": test_record_erasure.py's operator watches `erase<worker>-*`.
 PREFIX = "erasecut" + os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
 KIND = "RecordErasure"
-SIGNING_SECRET = "kafka-retention-erasure-signing"
 # Retention far away: only the cut can remove the records while the test runs.
 DELETE_TOPIC = {"cleanup.policy": "delete", "retention.ms": "604800000"}
 RECORDS = 12  # per partition
@@ -59,25 +57,8 @@ def signing_key() -> Ed25519PrivateKey:
 
 @pytest.fixture(scope="module")
 def erasure_keys_ns(stack: Stack, signing_key: Ed25519PrivateKey) -> Iterator[str]:
-    """The operator's own namespace, holding the signing key's Secret (outside the
-    `{PREFIX}-*` namespaces it watches)."""
-    ns = f"{PREFIX}keys-{uuid.uuid4().hex[:6]}"
-    create_namespace(stack, ns)
-    pem = signing_key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": SIGNING_SECRET, "namespace": ns},
-        "type": "Opaque",
-        "stringData": {"ed25519.pem": pem.decode()},
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
-    yield ns
-    stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+    """The operator's own namespace, holding the signing key's Secret."""
+    yield from erasures.keys_namespace(stack, PREFIX, signing_key)
 
 
 @pytest.fixture(scope="module")
@@ -103,27 +84,11 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
 def bind_erase(stack: Stack, admin: AdminClient, made: list[str], ns: str, topic: str) -> str:
     """A binding letting `ns` erase on exactly this topic of the shared cluster, and cut it
     (a cut is DeleteRecords: it needs purge granted too)."""
-    name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
-    tenants = [
-        {
-            "namespaces": [ns],
-            "operations": ["erase", "purge"],
-            "topics": {"allow": [re.escape(topic)]},
-        }
-    ]
-    servers = stack.kafka.bootstrap_servers
-    apply(stack, tenancy.binding(name, cluster_id(admin), servers, ns, tenants=tenants))
-    made.append(name)
-    return name
+    return erasures.bind_erase(stack, admin, made, PREFIX, ns, [topic], ("erase", "purge"))
 
 
 def erasure(stack: Stack, ns: str, name: str, binding: str, topic: str, **spec: Any) -> None:
-    body = {"cluster": {"clusterRef": binding}, "topics": {"names": [topic]}, **spec}
-    apply(stack, resource(KIND, name, ns, spec=body))
-
-
-def phase_in(*phases: str) -> Any:
-    return lambda obj: (obj.get("status") or {}).get("phase") in phases
+    erasures.erasure(stack, ns, name, binding, [topic], **spec)
 
 
 def settled(obj: dict[str, Any]) -> bool:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,17 +22,17 @@ from devstack.stack import Stack
 from kafka_retention.adapters.kafka_erasure import ErasureAdmin
 from kafka_retention.core.erasure_scan import PartitionScan
 from kafka_retention.core.facts import TopicPartition
-from tests.helpers import tenancy
+from tests.helpers import erasures, tenancy
+from tests.helpers.erasures import Filler
 from tests.helpers.kafka import Kafka
-from tests.helpers.kube import apply, create_namespace, resource, wait_for
+from tests.helpers.kube import wait_for
 from tests.helpers.records import produce
-from tests.helpers.topics import FAST_COMPACTION, cluster_id
+from tests.helpers.topics import FAST_COMPACTION
 
 pytestmark = pytest.mark.stack
 
 PREFIX = "erasesp" + os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
 KIND = "RecordErasure"
-SIGNING_SECRET = "kafka-retention-erasure-signing"
 # The line the adapter logs for each scan it runs on Spark (adapters/spark_erasure.py).
 ON_SPARK = "erasure scan on Spark:"
 
@@ -42,26 +40,9 @@ ON_SPARK = "erasure scan on Spark:"
 @pytest.fixture(scope="module")
 def keys_ns(stack: Stack) -> Iterator[str]:
     """The operator's namespace, with a signing key (receipts are signed at KeyErased)."""
-    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    ns = f"{PREFIX}keys-{uuid.uuid4().hex[:6]}"
-    create_namespace(stack, ns)
-    pem = Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": SIGNING_SECRET, "namespace": ns},
-        "type": "Opaque",
-        "stringData": {"ed25519.pem": pem.decode()},
-    }
-    stack.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
-    yield ns
-    stack.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+    yield from erasures.keys_namespace(stack, PREFIX, Ed25519PrivateKey.generate())
 
 
 @pytest.fixture(scope="module")
@@ -93,19 +74,11 @@ def bindings(stack: Stack) -> Iterator[list[str]]:
 
 
 def bind_erase(stack: Stack, admin: AdminClient, made: list[str], ns: str, topic: str) -> str:
-    name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
-    tenants = [
-        {"namespaces": [ns], "operations": ["erase"], "topics": {"allow": [re.escape(topic)]}}
-    ]
-    servers = stack.kafka.bootstrap_servers
-    apply(stack, tenancy.binding(name, cluster_id(admin), servers, ns, tenants=tenants))
-    made.append(name)
-    return name
+    return erasures.bind_erase(stack, admin, made, PREFIX, ns, [topic])
 
 
 def erasure(stack: Stack, ns: str, name: str, binding: str, topic: str, **spec: Any) -> None:
-    body = {"cluster": {"clusterRef": binding}, "topics": {"names": [topic]}, **spec}
-    apply(stack, resource(KIND, name, ns, spec=body))
+    erasures.erasure(stack, ns, name, binding, [topic], **spec)
 
 
 def settled(obj: dict[str, Any]) -> bool:
@@ -165,31 +138,6 @@ def test_a_dry_run_scanned_on_spark_shows_what_the_in_process_scan_finds(
         if e.get("digest") == digest
     }
     assert shown == expected == {0: (36, 2, 31), 2: (36, 2, 31)}
-
-
-class Filler:
-    """An unrelated key to every partition every 300 ms: segments roll, the cleaner acts."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        self.topic, self.partitions = topic, partitions
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Filler:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stopping.set()
-        self.thread.join(10)
-        self.producer.flush(30)
-
-    def _run(self) -> None:
-        while not self.stopping.wait(0.3):
-            for p in range(self.partitions):
-                self.producer.produce(self.topic, key=b"filler", value=b"f", partition=p)
-            self.producer.poll(0)
 
 
 def test_an_erasure_scanned_on_spark_reaches_key_erased(
