@@ -45,13 +45,15 @@ def java_options(conn: Connection, uncommitted: bool = False) -> dict[str, str]:
     (what the operator resolves from spec.cluster). Raises Unmappable naming the first
     property with no Java equivalent. `uncommitted`: aborted transactions' records too
     (an erasure scan: they stay in the log, key and all, until cleaned)."""
-    # librdkafka reads committed records only by default; the Java client does not.
+    # librdkafka reads committed records only by default; the Java client does not. Set
+    # last: no client property may override what the scan must read (an erasure scan
+    # that skipped aborted records would miss keys they hold).
     return {
-        "kafka.isolation.level": "read_uncommitted" if uncommitted else "read_committed",
         **{
             f"kafka.{key}": value
             for key, value in java_properties(conn.bootstrap_servers, conn.client_config).items()
         },
+        "kafka.isolation.level": "read_uncommitted" if uncommitted else "read_committed",
     }
 
 

@@ -29,6 +29,13 @@ def test_plaintext_reads_committed_records_like_librdkafka() -> None:
     }
 
 
+def test_an_erasure_scan_reads_uncommitted_records_whatever_the_client_properties_say() -> None:
+    """Aborted transactions' records hold keys until cleaned: a client property must not
+    make the erasure scan skip them."""
+    conn = Connection("a:9092", {"isolation.level": "read_committed"})
+    assert java_options(conn, uncommitted=True)["kafka.isolation.level"] == "read_uncommitted"
+
+
 def test_scram_credentials_become_a_quoted_jaas_line() -> None:
     options = java_options(
         Connection(

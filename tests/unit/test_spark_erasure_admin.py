@@ -73,6 +73,7 @@ def admin(job: Job, min_records: int, usable: bool = True) -> SparkErasureAdmin:
         usable=lambda spark, conn: usable,
         min_records=min_records,
         session=lambda: SESSION,
+        min_partition_offsets=1,
     )
 
 
@@ -119,6 +120,54 @@ def test_a_failed_spark_scan_is_done_again_in_process_and_logged_in_one_bounded_
     assert "org.apache.spark.SparkException: Job aborted" in line
     assert "o123" not in line
     assert len(line) < MAX_FAILURE_TEXT + 100
+
+
+def test_only_long_partitions_go_to_spark_and_the_short_ones_are_read_in_process(
+    in_process: list[Any],
+) -> None:
+    """Spark's source pays a task and a consumer per partition: many short partitions are
+    faster in process, even when the ranges together pass the threshold."""
+    long, short = TopicPartition("big", 0), TopicPartition("small", 0)
+    ranges = {long: (0, 20_000), short: (0, 500)}
+    job = Job()
+    made = SparkErasureAdmin(
+        "127.0.0.1:1", {}, job=job, usable=lambda s, c: True, min_records=10_000,
+        session=lambda: SESSION, min_partition_offsets=10_000,
+    )  # fmt: skip
+    found = made.scan_keys(ranges, {DIGEST})
+    assert [r for _, _, r in job.calls] == [{long: (0, 20_000)}]
+    assert in_process == [{short: (0, 500)}]
+    assert set(found) == {long, short}
+
+
+def test_many_short_partitions_stay_in_process_whatever_their_total(
+    in_process: list[Any],
+) -> None:
+    ranges = {TopicPartition("t", p): (0, 600) for p in range(2_000)}  # 1.2M offsets
+    job = Job()
+    made = SparkErasureAdmin(
+        "127.0.0.1:1", {}, job=job, usable=lambda s, c: True, min_records=1_000_000,
+        session=lambda: SESSION,
+    )  # fmt: skip
+    made.scan_keys(ranges, {DIGEST})
+    assert job.calls == []
+    assert in_process == [ranges]
+
+
+def test_a_cancelled_spark_scan_is_not_done_again_in_process(in_process: list[Any]) -> None:
+    """The operator stopping cancels the session's jobs: a whole in-process rescan then
+    would outlive the handler; the partitions answer a retriable failure instead."""
+    error = RuntimeError(
+        "An error occurred while calling o9.collectToPython.\n"
+        ": org.apache.spark.SparkException: Job 7 cancelled because SparkContext was shut down"
+    )
+    found = admin(Job(error), 0).scan_keys(RANGES, {DIGEST})
+    assert in_process == []
+    failed = {tp: f for tp, f in found.items() if isinstance(f, KafkaFailure)}
+    assert {tp: (f.code, f.retriable) for tp, f in failed.items()} == {
+        A: ("SPARK_CANCELLED", True),
+        B: ("SPARK_CANCELLED", True),
+    }
 
 
 def test_a_session_that_does_not_start_leaves_the_scan_in_process(

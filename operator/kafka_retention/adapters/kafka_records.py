@@ -24,7 +24,8 @@ def stored_size(msg: Message) -> int:
     headers = msg.headers() or []
     pairs = list(headers.items()) if isinstance(headers, dict) else headers
     for key, value in pairs:
-        size += len(key) + len(value or b"")
+        # A header key is text here: its bytes in the log, as Spark's octet_length counts.
+        size += len(key.encode() if isinstance(key, str) else key) + len(value or b"")
     return size
 
 

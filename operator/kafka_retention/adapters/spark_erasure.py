@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 # What the log line of a failed Spark scan quotes: the first line of the Java exception,
 # bounded (a stack trace names classes, not records).
 MAX_FAILURE_TEXT = 500
+# A partition goes to Spark only with at least this many offsets: Spark's Kafka source
+# runs a task with a consumer of its own for each partition (about 0.3 s each here:
+# kafka_source.LONG_RANGE), so many short partitions are faster read in process.
+MIN_PARTITION_OFFSETS = 10_000
 
 
 class ErasureScanJob(Protocol):
@@ -67,22 +71,42 @@ class SparkErasureAdmin(ErasureAdmin):
         usable: SourceCheck,
         min_records: int,
         session: Callable[[], Any] = launcher.local_session,
+        min_partition_offsets: int = MIN_PARTITION_OFFSETS,
         **kwargs: Any,
     ) -> None:
         super().__init__(bootstrap_servers, dict(client_config or {}), **kwargs)
         self._job, self._usable = job, usable
         self._min_records, self._session = min_records, session
+        # Never above the threshold itself: an operator told to scan from 1 record on
+        # Spark (the e2e tests, a trial) scans every partition there.
+        self._min_partition = min(min_partition_offsets, min_records)
 
     def scan_keys(
         self, ranges: Mapping[TopicPartition, tuple[int, int]], digests: AbstractSet[str]
     ) -> dict[TopicPartition, PartitionScan | KafkaFailure]:
-        """On Spark when the ranges span at least min_records offsets and Spark's Kafka
-        source serves the connection; else in this process. A Spark scan that fails (the
-        session does not start, a task fails) is done again in this process, whole: the
-        in-process scan is the reference, and an erasure must not stall on Spark."""
-        spanned = offsets_spanned(ranges)
-        if spanned < self._min_records:
+        """The long partitions (min_partition_offsets or more) on Spark when together they
+        span at least min_records offsets and Spark's Kafka source serves the connection,
+        the others in this process; else all in this process. A Spark scan that fails
+        (the session does not start, a task fails) is done again in this process, whole:
+        the in-process scan is the reference, and an erasure must not stall on Spark. One
+        that was cancelled (the operator stopping) is not: its partitions answer a
+        retriable failure and the erasure's next run scans again."""
+        long = {tp: r for tp, r in ranges.items() if r[1] - r[0] >= self._min_partition}
+        spanned = offsets_spanned(long)
+        if not long or spanned < self._min_records:
             return super().scan_keys(ranges, digests)
+        short = {tp: r for tp, r in ranges.items() if tp not in long}
+        out = self._on_spark(long, digests, spanned)
+        if short:
+            out.update(super().scan_keys(short, digests))
+        return out
+
+    def _on_spark(
+        self,
+        ranges: Mapping[TopicPartition, tuple[int, int]],
+        digests: AbstractSet[str],
+        spanned: int,
+    ) -> dict[TopicPartition, PartitionScan | KafkaFailure]:
         conn = Connection(self._bootstrap, dict(self._client_config))
         started = time.monotonic()
         try:
@@ -92,6 +116,12 @@ class SparkErasureAdmin(ErasureAdmin):
                 return super().scan_keys(ranges, digests)
             found = self._job(spark, conn, ranges, digests)
         except Exception as err:  # py4j's and Spark's errors have no common base
+            if "cancelled" in str(err).lower() or "canceled" in str(err).lower():
+                # The session's jobs were cancelled (the operator stops): scanning
+                # everything again in process now would outlive the handler.
+                log.info("erasure scan on Spark cancelled: %s", _first_line(err))
+                why = KafkaFailure("SPARK_CANCELLED", _first_line(err), True)
+                return dict.fromkeys(ranges, why)
             log.warning(
                 "erasure scan on Spark failed, scanning in process instead: %s", _first_line(err)
             )
