@@ -23,6 +23,7 @@ from kafka_retention.core.specs import ClusterRef
 from kafka_retention.services.erasure import ledger as service
 from tests.helpers.ledgers import (
     CLUSTER,
+    NAMESPACE,
     StrictStore,
     digest,
     entry,
@@ -100,18 +101,18 @@ def test_merge_keeps_the_newest_erasures_of_a_digest_within_the_bound() -> None:
 
 def test_a_shard_round_trips_and_refuses_what_it_did_not_write() -> None:
     es = core.merge([], [entry("ab" + digest(str(i))[2:]) for i in range(3)])
-    text = core.encode_shard(CLUSTER, "ab", es)
-    assert core.decode_shard(CLUSTER, "ab", text) == es
+    text = core.encode_shard(CLUSTER, NAMESPACE, "ab", es)
+    assert core.decode_shard(CLUSTER, NAMESPACE, "ab", text) == es
     with pytest.raises(LedgerError, match="another cluster"):
-        core.decode_shard("other", "ab", text)
-    with pytest.raises(LedgerError, match="another cluster's or shard's"):
-        core.decode_shard(CLUSTER, "cd", text)
+        core.decode_shard("other", NAMESPACE, "ab", text)
+    with pytest.raises(LedgerError, match="another cluster's, namespace's or shard's"):
+        core.decode_shard(CLUSTER, NAMESPACE, "cd", text)
     with pytest.raises(LedgerError, match="entries of others"):
-        core.encode_shard(CLUSTER, "cd", es)
+        core.encode_shard(CLUSTER, NAMESPACE, "cd", es)
     forged = json.loads(text)
     forged["entries"][0]["digest"] = "alice@example.com"
     with pytest.raises(LedgerError) as err:
-        core.decode_shard(CLUSTER, "ab", json.dumps(forged))
+        core.decode_shard(CLUSTER, NAMESPACE, "ab", json.dumps(forged))
     # The refusal names the shard and entry, never the value it found there.
     assert "alice" not in str(err.value)
 
@@ -121,7 +122,7 @@ def test_a_shard_beyond_its_bound_is_refused_not_cut() -> None:
         LedgerEntry(
             "ab" + digest(str(i))[2:],
             f"u{i}",
-            "ns",
+            NAMESPACE,
             "n",
             ("t" * 249,) * 4,
             "0" * 64,
@@ -132,7 +133,7 @@ def test_a_shard_beyond_its_bound_is_refused_not_cut() -> None:
         for i in range(1000)
     ]
     with pytest.raises(LedgerError, match=f"beyond {MAX_SHARD_BYTES}"):
-        core.encode_shard(CLUSTER, "ab", core.merge([], big))
+        core.encode_shard(CLUSTER, NAMESPACE, "ab", core.merge([], big))
 
 
 def test_100000_digests_fit_each_shard_far_below_the_limit() -> None:
@@ -156,7 +157,7 @@ def test_100000_digests_fit_each_shard_far_below_the_limit() -> None:
         for i in range(100_000)
     ]
     sizes = {
-        s: (len(es), len(core.encode_shard(CLUSTER, s, core.merge([], es)).encode()))
+        s: (len(es), len(core.encode_shard(CLUSTER, "n" * 63, s, core.merge([], es)).encode()))
         for s, es in core.by_shard(entries).items()
     }
     most_entries = max(n for n, _ in sizes.values())
@@ -220,7 +221,9 @@ def test_a_shard_that_keeps_changing_leaves_the_ledger_behind_as_a_refused_write
     pauses: list[float] = []
 
     class Racing(StrictStore):
-        def write(self, cluster: str, shard: str, payload: str, version: str | None) -> None:
+        def write(
+            self, cluster: str, namespace: str, shard: str, payload: str, version: str | None
+        ) -> None:
             raise LedgerConflict("Conflict")  # another writer wins every time
 
     racing = Racing()
@@ -253,7 +256,7 @@ def test_a_full_shard_leaves_the_ledger_behind_and_keeps_what_it_held() -> None:
         LedgerEntry(
             "ab" + digest(str(i))[2:],
             f"u{i}",
-            "ns",
+            NAMESPACE,
             "n",
             ("t" * 249,) * 3,
             "0" * 64,
@@ -263,9 +266,9 @@ def test_a_full_shard_leaves_the_ledger_behind_and_keeps_what_it_held() -> None:
         )
         for i in range(800)
     ]
-    text = core.encode_shard(CLUSTER, "ab", core.merge([], big))
-    store.shards[(CLUSTER, "ab")] = (text, 1)
+    text = core.encode_shard(CLUSTER, NAMESPACE, "ab", core.merge([], big))
+    store.shards[(CLUSTER, NAMESPACE, "ab")] = (text, 1)
     extra = ["ab" + digest(f"x{i}")[2:] for i in range(300)]
     with pytest.raises(LedgerBehind, match="beyond"):
         service.record(store, signed_receipt(extra), CLUSTER, pause=no_pause)
-    assert store.shards[(CLUSTER, "ab")] == (text, 1)
+    assert store.shards[(CLUSTER, NAMESPACE, "ab")] == (text, 1)

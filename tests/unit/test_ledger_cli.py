@@ -181,7 +181,7 @@ def test_a_ledger_the_api_server_refuses_to_read_is_exit_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     class Refusing(StrictStore):
-        def read_all(self, cluster: str) -> list[Any]:
+        def read_all(self, cluster: str, namespace: str | None = None) -> list[Any]:
             raise WriteRefused(403, "Forbidden")
 
     assert check(Refusing(), Topics(RESTORED), "orders")[0] == 2
