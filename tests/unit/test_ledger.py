@@ -272,3 +272,93 @@ def test_a_full_shard_leaves_the_ledger_behind_and_keeps_what_it_held() -> None:
     with pytest.raises(LedgerBehind, match="beyond"):
         service.record(store, signed_receipt(extra), CLUSTER, pause=no_pause)
     assert store.shards[(CLUSTER, NAMESPACE, "ab")] == (text, 1)
+
+
+# --- one namespace's shards, not the cluster's --------------------------------------------
+
+
+def test_a_namespace_that_fills_its_shards_is_behind_and_another_namespace_still_records() -> None:
+    """The attack: a tenant with `erase` on one empty topic of its own finishes erasures
+    of random digests (NothingFound) until its shard is full. Its own erasures are then
+    behind (507); another tenant's erasure on the same cluster, with digests in the same
+    shard prefix, still records, in shards of its own."""
+    store = StrictStore()
+    attacker, victim = "tenant-evil", NAMESPACE
+    behind: LedgerBehind | None = None
+    for r in range(20):
+        noise = ["ab" + digest(f"noise {r} {i}")[2:] for i in range(1000)]
+        refused = signed_receipt(noise, uid=f"evil-{r}", namespace=attacker)
+        try:
+            service.record(store, refused, CLUSTER, pause=no_pause)
+        except LedgerBehind as err:
+            behind = err
+            break
+    assert behind is not None, "the attacker's shard never filled"
+    assert behind.status == 507
+    assert "beyond" in str(behind.reason)
+    full = store.digests(CLUSTER, attacker)
+    assert len(full) >= 2000
+
+    wanted = ["ab" + digest("alice")[2:], digest("bob")]
+    done = service.record(store, signed_receipt(wanted, uid="uid-victim"), CLUSTER, pause=no_pause)
+    assert done.written == done.shards == 2
+    assert store.digests(CLUSTER, victim) == {d: {"uid-victim"} for d in wanted}
+    # The attacker's shard is as it was, and its refused erasure's next run is refused
+    # again: what it filled blocks only itself.
+    assert store.digests(CLUSTER, attacker) == full
+    with pytest.raises(LedgerBehind):
+        service.record(store, refused, CLUSTER, pause=no_pause)
+    assert {(c, ns) for c, ns, _ in store.shards} == {(CLUSTER, attacker), (CLUSTER, victim)}
+
+
+def test_another_namespace_erasing_a_digest_again_and_again_keeps_this_namespaces_entry() -> None:
+    """MAX_ERASURES_PER_DIGEST keeps the newest erasures of a digest: in a shared shard,
+    another tenant's later erasures of the same digest would push this tenant's entry
+    (the topics a check counts it in) out."""
+    store = StrictStore()
+    d = digest("alice")
+    service.record(store, signed_receipt([d], {d: ["orders"]}, uid="uid-a"), CLUSTER)
+    for i in range(MAX_ERASURES_PER_DIGEST + 2):
+        later = signed_receipt(
+            [d], uid=f"evil-{i:02d}", completed=f"2026-11-29T07:{i:02d}:00Z", namespace="evil"
+        )
+        service.record(store, later, CLUSTER, pause=no_pause)
+    (mine,) = [e for s in store.read_all(CLUSTER, NAMESPACE) for e in s.entries]
+    assert (mine.uid, mine.topics) == ("uid-a", ("orders",))
+    assert len(store.digests(CLUSTER, "evil")[d]) == MAX_ERASURES_PER_DIGEST
+
+
+def test_a_namespaces_shards_are_made_only_where_its_digests_fall() -> None:
+    store = StrictStore()
+    ds = [digest(str(i)) for i in range(5)]
+    service.record(store, signed_receipt(ds), CLUSTER, pause=no_pause)
+    assert sorted(n for _, _, n in store.shards) == sorted({d[:2] for d in ds})
+    assert store.read_all(CLUSTER, "tenant-b") == []
+
+
+def test_a_shard_naming_another_namespace_or_holding_its_entries_is_refused() -> None:
+    es = [entry("ab" + digest("a")[2:], namespace="tenant-b")]
+    text = core.encode_shard(CLUSTER, "tenant-b", "ab", es)
+    # The JSON of tenant-b's shard read as tenant-a's (a name collision, or a copy).
+    with pytest.raises(LedgerError, match="another cluster's, namespace's or shard's"):
+        core.decode_shard(CLUSTER, NAMESPACE, "ab", text)
+    # A shard that says tenant-a but holds an entry of tenant-b's erasure.
+    forged = json.loads(text)
+    forged["namespace"] = NAMESPACE
+    with pytest.raises(LedgerError, match="another namespace's erasure"):
+        core.decode_shard(CLUSTER, NAMESPACE, "ab", json.dumps(forged))
+    with pytest.raises(LedgerError, match="entries of others"):
+        core.encode_shard(CLUSTER, NAMESPACE, "ab", es)
+    # A shard of the layout before namespaces (version 1, no namespace) is not read.
+    old = json.loads(text)
+    old["version"] = 1
+    del old["namespace"]
+    with pytest.raises(LedgerError, match="not a version 2"):
+        core.decode_shard(CLUSTER, "tenant-b", "ab", json.dumps(old))
+
+
+def test_namespace_labels_are_short_hex_and_tell_namespaces_apart() -> None:
+    longest = "n" * 63
+    assert len(core.namespace_label(longest)) == 12
+    assert set(core.namespace_label(longest)) <= set("0123456789abcdef")
+    assert core.namespace_label("tenant-a") != core.namespace_label("tenant-b")
