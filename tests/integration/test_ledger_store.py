@@ -10,6 +10,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import kubernetes
 import pytest
@@ -169,16 +170,17 @@ def test_two_namespaces_erasures_land_in_configmaps_of_their_own(
     service.record(ledger, signed(mine, "uid-a"), CLUSTER)
     service.record(ledger, signed(theirs, "uid-b", namespace="tenant-b"), CLUSTER)
     core = kubernetes.client.CoreV1Api(api)
-    found = core.list_namespaced_config_map(
+    listed = core.list_namespaced_config_map(
         namespace, label_selector=f"{LEDGER_LABEL}={cluster_label(CLUSTER)}"
-    ).items
-    by_ns = {cm.metadata.annotations[NAMESPACE_ANNOTATION]: cm for cm in found}
+    )
+    found: list[Any] = api.sanitize_for_serialization(listed)["items"]  # type: ignore[no-untyped-call]
+    by_ns = {cm["metadata"]["annotations"][NAMESPACE_ANNOTATION]: cm for cm in found}
     assert sorted(by_ns) == [NAMESPACE, "tenant-b"]
-    assert len({cm.metadata.name for cm in found}) == 2
+    assert len({cm["metadata"]["name"] for cm in found}) == 2
     for ns, cm in by_ns.items():
-        assert cm.metadata.labels[NAMESPACE_LABEL] == namespace_label(ns)
-        assert cm.metadata.labels[SHARD_LABEL] == "ab"
-        assert len(cm.metadata.name) <= 63
+        assert cm["metadata"]["labels"][NAMESPACE_LABEL] == namespace_label(ns)
+        assert cm["metadata"]["labels"][SHARD_LABEL] == "ab"
+        assert len(cm["metadata"]["name"]) <= 63
     everyone = ledger.read_all(CLUSTER)
     assert [(s.namespace, s.shard) for s in everyone] == [(NAMESPACE, "ab"), ("tenant-b", "ab")]
     assert {e.digest for s in everyone if s.namespace == NAMESPACE for e in s.entries} == set(mine)
@@ -207,7 +209,7 @@ def test_a_shard_of_the_layout_before_namespaces_is_refused_not_skipped(
     reader that skipped it would check restores against part of the ledger."""
     core = kubernetes.client.CoreV1Api(api)
     name = f"kafka-retention-ledger-{cluster_label(CLUSTER)}-ab"
-    body = {
+    body: Any = {
         "metadata": {
             "name": name,
             "labels": {LEDGER_LABEL: cluster_label(CLUSTER), SHARD_LABEL: "ab"},
