@@ -21,6 +21,7 @@ from kafka_retention.core.receipts import receipt, sign
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 CLUSTER = "prod-eu"
+NAMESPACE = "tenant-a"  # the namespace signed_receipt's erasures are in
 
 
 def digest(text: str) -> str:
@@ -35,43 +36,49 @@ def signed_receipt(
     name: str = "erase-alice",
     completed: str = "2026-11-29T06:00:00Z",
     cluster_id: str = "cluster-id-A",
+    namespace: str = NAMESPACE,
 ) -> dict[str, Any]:
     """A receipt signed as pipeline._sign signs one: `found` maps a digest to the topics
     its evidence names (a partition scan without a digest is in every receipt too)."""
     evidence: list[dict[str, Any]] = [{"topic": "scanned-only", "partition": 0, "scans": []}]
     for d, topics in (found or {}).items():
         evidence += [{"topic": t, "partition": 1, "digest": d, "scans": []} for t in topics]
-    doc = receipt(name, "tenant-a", uid, cluster_id, evidence, completed, digests=digests)
+    doc = receipt(name, namespace, uid, cluster_id, evidence, completed, digests=digests)
     return sign(doc, KEY)
 
 
-def entry(d: str, uid: str = "u", completed: str = "2026-11-29T06:00:00Z") -> LedgerEntry:
-    return LedgerEntry(d, uid, "ns", "n", ("t",), "0" * 64, "k" * 16, "cid", completed)
+def entry(
+    d: str, uid: str = "u", completed: str = "2026-11-29T06:00:00Z", namespace: str = NAMESPACE
+) -> LedgerEntry:
+    return LedgerEntry(d, uid, namespace, "n", ("t",), "0" * 64, "k" * 16, "cid", completed)
 
 
 class StrictStore:
-    """ConfigMaps as the API server keeps them: a resourceVersion per write; a create of
-    an existing shard, or a replace naming another version (or a deleted shard), is a
-    409/404 (LedgerConflict); a payload over 1 MiB is refused (422). `before_write` runs
-    just before a write lands: another writer's turn."""
+    """ConfigMaps as the API server keeps them, one per (cluster, namespace, shard): a
+    resourceVersion per write; a create of an existing shard, or a replace naming another
+    version (or a deleted shard), is a 409/404 (LedgerConflict); a payload over 1 MiB is
+    refused (422); a read decodes (and checks) the stored JSON as the adapter does.
+    `before_write` runs just before a write lands: another writer's turn."""
 
     LIMIT = 1024 * 1024
 
     def __init__(self) -> None:
-        self.shards: dict[tuple[str, str], tuple[str, int]] = {}
+        self.shards: dict[tuple[str, str, str], tuple[str, int]] = {}
         self.version = 100
         self.writes = 0
         self.before_write: Callable[[], object] | None = None
         self.refuse: WriteRefused | None = None
 
-    def read(self, cluster: str, shard: str) -> StoredShard | None:
-        found = self.shards.get((cluster, shard))
+    def read(self, cluster: str, namespace: str, shard: str) -> StoredShard | None:
+        found = self.shards.get((cluster, namespace, shard))
         if found is None:
             return None
-        entries = core.decode_shard(cluster, shard, found[0])
-        return StoredShard(shard, tuple(entries), str(found[1]))
+        entries = core.decode_shard(cluster, namespace, shard, found[0])
+        return StoredShard(namespace, shard, tuple(entries), str(found[1]))
 
-    def write(self, cluster: str, shard: str, payload: str, version: str | None) -> None:
+    def write(
+        self, cluster: str, namespace: str, shard: str, payload: str, version: str | None
+    ) -> None:
         hook, self.before_write = self.before_write, None
         if hook is not None:
             hook()
@@ -79,21 +86,26 @@ class StrictStore:
             raise self.refuse
         if len(payload.encode()) > self.LIMIT:
             raise WriteRefused(422, "Unprocessable Entity", "ConfigMap is invalid: Too long")
-        current = self.shards.get((cluster, shard))
+        current = self.shards.get((cluster, namespace, shard))
         if version is None and current is not None:
             raise LedgerConflict("AlreadyExists")
         if version is not None and (current is None or str(current[1]) != version):
             raise LedgerConflict("Conflict")
         self.version += 1
         self.writes += 1
-        self.shards[(cluster, shard)] = (payload, self.version)
+        self.shards[(cluster, namespace, shard)] = (payload, self.version)
 
-    def read_all(self, cluster: str) -> list[StoredShard]:
-        return [s for c, n in sorted(self.shards) if c == cluster if (s := self.read(c, n))]
+    def read_all(self, cluster: str, namespace: str | None = None) -> list[StoredShard]:
+        return [
+            s
+            for c, ns, n in sorted(self.shards)
+            if c == cluster and namespace in (None, ns)
+            if (s := self.read(c, ns, n))
+        ]
 
-    def digests(self, cluster: str = CLUSTER) -> dict[str, set[str]]:
+    def digests(self, cluster: str = CLUSTER, namespace: str | None = None) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
-        for stored in self.read_all(cluster):
+        for stored in self.read_all(cluster, namespace):
             for e in stored.entries:
                 out.setdefault(e.digest, set()).add(e.uid)
         return out

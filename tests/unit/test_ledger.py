@@ -23,6 +23,7 @@ from kafka_retention.core.specs import ClusterRef
 from kafka_retention.services.erasure import ledger as service
 from tests.helpers.ledgers import (
     CLUSTER,
+    NAMESPACE,
     StrictStore,
     digest,
     entry,
@@ -100,18 +101,18 @@ def test_merge_keeps_the_newest_erasures_of_a_digest_within_the_bound() -> None:
 
 def test_a_shard_round_trips_and_refuses_what_it_did_not_write() -> None:
     es = core.merge([], [entry("ab" + digest(str(i))[2:]) for i in range(3)])
-    text = core.encode_shard(CLUSTER, "ab", es)
-    assert core.decode_shard(CLUSTER, "ab", text) == es
+    text = core.encode_shard(CLUSTER, NAMESPACE, "ab", es)
+    assert core.decode_shard(CLUSTER, NAMESPACE, "ab", text) == es
     with pytest.raises(LedgerError, match="another cluster"):
-        core.decode_shard("other", "ab", text)
-    with pytest.raises(LedgerError, match="another cluster's or shard's"):
-        core.decode_shard(CLUSTER, "cd", text)
+        core.decode_shard("other", NAMESPACE, "ab", text)
+    with pytest.raises(LedgerError, match="another cluster's, namespace's or shard's"):
+        core.decode_shard(CLUSTER, NAMESPACE, "cd", text)
     with pytest.raises(LedgerError, match="entries of others"):
-        core.encode_shard(CLUSTER, "cd", es)
+        core.encode_shard(CLUSTER, NAMESPACE, "cd", es)
     forged = json.loads(text)
     forged["entries"][0]["digest"] = "alice@example.com"
     with pytest.raises(LedgerError) as err:
-        core.decode_shard(CLUSTER, "ab", json.dumps(forged))
+        core.decode_shard(CLUSTER, NAMESPACE, "ab", json.dumps(forged))
     # The refusal names the shard and entry, never the value it found there.
     assert "alice" not in str(err.value)
 
@@ -121,7 +122,7 @@ def test_a_shard_beyond_its_bound_is_refused_not_cut() -> None:
         LedgerEntry(
             "ab" + digest(str(i))[2:],
             f"u{i}",
-            "ns",
+            NAMESPACE,
             "n",
             ("t" * 249,) * 4,
             "0" * 64,
@@ -132,7 +133,7 @@ def test_a_shard_beyond_its_bound_is_refused_not_cut() -> None:
         for i in range(1000)
     ]
     with pytest.raises(LedgerError, match=f"beyond {MAX_SHARD_BYTES}"):
-        core.encode_shard(CLUSTER, "ab", core.merge([], big))
+        core.encode_shard(CLUSTER, NAMESPACE, "ab", core.merge([], big))
 
 
 def test_100000_digests_fit_each_shard_far_below_the_limit() -> None:
@@ -156,7 +157,7 @@ def test_100000_digests_fit_each_shard_far_below_the_limit() -> None:
         for i in range(100_000)
     ]
     sizes = {
-        s: (len(es), len(core.encode_shard(CLUSTER, s, core.merge([], es)).encode()))
+        s: (len(es), len(core.encode_shard(CLUSTER, "n" * 63, s, core.merge([], es)).encode()))
         for s, es in core.by_shard(entries).items()
     }
     most_entries = max(n for n, _ in sizes.values())
@@ -220,7 +221,9 @@ def test_a_shard_that_keeps_changing_leaves_the_ledger_behind_as_a_refused_write
     pauses: list[float] = []
 
     class Racing(StrictStore):
-        def write(self, cluster: str, shard: str, payload: str, version: str | None) -> None:
+        def write(
+            self, cluster: str, namespace: str, shard: str, payload: str, version: str | None
+        ) -> None:
             raise LedgerConflict("Conflict")  # another writer wins every time
 
     racing = Racing()
@@ -253,7 +256,7 @@ def test_a_full_shard_leaves_the_ledger_behind_and_keeps_what_it_held() -> None:
         LedgerEntry(
             "ab" + digest(str(i))[2:],
             f"u{i}",
-            "ns",
+            NAMESPACE,
             "n",
             ("t" * 249,) * 3,
             "0" * 64,
@@ -263,9 +266,99 @@ def test_a_full_shard_leaves_the_ledger_behind_and_keeps_what_it_held() -> None:
         )
         for i in range(800)
     ]
-    text = core.encode_shard(CLUSTER, "ab", core.merge([], big))
-    store.shards[(CLUSTER, "ab")] = (text, 1)
+    text = core.encode_shard(CLUSTER, NAMESPACE, "ab", core.merge([], big))
+    store.shards[(CLUSTER, NAMESPACE, "ab")] = (text, 1)
     extra = ["ab" + digest(f"x{i}")[2:] for i in range(300)]
     with pytest.raises(LedgerBehind, match="beyond"):
         service.record(store, signed_receipt(extra), CLUSTER, pause=no_pause)
-    assert store.shards[(CLUSTER, "ab")] == (text, 1)
+    assert store.shards[(CLUSTER, NAMESPACE, "ab")] == (text, 1)
+
+
+# --- one namespace's shards, not the cluster's --------------------------------------------
+
+
+def test_a_namespace_that_fills_its_shards_is_behind_and_another_namespace_still_records() -> None:
+    """The attack: a tenant with `erase` on one empty topic of its own finishes erasures
+    of random digests (NothingFound) until its shard is full. Its own erasures are then
+    behind (507); another tenant's erasure on the same cluster, with digests in the same
+    shard prefix, still records, in shards of its own."""
+    store = StrictStore()
+    attacker, victim = "tenant-evil", NAMESPACE
+    behind: LedgerBehind | None = None
+    for r in range(20):
+        noise = ["ab" + digest(f"noise {r} {i}")[2:] for i in range(1000)]
+        refused = signed_receipt(noise, uid=f"evil-{r}", namespace=attacker)
+        try:
+            service.record(store, refused, CLUSTER, pause=no_pause)
+        except LedgerBehind as err:
+            behind = err
+            break
+    assert behind is not None, "the attacker's shard never filled"
+    assert behind.status == 507
+    assert "beyond" in str(behind.reason)
+    full = store.digests(CLUSTER, attacker)
+    assert len(full) >= 2000
+
+    wanted = ["ab" + digest("alice")[2:], digest("bob")]
+    done = service.record(store, signed_receipt(wanted, uid="uid-victim"), CLUSTER, pause=no_pause)
+    assert done.written == done.shards == 2
+    assert store.digests(CLUSTER, victim) == {d: {"uid-victim"} for d in wanted}
+    # The attacker's shard is as it was, and its refused erasure's next run is refused
+    # again: what it filled blocks only itself.
+    assert store.digests(CLUSTER, attacker) == full
+    with pytest.raises(LedgerBehind):
+        service.record(store, refused, CLUSTER, pause=no_pause)
+    assert {(c, ns) for c, ns, _ in store.shards} == {(CLUSTER, attacker), (CLUSTER, victim)}
+
+
+def test_another_namespace_erasing_a_digest_again_and_again_keeps_this_namespaces_entry() -> None:
+    """MAX_ERASURES_PER_DIGEST keeps the newest erasures of a digest: in a shared shard,
+    another tenant's later erasures of the same digest would push this tenant's entry
+    (the topics a check counts it in) out."""
+    store = StrictStore()
+    d = digest("alice")
+    service.record(store, signed_receipt([d], {d: ["orders"]}, uid="uid-a"), CLUSTER)
+    for i in range(MAX_ERASURES_PER_DIGEST + 2):
+        later = signed_receipt(
+            [d], uid=f"evil-{i:02d}", completed=f"2026-11-29T07:{i:02d}:00Z", namespace="evil"
+        )
+        service.record(store, later, CLUSTER, pause=no_pause)
+    (mine,) = [e for s in store.read_all(CLUSTER, NAMESPACE) for e in s.entries]
+    assert (mine.uid, mine.topics) == ("uid-a", ("orders",))
+    assert len(store.digests(CLUSTER, "evil")[d]) == MAX_ERASURES_PER_DIGEST
+
+
+def test_a_namespaces_shards_are_made_only_where_its_digests_fall() -> None:
+    store = StrictStore()
+    ds = [digest(str(i)) for i in range(5)]
+    service.record(store, signed_receipt(ds), CLUSTER, pause=no_pause)
+    assert sorted(n for _, _, n in store.shards) == sorted({d[:2] for d in ds})
+    assert store.read_all(CLUSTER, "tenant-b") == []
+
+
+def test_a_shard_naming_another_namespace_or_holding_its_entries_is_refused() -> None:
+    es = [entry("ab" + digest("a")[2:], namespace="tenant-b")]
+    text = core.encode_shard(CLUSTER, "tenant-b", "ab", es)
+    # The JSON of tenant-b's shard read as tenant-a's (a name collision, or a copy).
+    with pytest.raises(LedgerError, match="another cluster's, namespace's or shard's"):
+        core.decode_shard(CLUSTER, NAMESPACE, "ab", text)
+    # A shard that says tenant-a but holds an entry of tenant-b's erasure.
+    forged = json.loads(text)
+    forged["namespace"] = NAMESPACE
+    with pytest.raises(LedgerError, match="another namespace's erasure"):
+        core.decode_shard(CLUSTER, NAMESPACE, "ab", json.dumps(forged))
+    with pytest.raises(LedgerError, match="entries of others"):
+        core.encode_shard(CLUSTER, NAMESPACE, "ab", es)
+    # A shard of the layout before namespaces (version 1, no namespace) is not read.
+    old = json.loads(text)
+    old["version"] = 1
+    del old["namespace"]
+    with pytest.raises(LedgerError, match="not a version 2"):
+        core.decode_shard(CLUSTER, "tenant-b", "ab", json.dumps(old))
+
+
+def test_namespace_labels_are_short_hex_and_tell_namespaces_apart() -> None:
+    longest = "n" * 63
+    assert len(core.namespace_label(longest)) == 12
+    assert set(core.namespace_label(longest)) <= set("0123456789abcdef")
+    assert core.namespace_label("tenant-a") != core.namespace_label("tenant-b")

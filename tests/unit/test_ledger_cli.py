@@ -181,7 +181,7 @@ def test_a_ledger_the_api_server_refuses_to_read_is_exit_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     class Refusing(StrictStore):
-        def read_all(self, cluster: str) -> list[Any]:
+        def read_all(self, cluster: str, namespace: str | None = None) -> list[Any]:
             raise WriteRefused(403, "Forbidden")
 
     assert check(Refusing(), Topics(RESTORED), "orders")[0] == 2
@@ -274,3 +274,62 @@ def test_the_command_line_reaches_list_and_check() -> None:
     assert args.func is cli.list_command
     with pytest.raises(SystemExit):
         build_parser().parse_args(["ledger", "check", "--cluster", "c", "--topic", "a"])
+
+
+def two_namespaces() -> StrictStore:
+    """DIGEST erased by tenant-a's erasure, OTHER by tenant-b's, both found in "orders",
+    on the same cluster: two namespaces' shards."""
+    store = ledger_with(DIGEST)
+    theirs = signed_receipt(
+        [OTHER], {OTHER: ["orders"]}, uid="uid-b", name="erase-bob", namespace="tenant-b"
+    )
+    service.record(store, theirs, CLUSTER, pause=no_pause)
+    return store
+
+
+def test_list_shows_every_namespaces_entries_and_namespace_narrows_to_one() -> None:
+    store = two_namespaces()
+    out = io.StringIO()
+    assert cli.run_list(store, CLUSTER, "text", out) == 0
+    rows = {line.split()[0]: line.split()[2] for line in out.getvalue().splitlines()[1:]}
+    assert rows == {DIGEST: "tenant-a/erase-alice", OTHER: "tenant-b/erase-bob"}
+    out = io.StringIO()
+    assert cli.run_list(store, CLUSTER, "json", out, namespace="tenant-b") == 0
+    doc = json.loads(out.getvalue())
+    assert doc["namespace"] == "tenant-b"
+    assert [e["digest"] for e in doc["entries"]] == [OTHER]
+
+
+def test_check_finds_every_namespaces_digests_and_namespace_narrows_to_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    restored = {"orders": [[KEY, hashlib.sha256(b"x").digest()]]}
+    both = {"orders": [[KEY, b"customer-4712@example.com"]]}
+    code, out = check(two_namespaces(), Topics(both), "orders")
+    assert code == 1
+    assert "2 of 2 erased digests found" in out
+    assert "erased before by tenant-b/erase-bob" in out
+    code, out = check(two_namespaces(), Topics(both), "orders", namespace="tenant-b")
+    assert code == 1
+    assert "1 of 1 erased digests found" in out
+    assert DIGEST not in out
+    code, out = check(two_namespaces(), Topics(restored), "orders", namespace="tenant-b")
+    assert code == 0
+    code, _ = check(two_namespaces(), Topics(restored), "orders", namespace="tenant-c")
+    assert code == 2
+    assert "by erasures in namespace tenant-c" in capsys.readouterr().err
+
+
+def test_the_command_line_passes_namespace_to_list(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = two_namespaces()
+    monkeypatch.setattr(cli, "_ledger", lambda _: store)
+    line = ["ledger", "list", "--cluster", CLUSTER, "-o", "json"]
+    args = build_parser().parse_args([*line, "--namespace", "tenant-a"])
+    assert args.func(args) == 0
+    assert [e["digest"] for e in json.loads(capsys.readouterr().out)["entries"]] == [DIGEST]
+    args = build_parser().parse_args(line)
+    assert args.namespace is None
+    assert args.func(args) == 0
+    assert len(json.loads(capsys.readouterr().out)["entries"]) == 2

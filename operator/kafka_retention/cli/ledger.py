@@ -70,10 +70,15 @@ class Found:
         }
 
 
-def ledger_entries(ledger: LedgerStore, cluster: str) -> list[LedgerEntry]:
-    """Every entry of the cluster's ledger; CheckError when it cannot be read."""
+def ledger_entries(
+    ledger: LedgerStore, cluster: str, namespace: str | None = None
+) -> list[LedgerEntry]:
+    """Every entry of the cluster's ledger, of every namespace's erasures (or only
+    `namespace`'s), by digest; CheckError when it cannot be read."""
     try:
-        return [e for shard in ledger.read_all(cluster) for e in shard.entries]
+        shards = ledger.read_all(cluster, namespace)
+        entries = [e for shard in shards for e in shard.entries]
+        return sorted(entries, key=lambda e: (e.digest, e.completed_at, e.namespace, e.uid))
     except WriteRefused as err:  # the adapter's word for any refusal by the API server
         raise CheckError(f"the ledger cannot be read: HTTP {err.status} {err.reason}") from None
     except LedgerError as err:
@@ -200,21 +205,34 @@ def _ledger(args: argparse.Namespace) -> LedgerStore:
     return KubeLedger(args.operator_namespace, api=kube.api)
 
 
-def run_list(ledger: LedgerStore, cluster: str, output: str, out: TextIO | None = None) -> int:
+def _whose(cluster: str, namespace: str | None) -> str:
+    return f"cluster {cluster}" + (f" by erasures in namespace {namespace}" if namespace else "")
+
+
+def run_list(
+    ledger: LedgerStore,
+    cluster: str,
+    output: str,
+    out: TextIO | None = None,
+    namespace: str | None = None,
+) -> int:
     """`ledger list`: one line per entry (digest, topics, erasure, completion, cluster
-    id), or `-o json`. Exit 0, or 2 when the ledger cannot be read. `out`: stdout as it
-    is when called (a default bound at import would miss a redirection)."""
+    id) of every namespace's erasures, or `namespace`'s, or `-o json`. Exit 0, or 2 when
+    the ledger cannot be read. `out`: stdout as it is when called (a default bound at
+    import would miss a redirection)."""
     out = out or sys.stdout
     try:
-        entries = ledger_entries(ledger, cluster)
+        entries = ledger_entries(ledger, cluster, namespace)
     except CheckError as err:
         return _fail(ERROR, f"error: {err}")
     if output == "json":
-        doc = {"cluster": cluster, "entries": [e.to_json() for e in entries]}
+        doc: dict[str, Any] = {"cluster": cluster, "entries": [e.to_json() for e in entries]}
+        if namespace is not None:
+            doc["namespace"] = namespace
         out.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return 0
     if not entries:
-        print(f"no digest is recorded for cluster {cluster}", file=sys.stderr)
+        print(f"no digest is recorded for {_whose(cluster, namespace)}", file=sys.stderr)
         return 0
     rows = [("DIGEST", "TOPICS", "ERASURE", "COMPLETED", "CLUSTER-ID")]
     for e in entries:
@@ -239,18 +257,20 @@ def run_check(
     output: str = "text",
     out: TextIO | None = None,
     any_topic: bool = False,
+    namespace: str | None = None,
 ) -> int:
-    """`ledger check`: exit 1 with the findings when any ledger digest is in the topics,
-    0 when none is, 2 on an error. With `print_erasure` (NAMESPACE/NAME) the RecordErasure
-    goes to stdout and the findings to stderr."""
+    """`ledger check`: exit 1 with the findings when any ledger digest (of every
+    namespace's erasures, or `namespace`'s) is in the topics, 0 when none is, 2 on an
+    error. With `print_erasure` (NAMESPACE/NAME) the RecordErasure goes to stdout and the
+    findings to stderr."""
     out = out or sys.stdout
     try:
         where = _erasure_name(print_erasure) if print_erasure else None
-        entries = ledger_entries(ledger, cluster)
+        entries = ledger_entries(ledger, cluster, namespace)
         if not entries:
             raise CheckError(
-                f"no digest is recorded for cluster {cluster}: check --cluster and "
-                "--operator-namespace (an empty ledger would pass every check)"
+                f"no digest is recorded for {_whose(cluster, namespace)}: check --cluster, "
+                "--namespace and --operator-namespace (an empty ledger would pass every check)"
             )
         kafka = connect()
         found, scans, elsewhere = find(kafka, topics, entries, any_topic)
@@ -272,7 +292,7 @@ def run_check(
     ids = sorted({e.cluster_id for e in entries})
     examined = sum(s.examined for s in scans.values())
     if output == "json" and not where:
-        doc = {
+        doc: dict[str, Any] = {
             "cluster": cluster,
             "clusterId": cluster_id,
             "ledgerClusterIds": ids,
@@ -281,6 +301,8 @@ def run_check(
             "recordsExamined": examined,
             "found": [f.to_json() for f in found],
         }
+        if namespace is not None:
+            doc["namespace"] = namespace
         report.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     else:
         if cluster_id not in ids:
@@ -323,7 +345,7 @@ def list_command(args: argparse.Namespace) -> int:
         ledger = _ledger(args)
     except CheckError as err:
         return _fail(ERROR, f"error: {err}")
-    return run_list(ledger, args.cluster, args.output)
+    return run_list(ledger, args.cluster, args.output, namespace=args.namespace)
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -343,6 +365,7 @@ def check_command(args: argparse.Namespace) -> int:
         print_erasure=args.print_erasure,
         output=args.output,
         any_topic=args.any_topic,
+        namespace=args.namespace,
     )
 
 
@@ -352,15 +375,22 @@ def add_commands(sub: Any) -> None:
         "ledger",
         help="the digests RecordErasures erased, per cluster, and a check of topics for them",
         description="The ledger of erased digests is kept per cluster (the "
-        "KafkaClusterBinding's name) in ConfigMaps of the operator's namespace. `list` "
-        "prints it; `check` scans topics (read-only) for every digest in it: exit 1 when "
-        "any is found, 0 when none is, 2 on an error.",
+        "KafkaClusterBinding's name) and namespace of the erasures in ConfigMaps of the "
+        "operator's namespace. `list` prints it; `check` scans topics (read-only) for every "
+        "digest in it: exit 1 when any is found, 0 when none is, 2 on an error. Both read "
+        "every namespace's entries unless --namespace names one.",
     )
     commands = ledger.add_subparsers(dest="ledger_command", required=True, metavar="COMMAND")
 
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--cluster", required=True, metavar="NAME", help="the KafkaClusterBinding's name"
+        )
+        parser.add_argument(
+            "--namespace",
+            metavar="NS",
+            help="only the digests erased by RecordErasures in this namespace (default: "
+            "every namespace's)",
         )
         parser.add_argument(
             "--operator-namespace",

@@ -7,9 +7,13 @@ cluster id the receipt names and the completion time. Entries are kept per clust
 (the KafkaClusterBinding the erasure named, or the inline cluster's identity), not per
 cluster id: a restore into a new cluster (a new id) is still found under its name.
 
-A cluster's entries are sharded by the digest's first SHARD_HEX hex characters (256
-shards). Digests are SHA-256 values, so they spread evenly: at 100,000 digests a shard
-holds 391 entries on average and 447 at most (measured, tests/unit/test_ledger.py):
+A cluster's entries are kept per namespace of the erasure (each namespace has shards of
+its own, so that one tenant filling its shards to MAX_SHARD_BYTES blocks only its own
+erasures, and its erasures of a digest cannot push another namespace's entries of it out
+of MAX_ERASURES_PER_DIGEST), and within a namespace sharded by the digest's first
+SHARD_HEX hex characters (256 shards, made only when a digest falls in them).
+Digests are SHA-256 values, so they spread evenly: at 100,000 digests of one namespace
+a shard holds 391 entries on average and 447 at most (measured, tests/unit/test_ledger.py):
 about 180 KB with short names and one topic, 373 KB with three 50-character topics and
 the longest namespace and name Kubernetes allows. MAX_SHARD_BYTES, below the API
 server's 1 MiB ConfigMap limit and etcd's 1.5 MiB request limit, is where a merge is
@@ -29,7 +33,7 @@ from kafka_retention.core.erasure import HEX
 from kafka_retention.core.failures import WriteRefused
 from kafka_retention.core.specs import ClusterRef
 
-SHARD_HEX = 2  # 16**2 = 256 shards per cluster
+SHARD_HEX = 2  # 16**2 = 256 shards per cluster and namespace
 # What one shard's JSON may hold: a ConfigMap's data is limited to 1 MiB, etcd's request
 # to 1.5 MiB; the rest is the object's metadata.
 MAX_SHARD_BYTES = 900_000
@@ -39,7 +43,8 @@ MAX_ERASURES_PER_DIGEST = 16
 # Topics listed per entry (an erasure selects at most 500); the count says the rest.
 MAX_TOPICS_PER_ENTRY = 50
 DATA_KEY = "entries.json"
-FORMAT_VERSION = 1
+# 2: a shard names its namespace (version 1 shards were shared by every namespace).
+FORMAT_VERSION = 2
 
 
 class LedgerError(ValueError):
@@ -144,6 +149,15 @@ def cluster_label(cluster: str) -> str:
     return hashlib.sha256(cluster.encode()).hexdigest()[:16]
 
 
+def namespace_label(namespace: str) -> str:
+    """A label value (and name part) for an erasure's namespace: 12 hex characters of its
+    SHA-256 (a namespace is up to 63 characters: with the cluster's 16 it would not fit
+    a label, and a shard's name stays short). Two namespaces with the same 12 hex are
+    told apart by the shard's JSON, which names the namespace: a reader refuses the
+    other's shard rather than mixing them."""
+    return hashlib.sha256(namespace.encode()).hexdigest()[:12]
+
+
 def shard_of(digest: str) -> str:
     return digest[:SHARD_HEX]
 
@@ -216,15 +230,21 @@ def merge(stored: Sequence[LedgerEntry], new: Iterable[LedgerEntry]) -> list[Led
     return out
 
 
-def encode_shard(cluster: str, shard: str, entries: Sequence[LedgerEntry]) -> str:
+def _where(cluster: str, namespace: str, shard: str) -> str:
+    return f"shard {shard} of namespace {namespace} in the ledger of cluster {cluster}"
+
+
+def encode_shard(cluster: str, namespace: str, shard: str, entries: Sequence[LedgerEntry]) -> str:
     """A shard's JSON; refuses (LedgerError) one beyond MAX_SHARD_BYTES, or an entry in
-    the wrong shard."""
-    wrong = [e for e in entries if shard_of(e.digest) != shard]
+    the wrong shard or of another namespace's erasure."""
+    where = _where(cluster, namespace, shard)
+    wrong = [e for e in entries if shard_of(e.digest) != shard or e.namespace != namespace]
     if wrong:
-        raise LedgerError(f"shard {shard} of cluster {cluster}: {len(wrong)} entries of others")
+        raise LedgerError(f"{where}: {len(wrong)} entries of others")
     doc = {
         "version": FORMAT_VERSION,
         "cluster": cluster,
+        "namespace": namespace,
         "shard": shard,
         "entries": [e.to_json() for e in entries],
     }
@@ -232,16 +252,15 @@ def encode_shard(cluster: str, shard: str, entries: Sequence[LedgerEntry]) -> st
     size = len(text.encode())
     if size > MAX_SHARD_BYTES:
         raise LedgerError(
-            f"shard {shard} of cluster {cluster} would hold {len(entries)} entries in "
-            f"{size} bytes, beyond {MAX_SHARD_BYTES}"
+            f"{where} would hold {len(entries)} entries in {size} bytes, beyond {MAX_SHARD_BYTES}"
         )
     return text
 
 
-def decode_shard(cluster: str, shard: str, text: str) -> list[LedgerEntry]:
-    """A shard's entries, checked: its cluster and shard as asked, size bounded, every
-    entry well formed and in this shard."""
-    where = f"ledger shard {shard} of cluster {cluster}"
+def decode_shard(cluster: str, namespace: str, shard: str, text: str) -> list[LedgerEntry]:
+    """A shard's entries, checked: its cluster, namespace and shard as asked, size
+    bounded, every entry well formed, in this shard and of this namespace's erasures."""
+    where = "ledger " + _where(cluster, namespace, shard)
     if len(text.encode()) > MAX_SHARD_BYTES:
         raise LedgerError(f"{where} is larger than {MAX_SHARD_BYTES} bytes")
     try:
@@ -250,21 +269,29 @@ def decode_shard(cluster: str, shard: str, text: str) -> list[LedgerEntry]:
         raise LedgerError(f"{where} is not JSON") from None
     if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
         raise LedgerError(f"{where} is not a version {FORMAT_VERSION} ledger shard")
-    if doc.get("cluster") != cluster or doc.get("shard") != shard:
-        raise LedgerError(f"{where} holds another cluster's or shard's entries")
+    if (
+        doc.get("cluster") != cluster
+        or doc.get("namespace") != namespace
+        or doc.get("shard") != shard
+    ):
+        raise LedgerError(f"{where} holds another cluster's, namespace's or shard's entries")
     raw = doc.get("entries")
     if not isinstance(raw, list):
         raise LedgerError(f"{where} has no entries list")
     entries = [LedgerEntry.from_json(e, f"{where} entry {i}") for i, e in enumerate(raw)]
     if any(shard_of(e.digest) != shard for e in entries):
         raise LedgerError(f"{where} holds a digest of another shard")
+    if any(e.namespace != namespace for e in entries):
+        raise LedgerError(f"{where} holds an entry of another namespace's erasure")
     return entries
 
 
 @dataclass(frozen=True)
 class StoredShard:
-    """A shard as read: its entries and the version a write must name (resourceVersion)."""
+    """A shard as read: which one, its entries and the version a write must name
+    (resourceVersion)."""
 
+    namespace: str  # the erasures' namespace whose shard it is
     shard: str
     entries: tuple[LedgerEntry, ...]
     version: str
