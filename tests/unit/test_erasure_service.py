@@ -251,15 +251,23 @@ class FakeErasureKafka:
     ) -> dict[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure]:
         self._check("write_tombstones")
         out: dict[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure] = {}
+        # Each partition's keyed records by digest, hashed once per call (10,000 writes
+        # over 10,000 records would otherwise hash 10^8 keys).
+        by_digest: dict[TopicPartition, dict[str, list[Record]]] = {}
         for w in writes:
             if w.tp not in self.logs:
                 out[(w.tp, w.digest)] = KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "", False)
                 continue
+            if w.tp not in by_digest:
+                index: dict[str, list[Record]] = {}
+                for r in self.logs[w.tp]:
+                    if r.key:
+                        index.setdefault(hashlib.sha256(r.key).hexdigest(), []).append(r)
+                by_digest[w.tp] = index
             # The key bytes are read back from the log at key_offset (or the first match
             # after it, if the cleaner moved it), and checked against the digest.
-            candidates = [r for r in self.logs[w.tp] if r.offset >= w.key_offset and r.key]
             key = next(
-                (r.key for r in candidates if hashlib.sha256(r.key or b"").hexdigest() == w.digest),
+                (r.key for r in by_digest[w.tp].get(w.digest, []) if r.offset >= w.key_offset),
                 None,
             )
             if key is None:
