@@ -1570,6 +1570,9 @@ def test_a_topic_deleted_while_its_erasure_waits_ends_it_unfinished_without_a_re
     assert isinstance(outcome, service.Outcome)
     assert world.store.status["phase"] == Phase.FAILED
     assert world.condition("Ready")["reason"] == Reason.TOPIC_NOT_FOUND
+    assert world.condition("Ready")["message"] == (
+        "topic users does not exist; the erasure is not complete"
+    )
     assert "receipt" not in world.store.status
 
 

@@ -307,14 +307,8 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     now_ms = ms(turn.erasure.now())
     topics = [dict(t) for t in turn.erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
-    # A held cut is looked at again when retention may have come, or its group moved on.
     held = _phase(turn.erasure.status) == Phase.CUT_HELD
-    due = [
-        str(t.get("name"))
-        for t in open_
-        if (t.get("kind") == "compacted" and (not held or _own_time(t, known, now_ms)))
-        or (expected_ms(t) or (0 if t.get("stage") != Phase.CUT_HELD else now_ms + 1)) <= now_ms
-    ]
+    due = [str(t.get("name")) for t in open_ if _due(t, held, known, now_ms)]
     waiting = [t for t in open_ if str(t.get("name")) not in due]
     due += _retention_passed(turn.kafka, known, waiting)
     due += _released(turn, known, [t for t in waiting if str(t.get("name")) not in due])
@@ -338,7 +332,7 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
         )
     selection = cleaning_of(turn.kafka, due)
     if selection.missing:
-        return _not_found(turn.request, selection.missing, "the turn.erasure is not complete")
+        return _not_found(turn.request, selection.missing, "the erasure is not complete")
     if selection.problems:
         raise Unresolved(Reason.KAFKA_UNAVAILABLE, "; ".join(sorted(selection.problems.values())))
     tps = {
@@ -347,6 +341,19 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     scans = scan(turn.kafka, tps, turn.request.digests())
     kept = [t for t in topics if t.get("name") not in selection.partitions]
     return _judge(turn, selection, known, scans, kept, first=False)
+
+
+def _due(topic: Mapping[str, Any], held: bool, known: Sequence[Entry], now_ms: int) -> bool:
+    """Whether a topic not erased yet is scanned in this run (before the checks of
+    retention and of held cuts, which read offsets only)."""
+    if topic.get("kind") == "compacted":
+        # Every run, at the cleaner's pace; at its own while a held cut wakes the erasure.
+        return not held or _own_time(topic, known, now_ms)
+    expected = expected_ms(topic)
+    if expected is None:
+        # Nothing bounds it: a held cut waits for its group (_released), the rest look now.
+        return topic.get("stage") != Phase.CUT_HELD
+    return expected <= now_ms
 
 
 def _released(
