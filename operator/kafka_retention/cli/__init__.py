@@ -248,13 +248,9 @@ def _subcommand(
 
 def _client_flags(parser: argparse.ArgumentParser) -> None:
     """What the commands that talk to Kafka themselves take."""
-    parser.add_argument(
-        "--command-config",
-        type=Path,
-        metavar="FILE",
-        help="client properties file (SASL/TLS): Java client properties, as "
-        "kafka-delete-records.sh takes them, or librdkafka's names",
-    )
+    from kafka_retention.cli.common import command_config_flag
+
+    command_config_flag(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help=PROGRESS_HELP)
 
 
@@ -348,12 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
         "namespace, Strimzi references and broker pods: only for an install where everyone "
         "who may create these resources may also act on every cluster the operator reaches",
     )
-    run.add_argument(
-        "--operator-namespace",
-        default=os.environ.get("POD_NAMESPACE") or "kafka-retention-system",
-        metavar="NS",
-        help="the namespace whose Secrets KafkaClusterBindings name, and where pod runs of "
-        "bound policies happen (default: $POD_NAMESPACE, else kafka-retention-system)",
+    from kafka_retention.cli.common import operator_namespace_flag
+
+    operator_namespace_flag(
+        run,
+        "the namespace whose Secrets KafkaClusterBindings name, and where pod runs of "
+        "bound policies happen",
     )
     run.add_argument(
         "--erasure-signing-secret",

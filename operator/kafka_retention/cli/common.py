@@ -4,6 +4,7 @@ files as Kafka's own tools read them, and progress on a terminal."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -121,6 +122,32 @@ class Progress:
             ticker.join()
 
 
+# Where the operator runs when nothing else says: the chart's and the manifests' namespace.
+DEFAULT_OPERATOR_NAMESPACE = "kafka-retention-system"
+
+
+def operator_namespace_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """--operator-namespace: `what` lives there. $POD_NAMESPACE first, as the operator's
+    pod (and a command run inside it) has it."""
+    parser.add_argument(
+        "--operator-namespace",
+        default=os.environ.get("POD_NAMESPACE") or DEFAULT_OPERATOR_NAMESPACE,
+        metavar="NS",
+        help=f"{what} (default: $POD_NAMESPACE, else {DEFAULT_OPERATOR_NAMESPACE})",
+    )
+
+
+def command_config_flag(parser: argparse.ArgumentParser) -> None:
+    """--command-config, for the commands that talk to Kafka themselves."""
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="client properties file (SASL/TLS): Java client properties, as "
+        "kafka-delete-records.sh takes them, or librdkafka's names",
+    )
+
+
 def kube_connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """-n, --context and --kubeconfig, as kubectl takes them. On a subcommand they default
     to SUPPRESS, so one given before the subcommand is not reset by it."""
@@ -132,6 +159,11 @@ def kube_connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) ->
         metavar="NS",
         help="the namespace (default: the context's, else default)",
     )
+    kubeconfig_flags(parser, default)
+
+
+def kubeconfig_flags(parser: argparse.ArgumentParser, default: str | None = None) -> None:
+    """--context and --kubeconfig, as kubectl takes them."""
     parser.add_argument(
         "--context", default=default, metavar="NAME", help="the kubeconfig context to use"
     )

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kafka_retention.cli.common import UsageError, read_properties
+from kafka_retention.cli.common import (
+    UsageError,
+    command_config_flag,
+    kubeconfig_flags,
+    operator_namespace_flag,
+    read_properties,
+)
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, WriteRefused
 from kafka_retention.core.ledger import LedgerEntry, LedgerError
@@ -31,7 +35,6 @@ if TYPE_CHECKING:  # the services package loads the erasure pipeline (and crypto
     from kafka_retention.services.erasure.ledger import LedgerStore
     from kafka_retention.services.ports import ErasureKafka
 
-DEFAULT_OPERATOR_NAMESPACE = "kafka-retention-system"
 # A KafkaClusterBinding's name (a DNS subdomain): what a printed RecordErasure can name
 # in spec.cluster.clusterRef; a ledger kept under an inline cluster's bootstrap servers
 # gets spec.cluster.bootstrapServers instead.
@@ -392,19 +395,8 @@ def add_commands(sub: Any) -> None:
             help="only the digests erased by RecordErasures in this namespace (default: "
             "every namespace's)",
         )
-        parser.add_argument(
-            "--operator-namespace",
-            default=os.environ.get("POD_NAMESPACE") or DEFAULT_OPERATOR_NAMESPACE,
-            metavar="NS",
-            help="where the ledger is (default: $POD_NAMESPACE, else "
-            f"{DEFAULT_OPERATOR_NAMESPACE})",
-        )
-        parser.add_argument("--context", metavar="NAME", help="the kubeconfig context to use")
-        parser.add_argument(
-            "--kubeconfig",
-            metavar="FILE",
-            help="the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)",
-        )
+        operator_namespace_flag(parser, "where the ledger is")
+        kubeconfig_flags(parser)
         parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
 
     listing = commands.add_parser("list", help="the cluster's erased digests")
@@ -424,12 +416,7 @@ def add_commands(sub: Any) -> None:
         "--topic", action="extend", nargs="+", required=True, metavar="T", help="topics to scan"
     )
     check.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
-    check.add_argument(
-        "--command-config",
-        type=Path,
-        metavar="FILE",
-        help="client properties file (SASL/TLS): Java client properties or librdkafka's names",
-    )
+    command_config_flag(check)
     check.add_argument(
         "--any-topic",
         action="store_true",
