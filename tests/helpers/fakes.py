@@ -24,6 +24,20 @@ class MemoryStore:
         self.status.update(status)
 
 
+class MemoryBlobs:
+    """An erasure's ConfigMap sets (ports.BlobStore) in memory, by suffix."""
+
+    def __init__(self) -> None:
+        self.sets: dict[str, str] = {}
+
+    def save(self, suffix: str, payload: str) -> dict[str, Any]:
+        self.sets[suffix] = payload
+        return {"configMap": f"recorderasure-e-{suffix}", "chunks": 1, "bytes": len(payload)}
+
+    def load(self, suffix: str) -> str | None:
+        return self.sets.get(suffix)
+
+
 class Unreported:
     """A fleet's reports (services.policy.fleet.FleetReport) dropped, as a test of the
     scheduling itself wants them; handlers.retention.Reporting is the real one."""

@@ -45,6 +45,7 @@ from kafka_retention.services import erasure as service
 from kafka_retention.services import tenancy
 from kafka_retention.services.erasure import evidence as ev
 from kafka_retention.services.erasure import pipeline
+from tests.helpers.fakes import MemoryBlobs as Blobs
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 KEY = b"user-4711@example.com"  # the key to erase; it must never appear in any output
@@ -282,18 +283,6 @@ class FakeErasureKafka:
 
 def _size(record: Record) -> int:
     return len(record.key or b"") + len(record.value or b"")
-
-
-class Blobs:
-    def __init__(self) -> None:
-        self.sets: dict[str, str] = {}
-
-    def save(self, suffix: str, payload: str) -> dict[str, Any]:
-        self.sets[suffix] = payload
-        return {"configMap": f"recorderasure-e-{suffix}", "chunks": 1, "bytes": len(payload)}
-
-    def load(self, suffix: str) -> str | None:
-        return self.sets.get(suffix)
 
 
 class Store:

@@ -23,6 +23,7 @@ from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, WriteRefused
 from kafka_retention.services import erasure as service
 from kafka_retention.services.erasure import pipeline
+from tests.helpers.fakes import MemoryBlobs as Blobs
 from tests.helpers.ledgers import NeverCuts, StrictStore
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -65,18 +66,6 @@ class CleanKafka(NeverCuts):
     ) -> dict[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure]:
         self.written += list(writes)
         return {}
-
-
-class Blobs:
-    def __init__(self) -> None:
-        self.sets: dict[str, str] = {}
-
-    def save(self, suffix: str, payload: str) -> dict[str, Any]:
-        self.sets[suffix] = payload
-        return {"configMap": f"recorderasure-e-{suffix}", "chunks": 1, "bytes": len(payload)}
-
-    def load(self, suffix: str) -> str | None:
-        return self.sets.get(suffix)
 
 
 class Store:
