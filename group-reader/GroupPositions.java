@@ -15,11 +15,18 @@
  *   config KEY VALUE      (repeated: the Java client's properties)
  *   chunk N               (partitions per offsets request)
  *   ask GROUP [TOPIC PARTITION]   (repeated; a group with no partition still gets its type)
+ *   tier TOPIC PARTITION  (repeated: where a tiered partition's data is, KIP-405)
+ *   size TOPIC            (repeated: the topic's local bytes on every broker's log dirs)
  *   end ID
  * The answer:
  *   answer ID
  *   type GROUP consumer|classic|share|streams|none
  *   offset GROUP TOPIC PARTITION OFFSET|-     ("-": no position on that partition)
+ *   tier TOPIC PARTITION LOCAL TIERED PENDING (ListOffsets -4, -5, -6: earliest local,
+ *                                              latest tiered, earliest pending upload;
+ *                                              "-" where the broker has no such offset)
+ *   bytes BROKER TOPIC PARTITION BYTES         (DescribeLogDirs, summed over the broker's dirs;
+ *                                              remote bytes are never in it)
  *   error retriable|fatal MESSAGE              (instead of the above when the read failed)
  *   done ID
  * The position is the committed offset for consumer, classic and streams groups and the
@@ -36,6 +43,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -47,7 +56,11 @@ import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListStreamsGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.GroupType;
@@ -87,6 +100,7 @@ public final class GroupPositions {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         TreeMap<String, String> config = new TreeMap<>();
         Map<String, List<TopicPartition>> asked = new LinkedHashMap<>();
+        Request extra = new Request();
         int chunk = 2000;
         String line;
         while ((line = in.readLine()) != null) {
@@ -103,14 +117,18 @@ public final class GroupPositions {
                         tps.add(new TopicPartition(f[2], Integer.parseInt(f[3])));
                     }
                 }
+                case "tier" -> extra.tiers.add(new TopicPartition(f[1], Integer.parseInt(f[2])));
+                case "size" -> extra.sizes.add(f[1]);
                 case "end" -> {
                     String id = f.length > 1 ? f[1] : "0";
                     TreeMap<String, String> c = config;
                     Map<String, List<TopicPartition>> a = asked;
+                    Request x = extra;
                     int n = chunk;
-                    pool.submit(() -> reader.answer(id, c, a, n));
+                    pool.submit(() -> reader.answer(id, c, a, x, n));
                     config = new TreeMap<>();
                     asked = new LinkedHashMap<>();
+                    extra = new Request();
                     chunk = 2000;
                 }
                 default -> reader.write("answer\t0\nerror\tfatal\t"
@@ -130,14 +148,24 @@ public final class GroupPositions {
         }
     }
 
+    /** What a request asks besides groups: tiered partitions' offsets, topics' local bytes. */
+    private static final class Request {
+        final List<TopicPartition> tiers = new ArrayList<>();
+        final Set<String> sizes = new TreeSet<>();
+    }
+
     private void answer(String id, TreeMap<String, String> config, Map<String, List<TopicPartition>> asked,
-            int chunk) {
+            Request extra, int chunk) {
         List<String> lines = new ArrayList<>();
         StringBuilder text = new StringBuilder("answer\t").append(encode(id)).append('\n');
         Client client = null;
         try {
             client = client(config);
-            read(client, asked, chunk, lines);
+            if (!asked.isEmpty()) {
+                read(client, asked, chunk, lines);
+            }
+            tiers(client, extra.tiers, chunk, lines);
+            sizes(client, extra.sizes, lines);
             for (String l : lines) {
                 text.append(l).append('\n');
             }
@@ -193,6 +221,73 @@ public final class GroupPositions {
                         + "\t" + (at == null || at < 0 ? "-" : at.toString()));
                 }
             }
+        }
+    }
+
+    private static void tiers(Client client, List<TopicPartition> tps, int chunk, List<String> lines)
+            throws Exception {
+        for (int i = 0; i < tps.size(); i += chunk) {
+            List<TopicPartition> part = tps.subList(i, Math.min(tps.size(), i + chunk));
+            Map<TopicPartition, Long> local = offsets(client, part, OffsetSpec.earliestLocal());
+            Map<TopicPartition, Long> tiered = offsets(client, part, OffsetSpec.latestTiered());
+            Map<TopicPartition, Long> pending = offsets(client, part, OffsetSpec.earliestPendingUpload());
+            for (TopicPartition tp : part) {
+                lines.add("tier\t" + encode(tp.topic()) + "\t" + tp.partition() + "\t" + number(local.get(tp))
+                    + "\t" + number(tiered.get(tp)) + "\t" + number(pending.get(tp)));
+            }
+        }
+    }
+
+    /** Each partition's offset for `spec`; a partition the broker gives none (-1), or a
+     * broker too old for the spec (UnsupportedVersionException), is left out. */
+    private static Map<TopicPartition, Long> offsets(Client client, List<TopicPartition> tps, OffsetSpec spec)
+            throws Exception {
+        Map<TopicPartition, OffsetSpec> asked = new LinkedHashMap<>();
+        for (TopicPartition tp : tps) {
+            asked.put(tp, spec);
+        }
+        Map<TopicPartition, Long> out = new HashMap<>();
+        ListOffsetsResult result = client.admin.listOffsets(asked);
+        for (TopicPartition tp : tps) {
+            try {
+                long at = result.partitionResult(tp).get(client.timeoutMs, TimeUnit.MILLISECONDS).offset();
+                if (at >= 0) {
+                    out.put(tp, at);
+                }
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnsupportedVersionException)) {
+                    throw e;
+                }
+            }
+        }
+        return out;
+    }
+
+    private static String number(Long value) {
+        return value == null ? "-" : value.toString();
+    }
+
+    private static void sizes(Client client, Set<String> topics, List<String> lines) throws Exception {
+        if (topics.isEmpty()) {
+            return;
+        }
+        List<Integer> brokers = new ArrayList<>();
+        client.admin.describeCluster().nodes().get(client.timeoutMs, TimeUnit.MILLISECONDS)
+            .forEach(n -> brokers.add(n.id()));
+        Map<Integer, Map<String, LogDirDescription>> dirs = client.admin.describeLogDirs(brokers)
+            .allDescriptions().get(client.timeoutMs, TimeUnit.MILLISECONDS);
+        for (Map.Entry<Integer, Map<String, LogDirDescription>> broker : new TreeMap<>(dirs).entrySet()) {
+            Map<TopicPartition, Long> bytes = new TreeMap<>(
+                java.util.Comparator.comparing(TopicPartition::topic).thenComparing(TopicPartition::partition));
+            for (LogDirDescription dir : broker.getValue().values()) {
+                for (Map.Entry<TopicPartition, ReplicaInfo> r : dir.replicaInfos().entrySet()) {
+                    if (topics.contains(r.getKey().topic()) && !r.getValue().isFuture()) {
+                        bytes.merge(r.getKey(), r.getValue().size(), Long::sum);
+                    }
+                }
+            }
+            bytes.forEach((tp, n) -> lines.add("bytes\t" + broker.getKey() + "\t" + encode(tp.topic()) + "\t"
+                + tp.partition() + "\t" + n));
         }
     }
 

@@ -174,7 +174,37 @@ class KafkaNode:
             "log.cleaner.backoff.ms": "1000",
             "num.network.threads": "2",
             "num.io.threads": "4",
+            # Tiered storage (KIP-405), so that a test topic can set
+            # remote.storage.enable=true: Kafka's own file-based LocalTieredStorage as the
+            # remote store (one directory the cluster's brokers share, as an object store
+            # would be: remote_dir, which tests read to check the brokers' own word), and
+            # the default topic-based metadata manager. Topics without
+            # remote.storage.enable behave as before.
+            "remote.log.storage.system.enable": "true",
+            "remote.log.storage.manager.class.name": (
+                "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+            ),
+            "remote.log.storage.manager.impl.prefix": "rsm.config.",
+            "rsm.config.dir": str(self.remote_dir),
+            "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+            "remote.log.metadata.manager.impl.prefix": "rlmm.config.",
+            # 5 partitions, not 50: the metadata topic is read whole by the operator.
+            "rlmm.config.remote.log.metadata.topic.num.partitions": "5",
+            "rlmm.config.remote.log.metadata.topic.replication.factor": "3",
+            # Copy and expire every 3 s (default 30 s): a test waits for an upload and
+            # for the deletion of remote segments below a cut.
+            "remote.log.manager.task.interval.ms": "3000",
+            # Two threads each, not ten: three brokers on two cores.
+            "remote.log.manager.copier.thread.pool.size": "2",
+            "remote.log.manager.expiration.thread.pool.size": "2",
+            "remote.log.reader.threads": "2",
         }
+
+    @property
+    def remote_dir(self) -> Path:
+        """The cluster's remote store: LocalTieredStorage keeps its segments in
+        `kafka-tiered-storage/` under it, by topic id and partition."""
+        return self.root.parent / "remote"
 
 
 # The local brokers' JIT and collector: C1 alone and the serial collector. On a 2-core

@@ -1,6 +1,8 @@
 """The group reader: Kafka's Java Admin in a process of its own (group-reader/
 GroupPositions.java), for what librdkafka cannot read: which type a group id names, and
-where share groups (their share-partition start offsets) and streams groups are.
+where share groups (their share-partition start offsets) and streams groups are; and,
+for tiered storage, the ListOffsets specs librdkafka refuses (earliest local, latest
+tiered, earliest pending upload) and DescribeLogDirs, which it lacks.
 
 One reader process serves the whole Python process (the operator, a CLI run, a Spark
 worker): it is started on first use, keeps an Admin per connection, answers requests
@@ -18,11 +20,12 @@ import queue
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+from kafka_retention.core.tiers import TierOffsets
 
 ENV = "KAFKA_RETENTION_GROUP_READER"
 JAR_NAME = "kafka-retention-group-reader.jar"
@@ -108,6 +111,56 @@ def parse_answer(
     return out
 
 
+def tier_request_lines(
+    properties: Mapping[str, str],
+    tiers: Sequence[TopicPartition],
+    sizes: Sequence[str],
+    request_id: int = 0,
+    chunk: int = PARTITIONS_PER_REQUEST,
+) -> list[str]:
+    """A request for tiered partitions' offsets and topics' local bytes."""
+    lines = [f"config\t{_encode(k)}\t{_encode(v)}" for k, v in sorted(properties.items())]
+    lines.append(f"chunk\t{chunk}")
+    lines.extend(f"tier\t{_encode(tp.topic)}\t{tp.partition}" for tp in tiers)
+    lines.extend(f"size\t{_encode(topic)}" for topic in sizes)
+    lines.append(f"end\t{request_id}")
+    return lines
+
+
+def _offset(text: str) -> int | None:
+    return None if text == "-" else int(text)
+
+
+def parse_tiers(
+    lines: Iterable[str], tiers: Sequence[TopicPartition]
+) -> tuple[dict[TopicPartition, TierOffsets], dict[tuple[int, TopicPartition], int]]:
+    """The reader's answer to tier_request_lines. Raises GroupReaderError on an error line,
+    a malformed line, or a tiered partition left out of the answer."""
+    offsets: dict[TopicPartition, TierOffsets] = {}
+    sizes: dict[tuple[int, TopicPartition], int] = {}
+    for line in lines:
+        fields = [_decode(f) for f in line.split("\t")]
+        if fields[0] == "error" and len(fields) == 3:
+            raise GroupReaderError(fields[2], retriable=fields[1] == "retriable")
+        try:
+            if fields[0] == "tier" and len(fields) == 6:
+                tp = TopicPartition(fields[1], int(fields[2]))
+                offsets[tp] = TierOffsets(
+                    _offset(fields[3]), _offset(fields[4]), _offset(fields[5])
+                )
+                continue
+            if fields[0] == "bytes" and len(fields) == 5:
+                sizes[(int(fields[1]), TopicPartition(fields[2], int(fields[3])))] = int(fields[4])
+                continue
+        except ValueError:
+            pass  # a number that is not one: as malformed as an unknown line
+        raise GroupReaderError(f"group reader: unexpected answer line {line[:200]!r}")
+    missing = [tp for tp in tiers if tp not in offsets]
+    if missing:
+        raise GroupReaderError(f"group reader: no tier offsets for {missing[0]}")
+    return offsets, sizes
+
+
 def jars_dir() -> Path | None:
     """The reader's jars, or None when this installation has none."""
     configured = os.environ.get(ENV)
@@ -169,7 +222,33 @@ class GroupReader:
         """Each asked group's type and positions. The deadline grows with the number of
         requests the reader makes (a listing, then a request a chunk of partitions)."""
         requests = 1 + sum(1 + len(tps) // PARTITIONS_PER_REQUEST for tps in asked.values())
-        deadline = self.startup_allowance + timeout * requests
+        lines = self._ask(
+            lambda request_id: request_lines(properties, asked, request_id=request_id),
+            timeout * requests,
+        )
+        return parse_answer(lines, asked)
+
+    def read_tiers(
+        self,
+        properties: Mapping[str, str],
+        tiers: Sequence[TopicPartition],
+        sizes: Sequence[str],
+        timeout: float,
+    ) -> tuple[dict[TopicPartition, TierOffsets], dict[tuple[int, TopicPartition], int]]:
+        """Where each tiered partition's records are (earliest local, latest tiered,
+        earliest pending upload), and each broker's local bytes of the `sizes` topics'
+        partitions (DescribeLogDirs; remote bytes are never in it)."""
+        requests = 2 + 3 * (1 + len(tiers) // PARTITIONS_PER_REQUEST)
+        lines = self._ask(
+            lambda request_id: tier_request_lines(properties, tiers, sizes, request_id),
+            timeout * requests,
+        )
+        return parse_tiers(lines, tiers)
+
+    def _ask(self, build: Callable[[int], list[str]], budget: float) -> list[str]:
+        """One request's answer lines (before parsing): written with a fresh id, waited
+        for `budget` seconds besides the JVM's start."""
+        deadline = self.startup_allowance + budget
         answer: queue.Queue[list[str] | None] = queue.Queue(maxsize=1)
         with self._lock:
             if self._proc is None or self._proc.poll() is not None or self._answers.ended:
@@ -186,7 +265,7 @@ class GroupReader:
                 raise GroupReaderError("group reader: the process ended")
             assert proc.stdin is not None
             try:
-                text = "\n".join(request_lines(properties, asked, request_id=request_id))
+                text = "\n".join(build(request_id))
                 proc.stdin.write(text + "\n")
                 proc.stdin.flush()
             except OSError as exc:
@@ -208,7 +287,7 @@ class GroupReader:
             raise GroupReaderError(f"group reader: no answer within {deadline:.0f}s") from None
         if lines is None:
             raise GroupReaderError("group reader: the process ended")
-        return parse_answer(lines, asked)
+        return lines
 
 
 class _Answers:

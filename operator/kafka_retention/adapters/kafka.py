@@ -31,13 +31,15 @@ from confluent_kafka.cimpl import _AdminClientImpl
 from kafka_retention.adapters import kafka_calls as calls
 from kafka_retention.adapters.kafka_groups import GroupReads
 from kafka_retention.adapters.kafka_records import RecordReader, average_record_sizes, key_text
+from kafka_retention.adapters.kafka_tiers import TierReads
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, OffsetKind
 
 
-class KafkaAdmin(GroupReads):
+class KafkaAdmin(GroupReads, TierReads):
     """The cluster as the services need it (ports.PolicyKafka): metadata, configs,
-    offsets, group positions (GroupReads), deletes, and bounded record reads."""
+    offsets, group positions (GroupReads), where tiered records are (TierReads), deletes,
+    and bounded record reads."""
 
     def __init__(
         self,

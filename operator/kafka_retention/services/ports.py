@@ -11,6 +11,7 @@ from kafka_retention.core.erasure_scan import PartitionScan, TombstoneWrite, Wri
 from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, OffsetKind
 from kafka_retention.core.orphans import Entry, LogDirIdentity
+from kafka_retention.core.tiers import RemoteLog, TierOffsets
 
 
 class StatusStore(Protocol):
@@ -144,4 +145,22 @@ class ErasureKafka(KafkaCutter, Protocol):
     ) -> Mapping[tuple[TopicPartition, str], WrittenTombstone | KafkaFailure]:
         """A tombstone (null value) per write, to its partition exactly, with the key bytes
         read back at its key_offset and checked against its digest."""
+        ...
+
+
+class TieredKafka(Protocol):
+    """Where a tiered topic's records are (adapters.kafka_tiers.TierReads, on KafkaAdmin):
+    KIP-405's offsets per partition, the brokers' local bytes, and the remote log
+    metadata's segments. Each raises core.failures.KafkaUnavailable when it cannot say."""
+
+    def tier_offsets(self, tps: Iterable[TopicPartition]) -> Mapping[TopicPartition, TierOffsets]:
+        """Earliest local, latest tiered and earliest pending upload of each partition."""
+        ...
+
+    def local_bytes(self, topics: Iterable[str]) -> Mapping[str, int]:
+        """Each topic's bytes on the brokers' disks, every replica counted."""
+        ...
+
+    def remote_log(self) -> RemoteLog:
+        """Every remote segment's latest state, as the brokers recorded it."""
         ...
