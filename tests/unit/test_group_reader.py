@@ -12,10 +12,17 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kafka_retention.adapters import group_reader
-from kafka_retention.adapters.group_reader import GroupReaderError, parse_answer, request_lines
+from kafka_retention.adapters.group_reader import (
+    GroupReaderError,
+    parse_answer,
+    parse_tiers,
+    request_lines,
+    tier_request_lines,
+)
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.java_client import Unmappable, java_properties
 from kafka_retention.core.plan_row import GroupImpactRow, PlanRow
+from kafka_retention.core.tiers import TierOffsets
 from kafka_retention.services.policy.report import group_summary, groups_line
 
 PEM = "-----BEGIN CERTIFICATE-----\r\nMIIB\tx%41\n-----END CERTIFICATE-----\n"
@@ -261,3 +268,32 @@ def test_a_reader_that_answers_nobody_is_killed_and_replaced(
 def test_half_a_sasl_login_has_no_java_equivalent(half: dict[str, str]) -> None:
     with pytest.raises(Unmappable, match=r"sasl\.username without sasl\.password"):
         java_properties("k:1", {"security.protocol": "SASL_SSL", **half})
+
+
+def test_a_tier_request_names_each_partition_and_topic_encoded() -> None:
+    lines = tier_request_lines({}, [TopicPartition(ODD, 3)], ["a\tb"], request_id=9)
+    assert lines == [
+        "chunk\t2000",
+        "tier\tteam%09A%2520%0Alegacy%0D\t3",
+        "size\ta%09b",
+        "end\t9",
+    ]
+
+
+def test_a_tier_answer_gives_each_partitions_offsets_and_each_brokers_bytes() -> None:
+    tp = TopicPartition("t", 0)
+    offsets, sizes = parse_tiers(["tier\tt\t0\t200\t199\t-", "bytes\t2\tt\t0\t4096"], [tp])
+    assert offsets == {tp: TierOffsets(200, 199, None)}
+    assert sizes == {(2, tp): 4096}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [[], ["tier\tt\t1\t0\t-\t-"], ["tier\tt\t0\tx\t-\t-"], ["tier\tt\t0\t1\t2"]],
+    ids=["nothing", "another-partition", "not-a-number", "too-few-fields"],
+)
+def test_a_tier_answer_that_leaves_a_partition_out_or_is_malformed_is_an_error(
+    answer: list[str],
+) -> None:
+    with pytest.raises(GroupReaderError):
+        parse_tiers(answer, [TopicPartition("t", 0)])

@@ -1,0 +1,103 @@
+"""The Kafka adapter's tier reads on the real tiered cluster: where a partition's records
+are (earliest local, latest tiered), its local bytes, and the remote log metadata decoded
+from Kafka, each checked against the remote store's and the brokers' own files."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from devstack.stack import Stack
+from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.core.facts import TopicPartition
+from kafka_retention.core.tiers import SegmentState
+from tests.helpers.records import produce
+from tests.helpers.tiered import TIERED, remote_segments, wait_for_remote_segments
+from tests.helpers.topics import TopicFactory
+
+pytestmark = pytest.mark.stack
+
+RECORDS = 15_000  # about 3.4 MB: three closed 1 MiB segments and an active one
+
+
+def _local_log_bytes(stack: Stack, tp: TopicPartition) -> int:
+    """What the brokers' partition directories hold in segment files (DescribeLogDirs'
+    size: the .log files, not indexes or files already marked deleted)."""
+    return sum(
+        f.stat().st_size
+        for node in stack.kafka.nodes
+        for f in (node.log_dir / f"{tp.topic}-{tp.partition}").glob("*.log")
+    )
+
+
+def test_tier_offsets_bytes_and_remote_segments_agree_with_the_stores_own_files(
+    stack: Stack, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=TIERED)
+    tp = TopicPartition(topic, 0)
+    produce(bootstrap, topic, {0: RECORDS}, value=b"r" * 200)
+    files = wait_for_remote_segments(stack.kafka, topic, 0, at_least=3)
+    kafka = KafkaAdmin(bootstrap)
+    topic_id = kafka.placements()[topic][0]
+
+    # Every copied segment the metadata names is a file of that size in the store, under
+    # the same segment id (and the metadata may be a moment behind the files, not ahead).
+    deadline = time.monotonic() + 30
+    while True:
+        copied = [
+            s
+            for s in kafka.remote_log().segments(tp, topic_id)
+            if s.state is SegmentState.COPY_FINISHED
+        ]
+        files = remote_segments(stack.kafka, topic, 0)
+        if len(copied) == len(files) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert [(s.start_offset, s.id.segment_id, s.size_bytes) for s in copied] == [
+        (f.base_offset, f.segment_id, f.size) for f in files
+    ]
+    assert all(a.end_offset + 1 == b.start_offset for a, b in itertools.pairwise(copied))
+
+    # Local retention has removed the uploaded segments from the brokers' disks: the local
+    # log starts past the log start, right after what is tiered.
+    deadline = time.monotonic() + 30
+    while True:
+        where = kafka.tier_offsets([tp])[tp]
+        if (where.earliest_local or 0) > copied[0].start_offset or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    start = kafka.offsets([tp], "earliest")[tp]
+    assert start == 0
+    assert where.latest_tiered == copied[-1].end_offset
+    assert where.earliest_local is not None
+    assert 0 < where.earliest_local <= where.latest_tiered + 1
+
+    deadline = time.monotonic() + 30
+    while kafka.local_bytes([topic])[topic] != _local_log_bytes(stack, tp):
+        assert time.monotonic() < deadline, "DescribeLogDirs never matched the local files"
+        time.sleep(0.5)
+    assert kafka.local_bytes([topic])[topic] < 3 * sum(f.size for f in files)
+
+
+def test_a_cut_leaves_remote_segments_pending_until_the_metadata_says_they_are_deleted(
+    stack: Stack, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=TIERED)
+    tp = TopicPartition(topic, 0)
+    produce(bootstrap, topic, {0: RECORDS}, value=b"r" * 200)
+    files = wait_for_remote_segments(stack.kafka, topic, 0, at_least=3)
+    kafka = KafkaAdmin(bootstrap)
+    cut = files[2].base_offset  # the first two segments lie wholly below it
+    assert kafka.delete_records({tp: cut}) == {tp: cut}
+
+    deadline = time.monotonic() + 60
+    while kafka.remote_log().pending_below(tp, cut):
+        assert time.monotonic() < deadline, "remote segments below the cut never deleted"
+        time.sleep(0.5)
+    # Kafka's word, checked against the store: the segments below the cut are gone, the
+    # one holding the cut and those after it are still there.
+    left = {f.base_offset for f in remote_segments(stack.kafka, topic, 0)}
+    assert not left & {f.base_offset for f in files[:2]}
+    assert files[2].base_offset in left
