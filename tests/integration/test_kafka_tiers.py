@@ -1,6 +1,7 @@
 """The Kafka adapter's tier reads on the real tiered cluster: where a partition's records
 are (earliest local, latest tiered), its local bytes, and the remote log metadata decoded
-from Kafka, each checked against the remote store's and the brokers' own files."""
+from Kafka, each checked against the remote store's and the brokers' own files; and the
+erasure scan, which finds a key in segments that are only in remote storage."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 
 from devstack.stack import Stack
 from kafka_retention.adapters.kafka import KafkaAdmin
+from kafka_retention.adapters.kafka_erasure import ErasureAdmin
+from kafka_retention.core.erasure import key_digest
+from kafka_retention.core.erasure_scan import PartitionScan
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.tiers import SegmentState
 from tests.helpers.records import produce
@@ -101,3 +105,36 @@ def test_a_cut_leaves_remote_segments_pending_until_the_metadata_says_they_are_d
     left = {f.base_offset for f in remote_segments(stack.kafka, topic, 0)}
     assert not left & {f.base_offset for f in files[:2]}
     assert files[2].base_offset in left
+
+
+def test_the_erasure_scan_finds_a_key_in_remote_segments_below_the_earliest_local_offset(
+    stack: Stack, bootstrap: str, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1, config=TIERED)
+    tp = TopicPartition(topic, 0)
+    key = b"customer-4711@example.com"
+    # The key at offsets 10 and 9,010: both in segments that are remote (and local retention
+    # deletes their local copies) once the partition holds three closed segments.
+    produce(
+        bootstrap,
+        topic,
+        {0: RECORDS},
+        value=b"r" * 200,
+        key=lambda _p, i: key if i in (10, 9_010) else f"other-{i}".encode(),
+    )
+    files = wait_for_remote_segments(stack.kafka, topic, 0, at_least=3)
+    assert files[-1].base_offset > 9_010
+    kafka = KafkaAdmin(bootstrap)
+    deadline = time.monotonic() + 30
+    while (kafka.tier_offsets([tp])[tp].earliest_local or 0) <= 9_010:
+        assert time.monotonic() < deadline, "the key's segments never left the local log"
+        time.sleep(0.5)
+
+    erasure = ErasureAdmin(bootstrap)
+    end = kafka.offsets([tp], "latest")[tp]
+    assert isinstance(end, int)
+    found = erasure.scan_keys({tp: (0, end)}, frozenset({key_digest(key)}))[tp]
+    assert isinstance(found, PartitionScan), found
+    hits = found.hits[key_digest(key)]
+    assert (hits.records, hits.first_offset, hits.last_offset) == (2, 10, 9_010)
+    assert found.examined == RECORDS
