@@ -29,6 +29,20 @@ from kafka_retention.services.watch.tombstones import TombstoneReport
 KIND = "RetentionPolicy"
 log = logging.getLogger(__name__)
 
+# Bytes of remote segments below the log start of a policy's tiered partitions that the
+# remote log metadata does not show deleted yet (RemoteDeletionPending). Its place is
+# metrics.py, beside the other policy gauges (and in its _SERIES, so forget_policy forgets
+# it); made here through metrics' own builder until then, so forget_policy removes its
+# series all the same.
+REMOTE_PENDING_SERIES = metrics.PolicySeries(
+    metrics._policy_gauge(
+        "remote_bytes_pending_deletion",
+        "Bytes of remote segments wholly below the log start of a policy's tiered "
+        "partitions that the brokers' remote log metadata does not show deleted yet, at "
+        "its last run; absent when it matches no tiered topic or the metadata was unreadable.",
+    )
+)
+
 
 @kopf.on.startup()
 async def start_scheduler(memo: kopf.Memo, **_: Any) -> None:
@@ -52,6 +66,7 @@ async def watch(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any
     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
         fleet.remove(body)
         metrics.forget_policy(str(meta.get("namespace")), str(meta.get("name")))
+        REMOTE_PENDING_SERIES.forget(str(meta.get("namespace")), str(meta.get("name")))
         if event.get("type") != "DELETED" and FINALIZER in (meta.get("finalizers") or []):
             # Policies run by earlier versions (a daemon each) carry Kopf's finalizer;
             # nothing holds them now, so let them go.
@@ -158,6 +173,7 @@ def report(raw: Mapping[str, Any], outcome: RunOutcome) -> None:
     if outcome.at_risk is not None:
         _set_at_risk(namespace, name, outcome.at_risk)
     _set_groups_behind(namespace, name, outcome.groups)
+    _set_remote_pending(namespace, name, outcome.remote_pending_bytes)
     if outcome.tombstones is not None:
         _report_tombstones(body, namespace, name, outcome.tombstones)
     if outcome.orphans is not None:
@@ -184,6 +200,11 @@ def _set_at_risk(namespace: str, name: str, risks: list[Risk]) -> None:
         key = (risk.group, risk.tp.topic)
         soonest[key] = min(soonest.get(key, risk.within_ms), risk.within_ms)
     metrics.AT_RISK_SERIES.replace(namespace, name, {k: ms / 1000 for k, ms in soonest.items()})
+
+
+def _set_remote_pending(namespace: str, name: str, pending: int | None) -> None:
+    """The policy's remote bytes pending deletion; no series while unknown."""
+    REMOTE_PENDING_SERIES.replace(namespace, name, {} if pending is None else {(): pending})
 
 
 def _set_groups_behind(namespace: str, name: str, groups: list[GroupSummary]) -> None:

@@ -64,6 +64,9 @@ class RunOutcome:
     failures: list[str] = field(default_factory=list)
     # status.groups: each group read, with its type and how far behind it is.
     groups: list[GroupSummary] = field(default_factory=list)
+    # Bytes of remote segments below the log start of its tiered partitions not deleted
+    # yet (the metric); None when it matches no tiered topic or the metadata was unreadable.
+    remote_pending_bytes: int | None = None
 
 
 def invalid(run: PolicyRun, err: SpecError, reason: Reason = Reason.INVALID_SPEC) -> RunOutcome:
