@@ -221,7 +221,7 @@ def test_after_a_cut_remote_deletion_is_pending_until_the_metadata_shows_it_fini
     assert "of 2 partition(s) (t-0, t-1)" in pending["message"]
     assert store.status["tiers"]["remoteBytesPendingDeletion"] == 3000
     assert store.status["tiers"]["remoteSegmentsPendingDeletion"] == 3
-    assert store.status["tiers"]["lastCutAt"] == "2026-11-22T12:00:00Z"
+    assert store.status["tiers"]["lastCutAt"] == "2026-11-22T12:00:00.000Z"
     assert topic_entry(store)["tiered"]["remoteBytesPendingDeletion"] == 3000
     assert first.remote_pending_bytes == 3000
 
@@ -240,7 +240,7 @@ def test_after_a_cut_remote_deletion_is_pending_until_the_metadata_shows_it_fini
     assert "4.2s after it" in done["message"]
     assert third.remote_pending_bytes == 0
     assert store.status["tiers"]["remoteBytes"] == kafka.remote_bytes("t") == 3000
-    assert store.status["tiers"]["lastCutAt"] == "2026-11-22T12:00:00Z"
+    assert store.status["tiers"]["lastCutAt"] == "2026-11-22T12:00:00.000Z"
 
     # Later runs that cut nothing keep judging it, from the cut the status remembers.
     run_at(kafka, store, NOW + timedelta(minutes=3), **spec)

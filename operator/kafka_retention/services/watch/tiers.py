@@ -21,7 +21,7 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from kafka_retention.core import conditions as cond
@@ -149,6 +149,12 @@ def _int(value: str) -> int | None:
         return None
 
 
+def _exact(moment: datetime) -> str:
+    """A time to the millisecond (lastCutAt: how long a deletion took is measured from it
+    at later runs; conditions' own times are to the second)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def _parse_time(text: Any) -> datetime | None:
     if not isinstance(text, str) or not text:
         return None
@@ -225,7 +231,7 @@ def watch(
         "remoteBytes": totals["remote"] if known else None,
         "remoteBytesPendingDeletion": pending.bytes if known else None,
         "remoteSegmentsPendingDeletion": pending.segments if known else None,
-        "lastCutAt": cond.timestamp(since) if since is not None else None,
+        "lastCutAt": _exact(since) if since is not None else None,
         # A merge patch keeps fields it does not name: null clears an old error.
         "error": read.error(),
     }
