@@ -223,13 +223,15 @@ def test_after_a_cut_remote_deletion_is_pending_until_the_metadata_shows_it_fini
     assert store.status["tiers"]["remoteSegmentsPendingDeletion"] == 3
     assert store.status["tiers"]["lastCutAt"] == "2026-11-22T12:00:00.000Z"
     assert topic_entry(store)["tiered"]["remoteBytesPendingDeletion"] == 3000
-    assert first.remote_pending_bytes == 3000
+    assert (first.remote_pending_segments, first.remote_pending_bytes) == (3, 3000)
+    assert first.remote_deletion_lag_s is None
 
     # The remote log manager starts deleting: started is not finished.
     kafka.expire(NOW + timedelta(seconds=2))
     second = run_at(kafka, store, NOW + timedelta(minutes=1), **spec)
     assert conditions(store)["RemoteDeletionPending"]["status"] == "True"
     assert second.remote_pending_bytes == 3000
+    assert second.remote_deletion_lag_s is None
     assert store.status["tiers"]["remoteBytes"] == 6000  # deletion started: still stored
 
     kafka.expire(NOW + timedelta(seconds=4, milliseconds=200))
@@ -238,12 +240,15 @@ def test_after_a_cut_remote_deletion_is_pending_until_the_metadata_shows_it_fini
     assert (done["status"], done["reason"]) == ("False", "RemoteSegmentsDeleted")
     assert "the last of the 3 deleted since the cut at 2026-11-22T12:00:00Z" in done["message"]
     assert "4.2s after it" in done["message"]
-    assert third.remote_pending_bytes == 0
+    assert (third.remote_pending_segments, third.remote_pending_bytes) == (0, 0)
+    assert third.remote_deletion_lag_s is not None
+    assert round(third.remote_deletion_lag_s, 3) == 4.2
     assert store.status["tiers"]["remoteBytes"] == kafka.remote_bytes("t") == 3000
     assert store.status["tiers"]["lastCutAt"] == "2026-11-22T12:00:00.000Z"
 
     # Later runs that cut nothing keep judging it, from the cut the status remembers.
-    run_at(kafka, store, NOW + timedelta(minutes=3), **spec)
+    fourth = run_at(kafka, store, NOW + timedelta(minutes=3), **spec)
+    assert fourth.remote_deletion_lag_s is None  # observed once, at the third run
     again = conditions(store)["RemoteDeletionPending"]
     assert (again["status"], again["message"]) == ("False", done["message"])
 
@@ -379,23 +384,45 @@ def test_status_stays_bounded_with_hundreds_of_tiered_topics() -> None:
     assert kafka.calls.count("remote_log") == 1
 
 
-def _sample(name: str, namespace: str, policy: str) -> float | None:
-    value = REGISTRY.get_sample_value(
-        f"kafka_retention_{name}", {"namespace": namespace, "name": policy}
-    )
+def _sample(name: str, policy: str) -> float | None:
+    labels = {"kind": "RetentionPolicy", "namespace": "tiers-ns", "name": policy}
+    value = REGISTRY.get_sample_value(f"kafka_retention_{name}", labels)
     return None if value is None else float(value)
 
 
-def test_the_handler_sets_and_clears_the_remote_pending_gauge() -> None:
+def _lags() -> float:
+    found = REGISTRY.get_sample_value(
+        "kafka_retention_remote_deletion_lag_seconds_count", {"kind": "RetentionPolicy"}
+    )
+    return float(found or 0)
+
+
+def test_the_handler_sets_the_remote_gauges_while_segments_wait_and_observes_the_lag() -> None:
     body: Mapping[str, Any] = {
         "apiVersion": "kafka-retention.io/v1alpha1",
         "kind": "RetentionPolicy",
         "metadata": {"namespace": "tiers-ns", "name": "p", "uid": "u"},
     }
-    handler.report(body, RunOutcome(True, "ok", 60, remote_pending_bytes=3000))
-    assert _sample("remote_bytes_pending_deletion", "tiers-ns", "p") == 3000
-    handler.report(body, RunOutcome(True, "ok", 60, remote_pending_bytes=0))
-    assert _sample("remote_bytes_pending_deletion", "tiers-ns", "p") == 0
-    # Unknown (metadata unreadable, or no tiered topic any more): no series, not a 0.
-    handler.report(body, RunOutcome(True, "ok", 60, remote_pending_bytes=None))
-    assert _sample("remote_bytes_pending_deletion", "tiers-ns", "p") is None
+    lags = _lags()
+    waiting = RunOutcome(True, "ok", 60, remote_pending_segments=3, remote_pending_bytes=3000)
+    handler.report(body, waiting)
+    assert _sample("remote_segments_pending_deletion", "p") == 3
+    assert _sample("remote_bytes_pending_deletion", "p") == 3000
+    assert _lags() == lags
+    # Deleted: the series go (as a purge's do), and the lag is observed once.
+    done = RunOutcome(
+        True,
+        "ok",
+        60,
+        remote_pending_segments=0,
+        remote_pending_bytes=0,
+        remote_deletion_lag_s=4.2,
+    )
+    handler.report(body, done)
+    assert _sample("remote_segments_pending_deletion", "p") is None
+    assert _sample("remote_bytes_pending_deletion", "p") is None
+    assert _lags() == lags + 1
+    # Unknown (metadata unreadable): no series either, never a stale value.
+    handler.report(body, waiting)
+    handler.report(body, RunOutcome(True, "ok", 60))
+    assert _sample("remote_bytes_pending_deletion", "p") is None

@@ -36,7 +36,7 @@ from kafka_retention.services.policy import report
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome, failed, ready_conditions
 from kafka_retention.services.ports import KafkaCutter, PolicyKafka
 from kafka_retention.services.watch.orphans import VolumeFinder
-from kafka_retention.services.watch.tiers import PolicyTiers
+from kafka_retention.services.watch.tiers import PolicyTiers, TierReport
 from kafka_retention.services.watch.watches import watch
 
 
@@ -155,8 +155,19 @@ def apply_plan(
         orphans=watches.orphans,
         failures=failures,
         groups=groups,
-        remote_pending_bytes=watches.tiers.pending_bytes if watches.tiers is not None else None,
+        **_remote(watches.tiers),
     )
+
+
+def _remote(tiers: TierReport | None) -> dict[str, Any]:
+    """The RunOutcome fields of the tiered topics' remote deletion (the metrics)."""
+    if tiers is None:
+        return {}
+    return {
+        "remote_pending_segments": tiers.pending_segments,
+        "remote_pending_bytes": tiers.pending_bytes,
+        "remote_deletion_lag_s": tiers.deletion_lag_s,
+    }
 
 
 def selected_plan(spec: PolicySpec, plan: PolicyPlan) -> PolicyPlan:

@@ -133,13 +133,16 @@ class PolicyTiers:
 @dataclass
 class TierReport:
     """status.topics[].tiered per topic, status.tiers, RemoteDeletionPending (None when
-    the policy has not cut a tiered partition since it watches them) and the bytes
-    pending deletion for the metric (None: unknown)."""
+    the policy has not cut a tiered partition since it watches them), and for the
+    metrics: the remote segments and bytes pending deletion (None: unknown), and how long
+    the deletion took after the cut, given at the run that found it complete."""
 
     topics: dict[str, dict[str, Any]]
     status: dict[str, Any]
     condition: cond.Condition | None
+    pending_segments: int | None
     pending_bytes: int | None
+    deletion_lag_s: float | None = None
 
 
 def _int(value: str) -> int | None:
@@ -235,9 +238,28 @@ def watch(
         # A merge patch keeps fields it does not name: null clears an old error.
         "error": read.error(),
     }
-    had = any(c.get("type") == CONDITION for c in status.get("conditions") or [])
-    condition = _condition(read, pending, since) if cut_now or had else None
-    return TierReport(topics, {"tiers": summary}, condition, pending.bytes if known else None)
+    was = next((c for c in status.get("conditions") or [] if c.get("type") == CONDITION), None)
+    condition = _condition(read, pending, since) if cut_now or was is not None else None
+    # The lag is given once: at the run that finds the deletion complete after a cut (its
+    # own, or an earlier one that left segments waiting), not at every later run.
+    done_now = cut_now or (was is not None and was.get("status") != "False")
+    lag = _took(pending, since) if condition and condition.status == "False" and done_now else None
+    return TierReport(
+        topics,
+        {"tiers": summary},
+        condition,
+        pending.segments if known else None,
+        pending.bytes if known else None,
+        lag,
+    )
+
+
+def _took(pending: _Pending, since: datetime | None) -> float | None:
+    """Seconds from the cut to the last remote segment below it deleted, as the brokers
+    recorded it (their clock against this operator's: never below 0)."""
+    if since is None or pending.last_deleted_ms is None:
+        return None
+    return max(0.0, pending.last_deleted_ms / 1000 - since.timestamp())
 
 
 def _judge(
@@ -292,8 +314,8 @@ def _condition(read: TierRead, pending: _Pending, since: datetime | None) -> con
             "at its next tasks",
         )
     took = ""
-    if since is not None and pending.last_deleted_ms is not None:
-        seconds = max(0.0, pending.last_deleted_ms / 1000 - since.timestamp())
+    seconds = _took(pending, since)
+    if seconds is not None:
         took = (
             f"; the last of the {pending.deleted} deleted{after} was deleted "
             f"{seconds:.1f}s after it"
