@@ -95,6 +95,12 @@ class Reason(StrEnum):
     # RecordErasure ReceiptSigned
     RECEIPT_SIGNED = "ReceiptSigned"
     SIGNING_KEY_UNAVAILABLE = "SigningKeyUnavailable"
+    # RemoteDeletionPending (tiered topics, KIP-405): remote segments wholly below a cut's
+    # log start that the remote log metadata does not show deleted yet; none left; or the
+    # metadata could not be read.
+    REMOTE_SEGMENTS_PENDING = "RemoteSegmentsPending"
+    REMOTE_SEGMENTS_DELETED = "RemoteSegmentsDeleted"
+    REMOTE_LOG_UNREADABLE = "RemoteLogUnreadable"
 
 
 def timestamp(moment: datetime) -> str:

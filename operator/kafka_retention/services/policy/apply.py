@@ -36,6 +36,7 @@ from kafka_retention.services.policy import report
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome, failed, ready_conditions
 from kafka_retention.services.ports import KafkaCutter, PolicyKafka
 from kafka_retention.services.watch.orphans import VolumeFinder
+from kafka_retention.services.watch.tiers import PolicyTiers, TierReport
 from kafka_retention.services.watch.watches import watch
 
 
@@ -49,10 +50,12 @@ def apply_plan(
     retry_delay: float = 15.0,
     purges: PurgeLedger | None = None,
     find_volumes: VolumeFinder | None = None,
+    tiers: PolicyTiers | None = None,
 ) -> RunOutcome:
     """Re-check, hold back for overlapping policies, delete, verify and report. `purges`
     lets a loss be blamed on the RecordPurge that caused it; `find_volumes` reaches the
-    brokers' log dirs for spec.orphanPartitions."""
+    brokers' log dirs for spec.orphanPartitions; `tiers`: the policy's tiered topics and
+    its batch's reads of them, for status.tiers and RemoteDeletionPending."""
     # Only topics this policy selects (under its binding's allow/protect): a plan comes
     # back from Spark pods through ConfigMaps in the policy's namespace, which whoever
     # may write ConfigMaps there could have forged.
@@ -69,6 +72,9 @@ def apply_plan(
             cuts, notes, held = _safe_cuts(run, spec, kafka, rows, peers, started)
     except KafkaUnavailable as err:
         return failed(run, spec, Reason.KAFKA_UNAVAILABLE, err, started, retry_delay)
+    # When the deletes went out: RemoteDeletionPending says how long after it the last
+    # remote segment below the cuts was deleted.
+    cut_at = run.now() if cuts and not spec.dry_run else None
     moved, delete_failures = _delete(kafka, cuts, spec.dry_run)
     failures += delete_failures
     finished = run.now()
@@ -85,7 +91,19 @@ def apply_plan(
     else:
         message = f"deleted {deleted.records} records from {len(deleted.by_topic)} topics"
     watches = watch(
-        run.key, run.status, spec, plan, rows, moved, kafka, peers, finished, purges, find_volumes
+        run.key,
+        run.status,
+        spec,
+        plan,
+        rows,
+        moved,
+        kafka,
+        peers,
+        finished,
+        purges,
+        find_volumes,
+        tiers,
+        cut_at,
     )
     failures += watches.problems
     groups = report.group_summary(rows, plan.group_types)
@@ -111,6 +129,7 @@ def apply_plan(
                 finished=finished,
                 next_run=finished + timedelta(seconds=interval),
                 degraded=degraded,
+                tiered=watches.tiers.topics if watches.tiers is not None else None,
             ),
             "conditions": watches.conditions(
                 ready_conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded),
@@ -136,7 +155,19 @@ def apply_plan(
         orphans=watches.orphans,
         failures=failures,
         groups=groups,
+        **_remote(watches.tiers),
     )
+
+
+def _remote(tiers: TierReport | None) -> dict[str, Any]:
+    """The RunOutcome fields of the tiered topics' remote deletion (the metrics)."""
+    if tiers is None:
+        return {}
+    return {
+        "remote_pending_segments": tiers.pending_segments,
+        "remote_pending_bytes": tiers.pending_bytes,
+        "remote_deletion_lag_s": tiers.deletion_lag_s,
+    }
 
 
 def selected_plan(spec: PolicySpec, plan: PolicyPlan) -> PolicyPlan:

@@ -39,6 +39,7 @@ from kafka_retention.services.tenancy import (
     check_cluster_id,
 )
 from kafka_retention.services.watch.orphans import VolumeFinder
+from kafka_retention.services.watch.tiers import BatchTiers, PolicyTiers
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +239,13 @@ def run_batch(
         fail_all(keys, Reason.KAFKA_UNAVAILABLE, err)
         return outcomes
     small, large = split(members, selection.selected, selection.partitions, env)
+    # The tiered topics' local bytes and the remote log metadata: read once for the
+    # batch, by the first policy with tiered topics that asks (after its cut).
+    tier_reads = BatchTiers(kafka, selection.tiered) if selection.tiered else None
+
+    def tiers_of(key: str) -> PolicyTiers | None:
+        mine = selection.tiered_of(key)
+        return PolicyTiers(mine, tier_reads) if mine and tier_reads is not None else None
 
     def apply(plans: Mapping[str, PolicyPlan]) -> None:
         def one(key: str) -> tuple[str, RunOutcome]:
@@ -254,6 +262,7 @@ def run_batch(
                     env.retry_delay,
                     env.purges,
                     env.find_volumes,
+                    tiers_of(key),
                 )
             except Exception as err:  # one policy's trouble is its own
                 log.exception("run of %s failed", key)

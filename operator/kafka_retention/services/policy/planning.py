@@ -27,6 +27,7 @@ from kafka_retention.core.policy import PolicyPlan, plan_partition
 from kafka_retention.core.policy_spec import Batch, Member
 from kafka_retention.services.fresh import answered, raise_if_retriable
 from kafka_retention.services.ports import PolicyKafka
+from kafka_retention.services.watch.tiers import tier_settings
 
 
 class BatchPlanner(Protocol):
@@ -47,12 +48,19 @@ class Selection:
     problems: dict[str, str]  # topic -> why it is not planned
     # policy key -> topics its pattern matches that its binding protects (for status).
     withheld: dict[str, list[str]] = field(default_factory=dict)
+    # Tiered topics (remote.storage.enable) -> their retention settings, from the same
+    # config read (status.topics[].tiered).
+    tiered: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def partition_count(self) -> int:
         return sum(len(p) for p in self.partitions.values())
 
     def skipped(self, key: str) -> dict[str, str]:
         return {t: self.problems[t] for t in self.selected[key] if t in self.problems}
+
+    def tiered_of(self, key: str) -> dict[str, dict[str, str]]:
+        """The tiered topics one policy selects, with their retention settings."""
+        return {t: self.tiered[t] for t in self.selected.get(key, ()) if t in self.tiered}
 
     def only(self, keys: Iterable[str]) -> Selection:
         """The part of the selection these policies need (the rest goes to Spark)."""
@@ -64,6 +72,7 @@ class Selection:
             {t: p for t, p in self.partitions.items() if t in topics},
             {t: why for t, why in self.problems.items() if t in topics},
             {k: v for k, v in self.withheld.items() if k in keep},
+            {t: s for t, s in self.tiered.items() if t in topics},
         )
 
 
@@ -81,7 +90,10 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     problems, deletable = classes.problems, classes.deletable
     partitions = answered(kafka.topic_partitions(deletable), problems)
     withheld = {m.key: m.spec.topics.withheld(names) for m in members}
-    return Selection(selected, partitions, problems, {k: v for k, v in withheld.items() if v})
+    tiered = {t: s for t, c in readable.items() if (s := tier_settings(c)) is not None}
+    return Selection(
+        selected, partitions, problems, {k: v for k, v in withheld.items() if v}, tiered
+    )
 
 
 def plan_in_process(

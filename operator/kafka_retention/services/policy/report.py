@@ -238,12 +238,14 @@ def topic_summary(
     held: Mapping[str, Sequence[HeldBack]] | None = None,
     cut_by_topic: Mapping[str, TopicCut] | None = None,
     withheld: Sequence[str] = (),
+    tiered: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """One entry per topic: partitions, how far the log start lags the slowest group,
     records deleted last run and in total, a note where something needs saying, who held
     its cut back, and its cut explained (`cut`: the rule, its reason, the guards that
     limited it). `cut_by_topic`: partitions whose log start the run moved (or, in a dry
-    run, would move)."""
+    run, would move). `tiered`: each tiered topic's retention and bytes (`tiered`, from
+    services.watch.tiers)."""
     before = {t["name"]: t for t in previous}
     per: dict[str, dict[str, Any]] = {}
     tallies: dict[str, CutTally] = {}
@@ -277,6 +279,8 @@ def topic_summary(
             for h in held[name]:
                 tally.limit(guards.PEER, peer_detail(h), peer_detail(h), h.partitions)
         topic["cut"] = tally.status((cut_by_topic or {}).get(name, TopicCut()))
+        if tiered and name in tiered:
+            topic["tiered"] = dict(tiered[name])
         out.append(topic)
 
     def unplanned(name: str, note: str, cut: dict[str, Any]) -> dict[str, Any]:
@@ -394,10 +398,12 @@ def run_status(
     degraded: str,
     held: Mapping[str, Sequence[HeldBack]] | None = None,
     cut_by_topic: Mapping[str, TopicCut] | None = None,
+    tiered: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The status a completed run writes (besides its watches' fields and conditions).
     `held`: who held the cuts back, per topic (status.topics[].heldBackBy);
-    `cut_by_topic`: partitions cut (a dry run: that would be) per topic."""
+    `cut_by_topic`: partitions cut (a dry run: that would be) per topic; `tiered`: the
+    tiered topics' status.topics[].tiered."""
     return {
         "observedGeneration": generation,
         "consecutiveFailures": 0,
@@ -426,6 +432,7 @@ def run_status(
             held or {},
             cut_by_topic or {},
             plan.withheld,
+            tiered,
         ),
         "groups": [g.to_status() for g in groups],
         "groupsRead": groups_line(groups) or None,

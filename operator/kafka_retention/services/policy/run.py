@@ -64,6 +64,13 @@ class RunOutcome:
     failures: list[str] = field(default_factory=list)
     # status.groups: each group read, with its type and how far behind it is.
     groups: list[GroupSummary] = field(default_factory=list)
+    # Remote segments below the log start of its tiered partitions not deleted yet, and
+    # their bytes (the metrics); None when it matches no tiered topic or the metadata was
+    # unreadable. The seconds the last such deletion took after the cut, at the run that
+    # found it complete.
+    remote_pending_segments: int | None = None
+    remote_pending_bytes: int | None = None
+    remote_deletion_lag_s: float | None = None
 
 
 def invalid(run: PolicyRun, err: SpecError, reason: Reason = Reason.INVALID_SPEC) -> RunOutcome:

@@ -1,6 +1,8 @@
 """What a RetentionPolicy run watches after its deletes: unread-record losses and risk
-(spec.notify), tombstone safety (spec.tombstones) and orphan partition directories
-(spec.orphanPartitions), with the status fields and conditions each adds."""
+(spec.notify), tombstone safety (spec.tombstones), orphan partition directories
+(spec.orphanPartitions) and, on tiered topics, where the bytes are and whether remote
+segments below the cuts are deleted yet (tiers), with the status fields and conditions
+each adds."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.services.ports import PolicyKafka
 from kafka_retention.services.watch import loss as loss_watch
 from kafka_retention.services.watch import orphans as orphan_watch
+from kafka_retention.services.watch import tiers as tier_watch
 from kafka_retention.services.watch import tombstones as tombstone_watch
 
 
@@ -32,12 +35,21 @@ class Watches:
     tombstones: tombstone_watch.TombstoneReport | None
     orphans: orphan_watch.OrphanReport | None
     problems: list[str] = field(default_factory=list)
+    # Tiered topics the policy matches (None: none), and whether a previous run's status
+    # had status.tiers to clear.
+    tiers: tier_watch.TierReport | None = None
+    had_tiers: bool = False
 
     def status(self) -> dict[str, Any]:
         return {
             **(self.losses.status if self.losses is not None else {}),
             **(self.tombstones.status if self.tombstones is not None else {}),
             **(self.orphans.status if self.orphans is not None else {}),
+            **(
+                self.tiers.status
+                if self.tiers is not None
+                else ({"tiers": None} if self.had_tiers else {})
+            ),
         }
 
     def conditions(
@@ -58,6 +70,8 @@ class Watches:
             found.append(tombstone_watch.condition(self.tombstones))
         if self.orphans is not None:
             found.append(orphan_watch.condition(self.orphans))
+        if self.tiers is not None and self.tiers.condition is not None:
+            found.append(self.tiers.condition)
         for each in found:
             conditions = cond.stamp(conditions, each, generation, now)
         return conditions
@@ -75,7 +89,12 @@ def watch(
     finished: datetime,
     purges: PurgeLedger | None,
     find_volumes: orphan_watch.VolumeFinder | None,
+    tiers: tier_watch.PolicyTiers | None = None,
+    cut_at: datetime | None = None,
 ) -> Watches:
+    """Every watch the spec asks for, and the tiered topics' report whatever the spec
+    (`tiers`: the policy's tiered topics and its batch's reads; `cut_at`: when the run's
+    deletes were sent, None if it sent none)."""
     problems: list[str] = []
     losses = loss_watch.watch(
         spec,
@@ -99,7 +118,8 @@ def watch(
     if tombstones is not None:
         problems += tombstones.problems
     orphans = _orphans(key, status, spec, kafka, find_volumes, finished, problems)
-    return Watches(losses, tombstones, orphans, problems)
+    tiered = tier_watch.watch(status, tiers, rows, moved, cut_at)
+    return Watches(losses, tombstones, orphans, problems, tiered, bool(status.get("tiers")))
 
 
 def _orphans(
