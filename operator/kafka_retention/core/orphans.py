@@ -197,6 +197,21 @@ def _live_topic(
     return live
 
 
+def live_topic_name(dir_name: DirName, topic_id: str | None, assignment: Assignment) -> str | None:
+    """The live topic a directory is a copy of, when the ids do not say it is another
+    topic's (one deleted, or made again under its name since); None when there is none."""
+    name = dir_name.topic or ""
+    live = assignment.get(name)
+    if live is None and dir_name.kind == "stray" and topic_id is not None:
+        name = next((n for n, t in sorted(assignment.items()) if t[0] == topic_id), "")
+        live = assignment.get(name)
+    if live is None:
+        return None
+    if topic_id and TOPIC_ID.fullmatch(live[0]) and topic_id != live[0]:
+        return None
+    return name
+
+
 def orphan_reason(
     broker_id: int, dir_name: DirName, topic_id: str | None, assignment: Assignment
 ) -> str | None:
