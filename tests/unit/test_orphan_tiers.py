@@ -31,7 +31,7 @@ from kafka_retention.core.orphan_tiers import (
     gap_hold,
     tier_gap,
 )
-from kafka_retention.core.orphans import DirName, live_topic_name
+from kafka_retention.core.orphans import DirName, Entry, judge, live_topic_name
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.tiers import TierOffsets
 from kafka_retention.services.watch import orphans as orphan_watch
@@ -107,6 +107,14 @@ def test_the_live_topic_of_a_copy_is_found_by_name_or_by_a_strays_id() -> None:
     # Another id: the topic was deleted and made again, the copy is the old one's.
     assert live_topic_name(DirName("partition", "tiered", 0), GONE_ID, live) is None
     assert live_topic_name(DirName("partition", "gone", 0), None, live) is None
+
+
+def test_the_brokers_own_directories_are_never_judged_orphans() -> None:
+    """Judged alone (as the last look before a removal judges), not only left out of a
+    listing: the remote index cache and the metadata log are the broker's."""
+    for name in ("remote-log-index-cache", "__cluster_metadata-0"):
+        found = judge(1, Entry(name, True, False, 10, 0, None), {"t": (TIERED_ID, {})}, True)
+        assert (found.verdict, found.reason) == ("kept", "the broker's own")
 
 
 # --- the offsets a directory holds, from its segment files ------------------------
@@ -519,8 +527,12 @@ def test_remote_storage_is_never_read_or_changed_wherever_it_lies(
     (brokers[3] / "tiered-0-VElFUkVELXRvcGljLWlk9").symlink_to(
         beside / "tiered-0-VElFUkVELXRvcGljLWlk9", target_is_directory=True
     )
+    # What a broker with tiered storage keeps in its log dir: remote indexes it cached.
+    cache = brokers[1] / "remote-log-index-cache"
+    cache.mkdir()
+    (cache / "00000000000000000000_c2VnbWVudC0xLWlkLS0tLQ.index").write_bytes(bytes(80))
     stray = partition_dir(brokers[2], STRAY, TIERED_ID, RECORDS)
-    before = {p: digest(p) for p in (beside, inside)}
+    before = {p: digest(p) for p in (beside, inside, cache)}
     cluster = TieredCluster(brokers, PLACEMENTS)
     volumes = Recording()
     report = twice(cluster, volumes)
@@ -531,6 +543,7 @@ def test_remote_storage_is_never_read_or_changed_wherever_it_lies(
         "not a Kafka partition directory name",
     )
     assert entries(report)["tiered-0-VElFUkVELXRvcGljLWlk9"] == ("Kept", "symlink, never followed")
-    assert {p: digest(p) for p in (beside, inside)} == before
+    assert "remote-log-index-cache" not in entries(report)  # the broker's own: not listed
+    assert {p: digest(p) for p in (beside, inside, cache)} == before
     log_dirs = {str(d) for d in brokers.values()}
     assert set(volumes.touched) == log_dirs | {str(brokers[2] / STRAY)}

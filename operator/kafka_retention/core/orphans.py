@@ -52,11 +52,15 @@ _CHECKPOINTS = (
     "log-start-offset-checkpoint",
     "cleaner-offset-checkpoint",
 )
+# The directory where a broker with tiered storage caches remote segments' indexes
+# (Kafka's RemoteIndexCache.DIR_NAME), in its log dir beside the partitions.
+REMOTE_INDEX_CACHE = "remote-log-index-cache"
 # Files the broker keeps beside its partition dirs (with the .tmp its atomic writes leave).
 BROKER_FILES = frozenset(
     # bootstrap.checkpoint: a KRaft broker's snapshot of the bootstrap metadata records.
     {"meta.properties", ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint", *_CHECKPOINTS}
     | {f"{c}.tmp" for c in _CHECKPOINTS}
+    | {REMOTE_INDEX_CACHE}
 )
 LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _PARTITION = r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>0|[1-9][0-9]{0,9})"
@@ -238,6 +242,8 @@ def judge(broker_id: int, entry: Entry, assignment: Assignment, stray_dirs: bool
 
     if entry.is_symlink:
         return found("unknown", "symlink, never followed")
+    if dir_name.kind == "broker_file":
+        return found("kept", "the broker's own")
     if dir_name.kind == "unknown":
         return found("unknown", "not a Kafka partition directory name")
     if not entry.is_dir:
