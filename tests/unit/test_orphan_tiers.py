@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import struct
-from collections.abc import Iterable, Mapping
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafka_retention.adapters.broker_volumes import LocalVolumes
+from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
+from kafka_retention.adapters.volume_commands import HELD_OFFSETS_SCRIPT, parse_held_offsets
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, OffsetKind, VolumeError
 from kafka_retention.core.orphan_tiers import (
@@ -120,6 +123,37 @@ def test_the_brokers_own_directories_are_never_judged_orphans() -> None:
 # --- the offsets a directory holds, from its segment files ------------------------
 
 
+Volumes = LocalVolumes | ExecVolumes
+BUSYBOX_APPLETS = ("sh", "stat", "od", "tail")
+
+
+def _run(env: dict[str, str] | None) -> Callable[[list[str]], str]:
+    def run(argv: list[str]) -> str:
+        return subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
+
+    return run
+
+
+def _busybox_env(tmp_path: Path) -> dict[str, str]:
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("busybox is not installed")
+    bin_dir = tmp_path / "busybox-bin"
+    bin_dir.mkdir()
+    for applet in BUSYBOX_APPLETS:
+        (bin_dir / applet).symlink_to(busybox)
+    return {"PATH": str(bin_dir)}
+
+
+@pytest.fixture(params=["local", "exec-gnu", "exec-busybox"])
+def volumes(request: pytest.FixtureRequest, tmp_path: Path) -> Volumes:
+    """The same reads on this machine, and through exec with dash and GNU coreutils and
+    with busybox (what a minimal broker image has)."""
+    if request.param == "local":
+        return LocalVolumes()
+    return ExecVolumes(_run(_busybox_env(tmp_path) if request.param == "exec-busybox" else None))
+
+
 def batch(base: int, records: int, body: int = 40, magic: int = 2) -> bytes:
     """A record batch as Kafka lays it out: base offset, length, leader epoch, magic,
     crc, attributes, last offset delta, then the rest (zeros: never read)."""
@@ -148,48 +182,88 @@ def partition_dir(
 
 def test_the_held_offsets_run_from_the_first_segment_to_the_last_whole_batch(
     tmp_path: Path,
+    volumes: Volumes,
 ) -> None:
     first = batch(500, 10) + batch(510, 90)
     # The last segment ends in a batch cut off half way (a crash mid-write): not counted.
     last = batch(600, 50) + batch(650, 25) + batch(675, 100)[:30]
     partition_dir(tmp_path, STRAY, TIERED_ID, {500: first, 600: last, 700: b""})
-    assert LocalVolumes().held_offsets(str(tmp_path), STRAY) == HeldOffsets(500, 674)
+    assert volumes.held_offsets(str(tmp_path), STRAY) == HeldOffsets(500, 674)
 
 
 def test_a_last_segment_without_a_whole_batch_falls_back_to_the_one_before(
     tmp_path: Path,
+    volumes: Volumes,
 ) -> None:
     partition_dir(tmp_path, STRAY, TIERED_ID, {0: batch(0, 5), 5: bytes(100)})
-    assert LocalVolumes().held_offsets(str(tmp_path), STRAY) == HeldOffsets(0, 4)
+    assert volumes.held_offsets(str(tmp_path), STRAY) == HeldOffsets(0, 4)
 
 
-def test_old_message_formats_count_by_the_entry_offset(tmp_path: Path) -> None:
+def test_old_message_formats_count_by_the_entry_offset(tmp_path: Path, volumes: Volumes) -> None:
     partition_dir(tmp_path, STRAY, TIERED_ID, {0: batch(0, 1, magic=1) + batch(7, 1, magic=1)})
-    assert LocalVolumes().held_offsets(str(tmp_path), STRAY) == HeldOffsets(0, 7)
+    assert volumes.held_offsets(str(tmp_path), STRAY) == HeldOffsets(0, 7)
 
 
-def test_segments_without_records_hold_no_offset(tmp_path: Path) -> None:
+def test_segments_without_records_hold_no_offset(tmp_path: Path, volumes: Volumes) -> None:
     partition_dir(tmp_path, STRAY, TIERED_ID, {900: b""})
-    assert LocalVolumes().held_offsets(str(tmp_path), STRAY) == EMPTY
+    assert volumes.held_offsets(str(tmp_path), STRAY) == EMPTY
 
 
-def test_segments_with_bytes_but_no_whole_batch_are_unknown_not_empty(tmp_path: Path) -> None:
+def test_segments_with_bytes_but_no_whole_batch_are_unknown_not_empty(
+    tmp_path: Path, volumes: Volumes
+) -> None:
     partition_dir(tmp_path, STRAY, TIERED_ID, {0: batch(0, 5)[:20], 9: bytes(64)})
     with pytest.raises(VolumeError):
-        LocalVolumes().held_offsets(str(tmp_path), STRAY)
+        volumes.held_offsets(str(tmp_path), STRAY)
 
 
-def test_a_symlinked_segment_is_never_followed(tmp_path: Path) -> None:
+def test_a_symlinked_segment_is_never_followed(tmp_path: Path, volumes: Volumes) -> None:
     d = partition_dir(tmp_path, STRAY, TIERED_ID, {0: batch(0, 5)})
     outside = tmp_path / "outside.log"
     outside.write_bytes(batch(5, 1000))
     (d / f"{5:020d}.log").symlink_to(outside)
-    assert LocalVolumes().held_offsets(str(tmp_path), STRAY) == HeldOffsets(0, 4)
+    assert volumes.held_offsets(str(tmp_path), STRAY) == HeldOffsets(0, 4)
 
 
-def test_only_a_partition_directory_name_is_read(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not a removable partition directory name"):
-        LocalVolumes().held_offsets(str(tmp_path), "../etc")
+def test_only_a_partition_directory_name_is_read(tmp_path: Path, volumes: Volumes) -> None:
+    with pytest.raises((ValueError, VolumeError), match="not a removable partition directory"):
+        volumes.held_offsets(str(tmp_path), "../etc")
+
+
+def index_entry(relative_offset: int, position: int) -> bytes:
+    return struct.pack(">ii", relative_offset, position)
+
+
+def held_within(log_dir: Path, name: str, steps: int) -> HeldOffsets:
+    """The exec script's answer when it may walk at most `steps` batch headers."""
+    argv = ["sh", "-c", HELD_OFFSETS_SCRIPT, "kr", str(log_dir), name, str(steps)]
+    return parse_held_offsets(_run(None)(argv))
+
+
+def test_through_exec_the_walk_starts_at_the_offset_indexs_last_entry(tmp_path: Path) -> None:
+    batches = [batch(100 + 10 * i, 10) for i in range(20)]  # offsets 100-299
+    d = partition_dir(tmp_path, STRAY, TIERED_ID, {100: b"".join(batches)})
+    last_at = sum(len(b) for b in batches[:-1])
+    # Kafka's offset index entry: a batch's last offset (relative), where it starts.
+    (d / f"{100:020d}.index").write_bytes(index_entry(189, last_at - len(batches[-2])) * 2)
+    assert held_within(tmp_path, STRAY, 3) == HeldOffsets(100, 299)
+    # Without the index, 20 batches are too many to walk in 3 steps: unknown, not a guess.
+    (d / f"{100:020d}.index").write_bytes(b"")
+    with pytest.raises(ValueError, match="no whole record batch found within reach"):
+        held_within(tmp_path, STRAY, 3)
+    assert held_within(tmp_path, STRAY, 20) == HeldOffsets(100, 299)
+
+
+def test_through_exec_an_index_entry_that_does_not_hold_still_gives_the_right_offsets(
+    tmp_path: Path,
+) -> None:
+    batches = [batch(10 * i, 10) for i in range(6)]  # offsets 0-59
+    d = partition_dir(tmp_path, STRAY, TIERED_ID, {0: b"".join(batches)})
+    # Points into the middle of a batch, and names an offset past the segment's end.
+    (d / f"{0:020d}.index").write_bytes(index_entry(500, len(batches[0]) + 7))
+    assert held_within(tmp_path, STRAY, 10) == HeldOffsets(0, 59)
+    (d / f"{0:020d}.index").write_bytes(index_entry(500, len(batches[0])))
+    assert held_within(tmp_path, STRAY, 10) == HeldOffsets(0, 59)
 
 
 # --- the check of a policy run --------------------------------------------------------
@@ -278,7 +352,7 @@ class Recording(LocalVolumes):
 
 
 class NoOffsets(LocalVolumes):
-    """A volume that cannot read segment offsets (as exec access): held_offsets absent."""
+    """A BrokerVolumes that cannot read segment offsets (no held_offsets method)."""
 
     held_offsets = None  # type: ignore[assignment]
 

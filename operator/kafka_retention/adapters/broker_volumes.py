@@ -12,10 +12,8 @@ Nothing here decides what is an orphan (core.orphans does); it only refuses, a s
 time, to remove anything but a real directory with a partition name directly inside the
 log dir, and never follows a symlink while listing, reading or removing.
 
-`LocalVolumes` also says which offsets a partition directory's segments hold
-(`held_offsets`), which an orphan of a live tiered topic is judged by
-(core.orphan_tiers); through exec that is not read, and such an orphan is held when it
-would matter.
+Both also say which offsets a partition directory's segments hold (`held_offsets`),
+which an orphan of a live tiered topic is judged by (core.orphan_tiers).
 """
 
 from __future__ import annotations
@@ -30,8 +28,10 @@ from collections.abc import Callable
 
 from kafka_retention.adapters.volume_commands import (
     REMOVED,
+    held_offsets_argv,
     list_argv,
     listing_complete,
+    parse_held_offsets,
     parse_listing,
     parse_meta_answer,
     read_meta_argv,
@@ -211,6 +211,14 @@ class ExecVolumes:
         if not listing_complete(text):
             raise VolumeError(f"listing of {log_dir} was cut off")
         return parse_listing(text)
+
+    def held_offsets(self, log_dir: str, name: str) -> HeldOffsets:
+        """As LocalVolumes.held_offsets, read in the pod (volume_commands'
+        HELD_OFFSETS_SCRIPT); VolumeError when they are unknown."""
+        try:
+            return parse_held_offsets(self._run(held_offsets_argv(log_dir, name)))
+        except ValueError as err:
+            raise VolumeError(f"offsets held by {name} in {log_dir}: {err}") from None
 
     def remove(self, log_dir: str, name: str) -> None:
         out = self._run(remove_argv(log_dir, name))
