@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from devstack.kafka import KafkaCluster
 from devstack.stack import Stack
@@ -61,8 +68,14 @@ def tiered_on_broker_1(admin: AdminClient, name: str) -> str:
 
 
 def to_remote_storage(admin: AdminClient, name: str) -> None:
-    resource = ConfigResource("topic", name, set_config={**TIERED})
-    admin.alter_configs([resource])[resource].result(timeout=30)
+    """local.retention.ms down to TIERED's second: the brokers copy, then drop locally."""
+    entry = ConfigEntry(
+        "local.retention.ms",
+        TIERED["local.retention.ms"],
+        incremental_operation=AlterConfigOpType.SET,
+    )
+    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
 
 
 def steady(root: Path) -> dict[str, tuple[int, str]]:
