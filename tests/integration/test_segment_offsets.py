@@ -19,6 +19,7 @@ from kafka_retention.core.orphan_tiers import HeldOffsets
 from tests.helpers.kafka import Kafka
 from tests.helpers.offsets import high_watermarks
 from tests.helpers.tiered_data import produce_hours_apart
+from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.stack
 
@@ -45,8 +46,12 @@ def test_held_offsets_are_read_from_a_brokers_own_segments(stack: Stack, kafka: 
     for _ in range(7):
         transactional.produce(topic, value=b"t", partition=0)
     transactional.commit_transaction(30)
-    (end,) = high_watermarks(kafka.admin, topic, 1)
-    assert end == 30 + 500 + 7 + 1  # the commit marker takes an offset too
+    # The commit marker takes an offset too; the coordinator writes it after the commit
+    # returns.
+    end = 30 + 500 + 7 + 1
+    eventually(
+        lambda: high_watermarks(kafka.admin, topic, 1) == [end], timeout=30, what="the marker"
+    )
     name = f"{topic}-0"
     for node in stack.kafka.nodes:
         log_dir = str(node.log_dir)
