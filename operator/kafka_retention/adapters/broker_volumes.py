@@ -10,21 +10,28 @@ three methods:
 
 Nothing here decides what is an orphan (core.orphans does); it only refuses, a second
 time, to remove anything but a real directory with a partition name directly inside the
-log dir, and never follows a symlink while listing or removing.
+log dir, and never follows a symlink while listing, reading or removing.
+
+Both also say which offsets a partition directory's segments hold (`held_offsets`),
+which an orphan of a live tiered topic is judged by (core.orphan_tiers).
 """
 
 from __future__ import annotations
 
 import builtins
 import os
+import re
 import shutil
 import stat
+import struct
 from collections.abc import Callable
 
 from kafka_retention.adapters.volume_commands import (
     REMOVED,
+    held_offsets_argv,
     list_argv,
     listing_complete,
+    parse_held_offsets,
     parse_listing,
     parse_meta_answer,
     read_meta_argv,
@@ -32,6 +39,7 @@ from kafka_retention.adapters.volume_commands import (
     safe_child,
 )
 from kafka_retention.core.failures import VolumeError
+from kafka_retention.core.orphan_tiers import EMPTY, HeldOffsets
 from kafka_retention.core.orphans import (
     NO_META,
     Entry,
@@ -42,6 +50,12 @@ from kafka_retention.core.orphans import (
 
 META_LIMIT = 65_536  # meta.properties is a few hundred bytes; never read a planted giant
 PARTITION_METADATA_LIMIT = 4_096
+SEGMENT_LOG = re.compile(r"(?P<base>[0-9]{20})\.log")
+# A record batch starts with its base offset (int64) and the length of what follows
+# (int32); the magic byte is at 16, and from magic 2 on the last offset delta (int32) at
+# 23. Before magic 2, the offset of a log entry is its last message's offset.
+LOG_OVERHEAD = 12
+_MAGIC_AT, _DELTA_AT, _V2_HEADER = 16, 23, 27
 
 
 class LocalVolumes:
@@ -70,6 +84,60 @@ class LocalVolumes:
         if not shutil.rmtree.avoids_symlink_attacks:
             raise VolumeError("this platform's rmtree may follow symlinks: refusing")
         shutil.rmtree(path)
+
+    def held_offsets(self, log_dir: str, name: str) -> HeldOffsets:
+        """The offsets one partition directory's segments hold: the base offset of its
+        first segment with data, the last offset of the last whole record batch of its
+        last one. VolumeError when a segment with data has no whole batch (damaged: what
+        it holds is unknown)."""
+        path = safe_child(log_dir, name)
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise ValueError(f"{path} is not a directory (symlinks are never followed)")
+        segments = sorted(
+            (int(m["base"]), e.path, e.stat(follow_symlinks=False).st_size)
+            for e in os.scandir(path)
+            if (m := SEGMENT_LOG.fullmatch(e.name)) and e.is_file(follow_symlinks=False)
+        )
+        with_data = [(base, p) for base, p, size in segments if size > 0]
+        if not with_data:
+            return EMPTY
+        for base, segment in reversed(with_data):
+            last = _last_offset(segment, base)
+            if last is not None:
+                return HeldOffsets(with_data[0][0], last)
+        raise VolumeError(f"no whole record batch in the segments of {name}")
+
+
+def _last_offset(segment: str, base: int) -> int | None:
+    """The last offset of the last whole record batch of a segment file, walking the
+    batch headers from its start; None when it has none. A header that cannot be a
+    batch of this segment (an offset below its base, a length past its end: a damaged
+    or half-written tail) ends the walk."""
+    fd = os.open(segment, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        size, at, last = info.st_size, 0, None
+        while at + _MAGIC_AT < size:
+            header = os.pread(fd, _V2_HEADER, at)
+            if len(header) <= _MAGIC_AT:
+                break
+            offset, length = struct.unpack_from(">qi", header)
+            end = at + LOG_OVERHEAD + length
+            if offset < base or length <= _MAGIC_AT - LOG_OVERHEAD or end > size:
+                break
+            if header[_MAGIC_AT] >= 2:
+                if len(header) < _V2_HEADER:
+                    break
+                (delta,) = struct.unpack_from(">i", header, _DELTA_AT)
+                if delta < 0:
+                    break
+                offset += delta
+            last, at = offset, end
+        return last
+    finally:
+        os.close(fd)
 
 
 def _local_entry(entry: os.DirEntry[str]) -> Entry:
@@ -143,6 +211,14 @@ class ExecVolumes:
         if not listing_complete(text):
             raise VolumeError(f"listing of {log_dir} was cut off")
         return parse_listing(text)
+
+    def held_offsets(self, log_dir: str, name: str) -> HeldOffsets:
+        """As LocalVolumes.held_offsets, read in the pod (volume_commands'
+        HELD_OFFSETS_SCRIPT); VolumeError when they are unknown."""
+        try:
+            return parse_held_offsets(self._run(held_offsets_argv(log_dir, name)))
+        except ValueError as err:
+            raise VolumeError(f"offsets held by {name} in {log_dir}: {err}") from None
 
     def remove(self, log_dir: str, name: str) -> None:
         out = self._run(remove_argv(log_dir, name))

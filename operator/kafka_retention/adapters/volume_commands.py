@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import posixpath
 
+from kafka_retention.core.orphan_tiers import EMPTY, HeldOffsets
 from kafka_retention.core.orphans import (
     LEGAL_NAME,
     NO_META,
@@ -80,6 +81,73 @@ fi
 echo '#meta'
 head -c 65536 -- "$1/meta.properties"
 """
+# Which offsets one partition directory's segments hold (core.orphan_tiers.HeldOffsets),
+# as LocalVolumes.held_offsets reads them: the base offset of the first segment with data,
+# and the last offset of the last whole record batch of the newest segment that has one.
+# A batch header is read with od at each batch's start (base offset int64, length int32,
+# magic at byte 16, last offset delta int32 at 23, all big-endian). A walk starts at the
+# position of the offset index's last entry, and is believed when it ends exactly at the
+# segment's end past the offset the entry names; else it starts again at the segment's
+# start. Past MAX_BATCH_STEPS batches it gives up (#unknown). Names pass the same checks
+# as in REMOVE_SCRIPT; shell arithmetic never sees a leading zero (octal).
+MAX_BATCH_STEPS = 4096
+HELD_OFFSETS_SCRIPT = r"""export LC_ALL=C
+case $1 in /*) ;; *) echo 'refused: log dir not absolute' >&2; exit 2 ;; esac
+case $2 in ''|.|..|*[!A-Za-z0-9._-]*) echo 'refused: illegal name' >&2; exit 2 ;; esac
+if [ -L "$1/$2" ] || [ ! -d "$1/$2" ]; then echo 'refused: not a directory' >&2; exit 5; fi
+cd -- "$1/$2" || exit 3
+steps=$3
+walk() {
+  f=$1 base=$2 at=$3 max=$4 size=$(stat -c %s -- "$1") last= more= n=0
+  while [ $((at + 16)) -lt "$size" ]; do
+    if [ "$n" -ge "$max" ]; then more=1; return 0; fi
+    n=$((n + 1))
+    set -- $(od -An -v -tu1 -j "$at" -N 27 -- "$f")
+    [ $# -ge 17 ] && [ "$1" -lt 128 ] && [ "$9" -lt 128 ] || return 0
+    o=$(( $1 * 72057594037927936 + $2 * 281474976710656 + $3 * 1099511627776 ))
+    o=$(( o + $4 * 4294967296 + $5 * 16777216 + $6 * 65536 + $7 * 256 + $8 ))
+    e=$(( at + 12 + $9 * 16777216 + ${10} * 65536 + ${11} * 256 + ${12} ))
+    [ "$o" -ge "$base" ] && [ "$e" -gt $((at + 16)) ] && [ "$e" -le "$size" ] || return 0
+    if [ "${17}" -ge 2 ]; then
+      [ $# -ge 27 ] && [ "${24}" -lt 128 ] || return 0
+      o=$(( o + ${24} * 16777216 + ${25} * 65536 + ${26} * 256 + ${27} ))
+    fi
+    last=$o at=$e
+  done
+}
+segs=
+for f in [0-9]*.log; do
+  nm=${f%.log}
+  case $nm in *[!0-9]*) continue ;; esac
+  [ ${#nm} -eq 20 ] || continue
+  if [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %s -- "$f")" -gt 0 ]; then segs="$f $segs"; fi
+done
+if [ -z "$segs" ]; then echo '#empty'; exit 0; fi
+for f in $segs; do first=$f; done
+first=${first%.log}; first=${first#"${first%%[!0]*}"}; first=${first:-0}
+for f in $segs; do
+  b=${f%.log}; b=${b#"${b%%[!0]*}"}; b=${b:-0}
+  i=${f%.log}.index
+  if [ -f "$i" ] && [ ! -L "$i" ] && [ "$(stat -c %s -- "$i")" -ge 8 ]; then
+    set -- $(tail -c 8 -- "$i" | od -An -v -tu1)
+    if [ $# -eq 8 ] && [ "$1" -lt 128 ] && [ "$5" -lt 128 ]; then
+      rel=$(( $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 ))
+      pos=$(( $5 * 16777216 + $6 * 65536 + $7 * 256 + $8 ))
+      if [ "$pos" -gt 0 ]; then
+        walk "$f" "$b" "$pos" "$steps"
+        if [ -z "$more" ] && [ -n "$last" ] && [ "$at" -eq "$size" ] \
+          && [ "$last" -ge $((b + rel)) ]; then
+          echo "#held $first $last"; exit 0
+        fi
+      fi
+    fi
+  fi
+  walk "$f" "$b" 0 "$steps"
+  if [ -n "$more" ]; then echo '#unknown'; exit 0; fi
+  if [ -n "$last" ]; then echo "#held $first $last"; exit 0; fi
+done
+echo '#unknown'
+"""
 LISTING_END = "#end"
 REMOVED = "removed"
 
@@ -91,6 +159,24 @@ def list_argv(log_dir: str) -> list[str]:
 def remove_argv(log_dir: str, name: str) -> list[str]:
     safe_child(log_dir, name)
     return ["sh", "-c", REMOVE_SCRIPT, "kr", log_dir, name]
+
+
+def held_offsets_argv(log_dir: str, name: str) -> list[str]:
+    safe_child(log_dir, name)
+    return ["sh", "-c", HELD_OFFSETS_SCRIPT, "kr", log_dir, name, str(MAX_BATCH_STEPS)]
+
+
+def parse_held_offsets(text: str) -> HeldOffsets:
+    """HELD_OFFSETS_SCRIPT's answer; ValueError when the offsets are unknown (a damaged
+    segment, too many batches to walk) or the answer does not read."""
+    fields = text.strip().split(" ")
+    if fields == ["#empty"]:
+        return EMPTY
+    if len(fields) == 3 and fields[0] == "#held" and all(f.isdigit() for f in fields[1:]):
+        return HeldOffsets(int(fields[1]), int(fields[2]))
+    if fields == ["#unknown"]:
+        raise ValueError("no whole record batch found within reach in its segments")
+    raise ValueError("unexpected answer to the segment offsets read")
 
 
 def read_meta_argv(log_dir: str) -> list[str]:

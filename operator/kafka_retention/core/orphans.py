@@ -52,11 +52,15 @@ _CHECKPOINTS = (
     "log-start-offset-checkpoint",
     "cleaner-offset-checkpoint",
 )
+# The directory where a broker with tiered storage caches remote segments' indexes
+# (Kafka's RemoteIndexCache.DIR_NAME), in its log dir beside the partitions.
+REMOTE_INDEX_CACHE = "remote-log-index-cache"
 # Files the broker keeps beside its partition dirs (with the .tmp its atomic writes leave).
 BROKER_FILES = frozenset(
     # bootstrap.checkpoint: a KRaft broker's snapshot of the bootstrap metadata records.
     {"meta.properties", ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint", *_CHECKPOINTS}
     | {f"{c}.tmp" for c in _CHECKPOINTS}
+    | {REMOTE_INDEX_CACHE}
 )
 LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _PARTITION = r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>0|[1-9][0-9]{0,9})"
@@ -197,6 +201,21 @@ def _live_topic(
     return live
 
 
+def live_topic_name(dir_name: DirName, topic_id: str | None, assignment: Assignment) -> str | None:
+    """The live topic a directory is a copy of, when the ids do not say it is another
+    topic's (one deleted, or made again under its name since); None when there is none."""
+    name = dir_name.topic or ""
+    live = assignment.get(name)
+    if live is None and dir_name.kind == "stray" and topic_id is not None:
+        name = next((n for n, t in sorted(assignment.items()) if t[0] == topic_id), "")
+        live = assignment.get(name)
+    if live is None:
+        return None
+    if topic_id and TOPIC_ID.fullmatch(live[0]) and topic_id != live[0]:
+        return None
+    return name
+
+
 def orphan_reason(
     broker_id: int, dir_name: DirName, topic_id: str | None, assignment: Assignment
 ) -> str | None:
@@ -223,6 +242,8 @@ def judge(broker_id: int, entry: Entry, assignment: Assignment, stray_dirs: bool
 
     if entry.is_symlink:
         return found("unknown", "symlink, never followed")
+    if dir_name.kind == "broker_file":
+        return found("kept", "the broker's own")
     if dir_name.kind == "unknown":
         return found("unknown", "not a Kafka partition directory name")
     if not entry.is_dir:

@@ -11,7 +11,9 @@ A directory is removed only when core.orphans.decide says so (an orphan continuo
 removalDelay, every file older than minAge), no circuit breaker holds its broker (no
 topics in the metadata, too large a share of the broker's directories orphaned), and,
 just before the removal, a second metadata read from the same cluster still says orphan
-and the log dir's meta.properties still names that cluster and that broker. First-seen
+and the log dir's meta.properties still names that cluster and that broker. An orphan of
+a live tiered topic also needs every offset it holds deleted, in remote storage or on the
+live replicas' disks (orphan_tiers). First-seen
 times live in status, so a restart neither resets a directory's clock nor skips it.
 """
 
@@ -27,6 +29,7 @@ from kafka_retention.core import orphan_guards as guards
 from kafka_retention.core import orphans as core
 from kafka_retention.core.policy_spec import OrphanSpec, PolicySpec
 from kafka_retention.services.ports import BrokerVolumes, OrphanKafka
+from kafka_retention.services.watch import orphan_tiers
 from kafka_retention.services.watch.orphan_removal import (
     LogDir,
     Removed,
@@ -128,6 +131,10 @@ def check(
         for s in findings
         if s.finding.verdict != "assigned" or s.key in previous
     }
+    for key, why in orphan_tiers.holds(findings, assignment, kafka, seen).items():
+        # An orphan of a live tiered partition that may hold records no one else holds:
+        # still an orphan (counted, its first sighting kept), never removed while so.
+        decided[key] = guards.Decision("Kept", f"held: {why}", decided[key].remove_after_ms)
     removed = remove_due(
         findings, decided, kafka, seen, cluster_id, want.stray_dirs, blocks, problems
     )
