@@ -38,6 +38,8 @@ ISOLATED_KAFKA = (
     "test_orphans_are_found_held_and_removed_and_nothing_else_is_touched",
     "tests/e2e/test_orphan_partitions.py::test_orphans_in_a_broker_pods_volume_are_removed_through_exec",
     "tests/e2e/test_tenancy.py::test_a_bound_namespace_cleans_orphans_on_the_brokers_its_binding_names",
+    "tests/e2e/test_tiered_orphans.py::"
+    "test_orphans_of_a_tiered_topic_go_and_remote_storage_stays_byte_for_byte",
     "tests/e2e/test_observability.py::"
     "test_dashboard_and_rules_read_only_series_a_working_operator_exports",
 )
@@ -60,6 +62,8 @@ KAFKA_ONLY = (
     "tests/integration/test_client_properties.py",
     "tests/integration/test_batch_planning.py",
     "tests/integration/test_erasure_kafka.py",
+    "tests/integration/test_kafka_tiers.py",
+    "tests/integration/test_segment_offsets.py",
 )
 
 GROUP_OF_FILE = {
