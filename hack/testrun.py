@@ -263,10 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     def unit() -> str:
         # Beside the stack's tests from the parallel phase on, at the lowest priority: the
         # parallel phase left 18% of the CPU idle (its tests wait on Kafka, the API server
-        # and their clocks), and the unit tests need about 100 CPU-s, which then went on
-        # the serial phase's wall time. Output to a file: it would interleave.
+        # and their clocks), and the unit tests need about 160 CPU-s under coverage, which
+        # would go on the serial phase's wall time. Output to a file: it would interleave.
+        # A file to a worker, and the files that use a local SparkSession all on one
+        # (tests/helpers/sharing.py LOCAL_SPARK): one JVM rather than one a worker.
         log = OUT / "unit.log"
-        pytest("unit", ["tests/unit", f"-n={args.workers}"], extra, nice=19, log=log)
+        selected = ["tests/unit", f"-n={args.workers}", "--dist=loadfile"]
+        pytest("unit", selected, extra, nice=19, log=log)
         return log.read_text().strip().splitlines()[-1].strip("= ")
 
     # The stack and lint need nothing of each other: both at once.

@@ -1,7 +1,8 @@
 """How a test shares the stack in make test's parallel phase: hack/testrun.py runs it with
 pytest-xdist, `--dist loadfile`, and tests/conftest.py schedules each file on one worker,
 and each group below on one worker, its tests one after another in collection order.
-Tests that cannot share the stack with anything are marked `serial` instead."""
+Tests that cannot share the stack with anything are marked `serial` instead. The unit
+phase runs the same way, for LOCAL_SPARK's group."""
 
 from __future__ import annotations
 
@@ -62,9 +63,22 @@ KAFKA_ONLY = (
     "tests/integration/test_erasure_kafka.py",
 )
 
+# Unit test files that use tests/conftest.py's `spark` fixture: one local SparkSession, so
+# one JVM, a process. make test's unit phase keeps them on one worker. Spread over its 4
+# workers they started 4 JVMs, each paying its start-up and compiling the same plans
+# (these files alone: 87 CPU-s on 4 workers, 36 on one), and each holding a 1 GiB heap.
+LOCAL_SPARK = (
+    "tests/unit/test_erasure_spark_match.py",
+    "tests/unit/test_min_records.py",
+    "tests/unit/test_plan_row.py",
+    "tests/unit/test_plan_transforms.py",
+    "tests/unit/test_scan_deadline.py",
+)
+
 GROUP_OF_FILE = {
     **dict.fromkeys(OPERATOR_NAMESPACE, "kafka-retention-system"),
     **dict.fromkeys(ORDERS_TOPIC, "orders-topic"),
+    **dict.fromkeys(LOCAL_SPARK, "local-spark"),
 }
 GROUP_OF_TEST = dict.fromkeys(ISOLATED_KAFKA, "isolated-kafka")
 
@@ -77,6 +91,12 @@ LONGEST_FIRST = (
     "kafka-retention-system",  # 342 s, 60 tests
     "isolated-kafka",  # 310 s, 11 tests
     "tests/e2e/test_group_types.py",  # 96 s, 4 tests
+    # The unit phase's (`--dist loadfile` too; seconds on 4 workers, alone, on f1e3675):
+    # a few scale tests each, far fewer tests than the files they would follow.
+    "local-spark",  # 109 s on 4 workers (the session's start-up on each), 42 tests
+    "tests/unit/test_purge_service.py",  # 47 s, 61 tests
+    "tests/unit/test_payload_bounds.py",  # 44 s, 10 tests
+    "tests/unit/test_erasure_service.py",  # 42 s, 64 tests
 )
 
 
