@@ -63,16 +63,20 @@ KAFKA_ONLY = (
     "tests/integration/test_erasure_kafka.py",
 )
 
-# Unit test files that use tests/conftest.py's `spark` fixture: one local SparkSession, so
-# one JVM, a process. make test's unit phase keeps them on one worker. Spread over its 4
-# workers they started 4 JVMs, each paying its start-up and compiling the same plans
-# (these files alone: 87 CPU-s on 4 workers, 36 on one), and each holding a 1 GiB heap.
+# Files that use tests/conftest.py's `spark` fixture: one local SparkSession, so one JVM,
+# a process. make test keeps them on one worker, in the unit phase and in the parallel
+# one. Spread over 4 workers, the unit phase's started 4 JVMs, each paying its start-up
+# and compiling the same plans (those files alone: 87 CPU-s on 4 workers, 36 on one), and
+# each holding a 1 GiB heap. (The kafka_only session's are in no group: KAFKA_ONLY.)
 LOCAL_SPARK = (
     "tests/unit/test_erasure_spark_match.py",
     "tests/unit/test_min_records.py",
     "tests/unit/test_plan_row.py",
     "tests/unit/test_plan_transforms.py",
     "tests/unit/test_scan_deadline.py",
+    "tests/integration/test_kafka_source.py",
+    "tests/integration/test_spark_erasure_scan.py",
+    "tests/e2e/test_retention_in_pods.py",
 )
 
 GROUP_OF_FILE = {
@@ -90,10 +94,12 @@ GROUP_OF_TEST = dict.fromkeys(ISOLATED_KAFKA, "isolated-kafka")
 LONGEST_FIRST = (
     "kafka-retention-system",  # 342 s, 60 tests
     "isolated-kafka",  # 310 s, 11 tests
+    # Its parallel-phase files: 202 s on f1e3675, 15 tests. In the unit phase (which runs
+    # with --dist loadfile too) its files took 109 s on 4 workers, 42 tests.
+    "local-spark",
     "tests/e2e/test_group_types.py",  # 96 s, 4 tests
-    # The unit phase's (`--dist loadfile` too; seconds on 4 workers, alone, on f1e3675):
-    # a few scale tests each, far fewer tests than the files they would follow.
-    "local-spark",  # 109 s on 4 workers (the session's start-up on each), 42 tests
+    # The unit phase's (seconds on its 4 workers, alone, on f1e3675): a few scale tests
+    # each, far fewer tests than the files they would otherwise follow.
     "tests/unit/test_purge_service.py",  # 47 s, 61 tests
     "tests/unit/test_payload_bounds.py",  # 44 s, 10 tests
     "tests/unit/test_erasure_service.py",  # 42 s, 64 tests
