@@ -20,8 +20,8 @@ Python process the tests start and held to the floor in pyproject.toml.
     paired        `serial` tests also marked `paired` (the timed fleet, the soak), each
                   on a worker
     kafka-only    the tests that need Kafka alone (tests/helpers/sharing.py KAFKA_ONLY),
-                  2 sessions at nice 19 beside the serial and paired phases, which
-                  leave a third of the CPU idle
+                  3 sessions at nice 19 beside the serial and paired phases, which
+                  left 14% and 36% of the CPU idle (the parallel phase 0.2%)
     stack stop    only when this run started the stack
     coverage      combine, report, compare with the floor
 
@@ -263,10 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     def unit() -> str:
         # Beside the stack's tests from the parallel phase on, at the lowest priority: the
         # parallel phase left 18% of the CPU idle (its tests wait on Kafka, the API server
-        # and their clocks), and the unit tests need about 100 CPU-s, which then went on
-        # the serial phase's wall time. Output to a file: it would interleave.
+        # and their clocks), and the unit tests need about 160 CPU-s under coverage, which
+        # would go on the serial phase's wall time. Output to a file: it would interleave.
+        # A file to a worker, and the files that use a local SparkSession all on one
+        # (tests/helpers/sharing.py LOCAL_SPARK): one JVM rather than one a worker.
         log = OUT / "unit.log"
-        pytest("unit", ["tests/unit", f"-n={args.workers}"], extra, nice=19, log=log)
+        selected = ["tests/unit", f"-n={args.workers}", "--dist=loadfile"]
+        pytest("unit", selected, extra, nice=19, log=log)
         return log.read_text().strip().splitlines()[-1].strip("= ")
 
     # The stack and lint need nothing of each other: both at once.
@@ -290,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         # of the CPU idle. Niced, so the timed tests there get the CPU first.
         log = OUT / "kafka-only.log"
         env = {**shared, "KAFKA_RETENTION_KAFKA_ONLY": "1"}
-        selected = [*stack_tests, "-m", "kafka_only and not serial", "-n=2", "--dist=loadfile"]
+        # 3 sessions: twice the tests they had on 2 (KAFKA_ONLY's second half), within
+        # the serial and paired phases' 260 s.
+        selected = [*stack_tests, "-m", "kafka_only and not serial", "-n=3", "--dist=loadfile"]
         pytest("kafka-only", selected, extra, env, nice=19, log=log)
         return log.read_text().strip().splitlines()[-1].strip("= ")
 

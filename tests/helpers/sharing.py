@@ -1,7 +1,8 @@
 """How a test shares the stack in make test's parallel phase: hack/testrun.py runs it with
 pytest-xdist, `--dist loadfile`, and tests/conftest.py schedules each file on one worker,
 and each group below on one worker, its tests one after another in collection order.
-Tests that cannot share the stack with anything are marked `serial` instead."""
+Tests that cannot share the stack with anything are marked `serial` instead. The unit
+phase runs the same way, for LOCAL_SPARK's group."""
 
 from __future__ import annotations
 
@@ -56,19 +57,44 @@ ORDERS_TOPIC = (
 # phases instead (marker `kafka_only`, niced), where the API server and node restarts do
 # not touch them and the phases' waits leave a core idle; the parallel phase, which keeps
 # the CPU busy, gets shorter by their 230 s. None may be in a group above: a group's
-# tests go to one worker of the parallel phase.
+# tests go to one worker of the parallel phase. The second half of the list joined on
+# 6acff9f's make test, which measured the CPU idle 0.2% of the parallel phase, 14% of the
+# serial one and 36% of the paired one (kafka-only ended before paired began): their
+# 228 s of tests there leave the parallel phase for that idle room.
 KAFKA_ONLY = (
     "tests/integration/test_plan_pipeline.py",
     "tests/integration/test_client_properties.py",
     "tests/integration/test_batch_planning.py",
     "tests/integration/test_erasure_kafka.py",
+    "tests/integration/test_kafka_source.py",
+    "tests/integration/test_group_positions.py",
+    "tests/integration/test_spark_erasure_scan.py",
+    "tests/integration/test_spark_class_archive.py",
+    "tests/integration/test_streams_app.py",
+    "tests/integration/test_cli_purge.py",
+    "tests/integration/test_log_keys_bridge.py",
     "tests/integration/test_kafka_tiers.py",
     "tests/integration/test_segment_offsets.py",
+)
+
+# Files that use tests/conftest.py's `spark` fixture: one local SparkSession, so one JVM,
+# a process. make test keeps them on one worker, in the unit phase and in the parallel
+# one. Spread over 4 workers, the unit phase's started 4 JVMs, each paying its start-up
+# and compiling the same plans (those files alone: 87 CPU-s on 4 workers, 36 on one), and
+# each holding a 1 GiB heap. (The kafka_only session's are in no group: KAFKA_ONLY.)
+LOCAL_SPARK = (
+    "tests/unit/test_erasure_spark_match.py",
+    "tests/unit/test_min_records.py",
+    "tests/unit/test_plan_row.py",
+    "tests/unit/test_plan_transforms.py",
+    "tests/unit/test_scan_deadline.py",
+    "tests/e2e/test_retention_in_pods.py",
 )
 
 GROUP_OF_FILE = {
     **dict.fromkeys(OPERATOR_NAMESPACE, "kafka-retention-system"),
     **dict.fromkeys(ORDERS_TOPIC, "orders-topic"),
+    **dict.fromkeys(LOCAL_SPARK, "local-spark"),
 }
 GROUP_OF_TEST = dict.fromkeys(ISOLATED_KAFKA, "isolated-kafka")
 
@@ -80,7 +106,15 @@ GROUP_OF_TEST = dict.fromkeys(ISOLATED_KAFKA, "isolated-kafka")
 LONGEST_FIRST = (
     "kafka-retention-system",  # 342 s, 60 tests
     "isolated-kafka",  # 310 s, 11 tests
+    # In the unit phase (which runs with --dist loadfile too) its files took 109 s on 4
+    # workers, 42 tests; in the parallel phase it is test_retention_in_pods alone.
+    "local-spark",
     "tests/e2e/test_group_types.py",  # 96 s, 4 tests
+    # The unit phase's (seconds on its 4 workers, alone, on f1e3675): a few scale tests
+    # each, far fewer tests than the files they would otherwise follow.
+    "tests/unit/test_purge_service.py",  # 47 s, 61 tests
+    "tests/unit/test_payload_bounds.py",  # 44 s, 10 tests
+    "tests/unit/test_erasure_service.py",  # 42 s, 64 tests
 )
 
 

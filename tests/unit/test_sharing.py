@@ -11,6 +11,7 @@ from tests.helpers.sharing import (
     GROUP_OF_TEST,
     ISOLATED_KAFKA,
     KAFKA_ONLY,
+    LOCAL_SPARK,
     LONGEST_FIRST,
     group_of,
     longest_first,
@@ -117,3 +118,16 @@ def test_a_kafka_only_file_reaches_neither_the_api_server_nor_the_node_and_is_in
             if isinstance(stmt, ast.FunctionDef):
                 params = {a.arg for a in stmt.args.args}
                 assert params & (KUBE_FIXTURES | ISOLATED_FIXTURES) == set(), (file, stmt.name)
+
+
+def test_the_files_that_start_a_spark_session_are_the_local_spark_group() -> None:
+    """A file left out would start a JVM of its own on another worker; one listed that no
+    longer takes the session would hold the group's worker for nothing. The kafka_only
+    session's files are in no group (KAFKA_ONLY)."""
+    takers = []
+    for path in sorted((REPO / "tests").glob("*/test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and "spark" in {a.arg for a in node.args.args}:
+                takers.append(str(path.relative_to(REPO)))
+                break
+    assert sorted(LOCAL_SPARK) == sorted(set(takers) - set(KAFKA_ONLY))

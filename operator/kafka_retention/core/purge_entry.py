@@ -45,6 +45,15 @@ _INTS = {
     "records_deleted",
     "bytes_to_delete_estimate",
 }
+# from_status's look-ups, made once: it reads every partition of a stored plan and of its
+# results (340,000 entries in the unit tests' 100,000-partition purges), where walking
+# every field of _KEYS for each took half of reading a plan back.
+_KNOWN_KEYS = frozenset(_KEYS.values())
+_OFFSET_KEYS = ("requestedOffset", "logStartBefore", "highWatermark", "lowWatermark")
+_FIELD_OF_KEY: dict[str, tuple[str, Any]] = {
+    key: (name, State if name == "state" else int if name in _INTS else str)
+    for name, key in _KEYS.items()
+}
 
 
 @dataclass(frozen=True)
@@ -129,31 +138,24 @@ class PurgeEntry:
     def from_status(cls, item: Mapping[str, Any]) -> PurgeEntry:
         """An entry as status or a stored plan holds it. Keys this version does not know
         are refused: dropping one could drop a fact the cut depends on."""
-        unknown = set(item) - set(_KEYS.values())
-        if unknown:
+        if not _KNOWN_KEYS.issuperset(item):
+            unknown = set(item) - _KNOWN_KEYS
             raise ValueError(f"unknown keys in a purge entry: {sorted(unknown)}")
         # The planner never writes a negative offset into a cut; a stored plan is in a
         # ConfigMap a tenant may write, and -1 would read as "the high watermark" at the
         # broker, past every group.
         negative = sorted(
             key
-            for key in ("requestedOffset", "logStartBefore", "highWatermark", "lowWatermark")
+            for key in _OFFSET_KEYS
             if key in item and not (isinstance(item[key], int) and item[key] >= 0)
         )
         if negative:
             raise ValueError(f"a purge entry's {', '.join(negative)} must be offsets (0 or more)")
         values: dict[str, Any] = {}
-        for name, key in _KEYS.items():
-            value = item.get(key)
-            if value is None:
-                continue
-            if name == "state":
-                value = State(value)
-            elif name in _INTS:
-                value = int(value)
-            else:
-                value = str(value)
-            values[name] = value
+        for key, value in item.items():
+            if value is not None:
+                name, convert = _FIELD_OF_KEY[key]
+                values[name] = convert(value)
         return cls(**values)
 
 
