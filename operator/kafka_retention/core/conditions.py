@@ -95,6 +95,13 @@ class Reason(StrEnum):
     # RecordErasure ReceiptSigned
     RECEIPT_SIGNED = "ReceiptSigned"
     SIGNING_KEY_UNAVAILABLE = "SigningKeyUnavailable"
+    # RecordPurge RemoteDeletionPending (tiered topics): whether the remote segments below
+    # its cuts are deleted yet, as the brokers' remote log metadata says
+    REMOTE_SEGMENTS_PENDING = "RemoteSegmentsPending"
+    REMOTE_SEGMENTS_DELETED = "RemoteSegmentsDeleted"
+    NO_REMOTE_SEGMENTS_BELOW_CUT = "NoRemoteSegmentsBelowCut"
+    REMOTE_LOG_UNREADABLE = "RemoteLogUnreadable"
+    REMOTE_DELETION_UNCONFIRMED = "RemoteDeletionUnconfirmed"
 
 
 def timestamp(moment: datetime) -> str:
@@ -166,6 +173,8 @@ class EventReason(StrEnum):
     PURGE_STARTED = "PurgeStarted"
     PURGE_PENDING = "PurgePending"
     PURGE_SUCCEEDED = "PurgeSucceeded"
+    REMOTE_SEGMENTS_DELETED = "RemoteSegmentsDeleted"
+    REMOTE_DELETION_UNCONFIRMED = "RemoteDeletionUnconfirmed"
     # RetentionPolicy
     RUN_FAILED = "RunFailed"
     RECORDS_DELETED = "RecordsDeleted"
