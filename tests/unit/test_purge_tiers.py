@@ -249,12 +249,14 @@ def test_a_cut_into_the_remote_range_succeeds_and_says_remote_segments_wait(
     assert kafka.logs[T1][0] == 250
     found = remote_condition(store)
     assert (found["status"], found["reason"]) == ("True", Reason.REMOTE_SEGMENTS_PENDING)
-    assert found["message"].startswith("4 remote segments (4.0 kB) below the cut in 2 partitions")
+    assert found["message"].startswith(
+        "4 remote segments (4.0 kB) below the cut in 2 partitions, not deleted yet"
+    )
     tiered = store.status["tiered"]
     assert tiered["partitions"] == 2
     assert (tiered["remoteSegmentsPending"], tiered["remoteBytesPending"]) == (4, 4000)
     assert tiered["remoteSegmentsDeleted"] == 0
-    assert tiered["since"] == "2026-11-29T10:00:00Z"
+    assert tiered["since"] == "2026-11-29T10:00:00.000Z"
     assert outcome.remote is not None
     assert outcome.remote.pending == 4
 
@@ -332,7 +334,9 @@ def test_a_segment_the_cut_passes_only_partly_is_not_pending(kafka: TieredFakeKa
     purge(kafka, store, body)
     found = remote_condition(store)
     # Segment 0-99 is below 150; segment 100-199 holds 150 and later: it stays.
-    assert found["message"].startswith("1 remote segments (1.0 kB) below the cut in 1 partitions")
+    assert found["message"].startswith(
+        "1 remote segment (1.0 kB) below the cut in 1 partition, not deleted yet"
+    )
     assert store.status["tiered"]["partitions"] == 1
 
 

@@ -30,10 +30,9 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Condition, Reason
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable, Unresolved, WriteRefused
@@ -189,19 +188,28 @@ def judge(found: RemoteTally, since: datetime) -> Condition:
         deleting = f", {found.deleting} of them being deleted" if found.deleting else ""
         done = f"; {found.deleted} deleted so far" if found.deleted else ""
         message = (
-            f"{found.pending} remote segments ({size(found.pending_bytes)}) below the cut in "
-            f"{found.partitions_pending} partitions wait for the brokers' remote log manager "
-            f"to delete them{deleting}{done}; the log start moved already"
+            f"{_many(found.pending, 'remote segment')} ({size(found.pending_bytes)}) below "
+            f"the cut in {_many(found.partitions_pending, 'partition')}, not deleted yet by "
+            f"the brokers' remote log manager{deleting}{done}; the log start moved already"
         )
         return Condition(CONDITION, "True", Reason.REMOTE_SEGMENTS_PENDING, message)
     if found.deleted:
         message = (
-            f"deleted {found.deleted} remote segments ({size(found.deleted_bytes)}) in "
+            f"deleted {_many(found.deleted, 'remote segment')} ({size(found.deleted_bytes)}) in "
             f"{took(round(lag_s(found, since) * 1000))}"
         )
         return Condition(CONDITION, "False", Reason.REMOTE_SEGMENTS_DELETED, message)
     message = "no remote segment lies wholly below the cuts: no remote deletion waits"
     return Condition(CONDITION, "False", Reason.NO_REMOTE_SEGMENTS_BELOW_CUT, message)
+
+
+def _many(count: int, what: str) -> str:
+    return f"{count} {what}" + ("" if count == 1 else "s")
+
+
+def _ms_time(moment: datetime) -> str:
+    """RFC 3339 to the millisecond, UTC: the lag is counted from `since`, in seconds."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def unreadable(err: Exception) -> Condition:
@@ -287,8 +295,8 @@ def after_cut(
     checked = now()
     status: dict[str, Any] = {
         "partitions": len(places),
-        "since": cond.timestamp(since),
-        "checkedAt": cond.timestamp(checked),
+        "since": _ms_time(since),
+        "checkedAt": _ms_time(checked),
         "offsets": [p.to_json() for p in places[:MAX_LISTED]],
         **_counts(found, since),
     }
@@ -502,7 +510,7 @@ def _checked(
     now: datetime,
 ) -> RemoteCheck:
     since = _time(tiered.get("since")) or now
-    tiered["checkedAt"] = cond.timestamp(now)
+    tiered["checkedAt"] = _ms_time(now)
     tiered.update(_counts(found, since))
     before = _condition(f.status) or {}
     changed = before.get("reason") != condition.reason
