@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from kopf._core.intents import registries
 from prometheus_client import CollectorRegistry
 
 from kafka_retention.core.conditions import Reason
@@ -26,6 +27,7 @@ from kafka_retention.core.tiers import (
     SegmentUpdate,
     TierOffsets,
 )
+from kafka_retention.handlers import purge as purge_handler
 from kafka_retention.handlers import remote_deletion
 from kafka_retention.services import purge as service
 from kafka_retention.services.purge import tiers
@@ -539,3 +541,21 @@ def test_a_kafka_that_cannot_read_tiers_is_never_asked() -> None:
     outcome = purge(fake, store, spec(TOPIC))
     assert outcome.phase == Phase.SUCCEEDED
     assert "tiered" not in store.status
+
+
+def test_the_handlers_timer_runs_only_while_the_remote_deletion_is_watched() -> None:
+    (timer,) = [
+        h
+        for h in registries.get_default_registry()._spawning._handlers
+        if h.id == "remote-deletion"
+    ]
+    assert timer.when is not None
+    for reason, watched in (
+        (Reason.REMOTE_SEGMENTS_PENDING, True),
+        (Reason.REMOTE_LOG_UNREADABLE, True),
+        (Reason.REMOTE_SEGMENTS_DELETED, False),
+        (Reason.REMOTE_DELETION_UNCONFIRMED, False),
+    ):
+        status = {"conditions": [{"type": "RemoteDeletionPending", "reason": str(reason)}]}
+        assert purge_handler._remote_watched(status=status) is watched  # type: ignore[arg-type]
+    assert purge_handler._remote_watched(status={"phase": "Succeeded"}) is False  # type: ignore[arg-type]
