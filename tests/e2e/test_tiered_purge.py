@@ -69,13 +69,14 @@ def test_a_purge_of_a_tiered_topic_succeeds_and_follows_the_remote_deletion_belo
     assert log_starts(kafka.admin, topic, 1) == [RECORDS]
     first, tiered = condition(obj, "RemoteDeletionPending"), obj["status"]["tiered"]
     # The first Succeeded status saw the segments below the cut: still waiting, or (the
-    # brokers may be quicker than the operator's first read) deleted since the cut.
+    # brokers may be quicker than the operator's first read) some or all deleted since.
+    seen = tiered["remoteSegmentsPending"] + tiered["remoteSegmentsDeleted"]
+    assert seen >= len(bases), tiered
     if first["status"] == "True":
         assert first["reason"] == "RemoteSegmentsPending"
-        assert tiered["remoteSegmentsPending"] >= len(bases), tiered
+        assert tiered["remoteSegmentsPending"] > 0
     else:
         assert first["reason"] == "RemoteSegmentsDeleted", first
-        assert tiered["remoteSegmentsDeleted"] >= len(bases), tiered
     (offsets,) = tiered["offsets"]
     assert offsets["cut"] == offsets["logStart"] == offsets["highWatermark"] == RECORDS
     assert offsets["latestTiered"] >= bases[-1]
