@@ -399,10 +399,15 @@ def test_a_failed_check_keeps_the_condition_and_the_last_counts(kafka: TieredFak
     found = remote_condition(store)
     assert (found["status"], found["reason"]) == ("True", Reason.REMOTE_SEGMENTS_PENDING)
     assert store.status["tiered"]["remoteSegmentsPending"] == 4
-    assert "all brokers down" in store.status["tiered"]["note"]
+    assert "all brokers down" in store.status["tiered"]["checkError"]
     assert report is not None
     assert report.pending == 4
     assert not report.changed
+    # The next check that reads the remote log clears the error.
+    kafka.remote_unavailable = None
+    kafka.clock.advance(10)
+    follow(kafka, store, body)
+    assert store.status["tiered"]["checkError"] is None
 
 
 def test_checks_thin_out_as_time_passes(kafka: TieredFakeKafka) -> None:

@@ -444,14 +444,15 @@ def check(f: Follow) -> RemoteCheck | None:
         if before.get("reason") == Reason.REMOTE_LOG_UNREADABLE:
             return _checked(f, tiered, unreadable(err), None, now)
         # Pending as last seen: a check that fails says so and is tried again.
-        tiered["note"] = f"the last check failed: {err}"[:2000]
+        tiered["checkError"] = str(err)[:2000]
         kept = Condition(
             CONDITION, "True", Reason.REMOTE_SEGMENTS_PENDING, str(before.get("message", ""))
         )
         return _checked(f, tiered, kept, None, now)
     found = tally(remote, cuts, int(since.timestamp() * 1000))
     condition = judge(found, since)
-    tiered.pop("note", None)
+    if "checkError" in tiered:
+        tiered["checkError"] = None  # a merge patch removes the field so
     if condition.reason in WATCHED and expired:
         condition = _given_up(f, before, condition.message)
     return _checked(f, tiered, condition, found, now)
