@@ -564,3 +564,25 @@ def test_the_handlers_timer_runs_only_while_the_remote_deletion_is_watched() -> 
         status = {"conditions": [{"type": "RemoteDeletionPending", "reason": str(reason)}]}
         assert purge_handler._remote_watched(status=status) is watched  # type: ignore[arg-type]
     assert purge_handler._remote_watched(status={"phase": "Succeeded"}) is False  # type: ignore[arg-type]
+
+
+def test_a_dry_run_says_where_the_cut_falls_and_what_it_would_leave_to_delete_remotely(
+    kafka: TieredFakeKafka,
+) -> None:
+    store = Store()
+    body = {
+        "cluster": {"bootstrapServers": "k:9092"},
+        "partitions": [{"topic": TOPIC, "partition": 0, "offset": 250}],
+        "dryRun": True,
+    }
+    outcome = purge(kafka, store, body)
+    assert outcome.phase == Phase.SUCCEEDED
+    assert kafka.deletes == 0
+    tiered = store.status["tiered"]
+    # The planned cut, 250, is below the earliest local offset: a cut into the remote range.
+    (where,) = tiered["offsets"]
+    assert (where["cut"], where["logStart"], where["earliestLocal"]) == (250, 0, 300)
+    assert (tiered["remoteSegmentsBelowCut"], tiered["remoteBytesBelowCut"]) == (2, 2000)
+    assert all(c["type"] != "RemoteDeletionPending" for c in store.status["conditions"])
+    assert outcome.remote is None
+    assert not service.watched(store.status)

@@ -62,6 +62,7 @@ from kafka_retention.services.purge.outcomes import (
 from kafka_retention.services.purge.progress import Progress, Stage
 from kafka_retention.services.purge.store import PlanLost, store_plan, stored_plan
 from kafka_retention.services.purge.tiers import Follow, RemoteReport, after_cut, check
+from kafka_retention.services.purge.tiers import dry_run as tiered_dry_run
 from kafka_retention.services.purge.timings import Timings
 
 __all__ = ["MAX_PLANNED_PARTITIONS", "follow_remote", "reconcile", "too_large"]
@@ -117,7 +118,10 @@ def reconcile(purge: Purge) -> Outcome:
             if len(entries) > limit and not request.dry_run:
                 return status.end(purge, too_large(len(entries), limit))
             if request.dry_run:
-                return status.end(purge, finish(purge, run, estimate(kafka, entries), dry_run=True))
+                estimated = estimate(kafka, entries)
+                where = tiered_dry_run(kafka, purge.blobs, estimated, planned.tiered, purge.now)
+                ending = finish(purge, run, estimated, dry_run=True, tiered=where)
+                return status.end(purge, ending)
             # The guard groups are re-read while the plan is stored: the read begins after
             # the plan was made, so a group that moved back since is still seen, and a
             # cut is only ever lowered by it.

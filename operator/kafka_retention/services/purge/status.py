@@ -188,7 +188,7 @@ def _finished(purge: Purge, finished: Finished) -> Outcome:
         now,
     )
     tiered = finished.tiered
-    if tiered is not None:
+    if tiered is not None and tiered.condition is not None:
         succeeded = cond.stamp(succeeded, tiered.condition, purge.generation, now)
     marks = finished.run.timings.marks
     document: dict[str, Any] = {

@@ -238,11 +238,11 @@ class RemoteReport:
 @dataclass(frozen=True)
 class TieredCut:
     """What a finished purge says of its tiered partitions: status.tiered and the
-    condition (status.py writes both)."""
+    condition (status.py writes both); a dry run has no condition and no report."""
 
     status: Mapping[str, Any]
-    condition: Condition
-    report: RemoteReport
+    condition: Condition | None
+    report: RemoteReport | None
 
 
 def tiered_topics(configs: Mapping[str, Any]) -> frozenset[str]:
@@ -308,8 +308,54 @@ def after_cut(
     return TieredCut(status, condition, report)
 
 
+def dry_run(
+    kafka: KafkaPlanner,
+    blobs: BlobStore,
+    entries: Sequence[PurgeEntry],
+    tiered: frozenset[str],
+    now: Callable[[], datetime],
+) -> TieredCut | None:
+    """A dry run on tiered topics: where each partition's records are beside its planned
+    cut (below earliestLocal: a cut into the remote range), and the remote segments wholly
+    below the planned cuts that a real purge would leave to the brokers to delete
+    (remoteSegmentsBelowCut). No condition: nothing was cut."""
+    if not isinstance(kafka, TierReads):
+        return None
+    planned = [
+        e
+        for e in entries
+        if e.state == State.DRY_RUN and e.requested_offset is not None and e.topic in tiered
+    ]
+    if not planned:
+        return None
+    notes: list[str] = []
+    places = _places(kafka, planned, notes)
+    status: dict[str, Any] = {
+        "partitions": len(places),
+        "offsets": [p.to_json() for p in places[:MAX_LISTED]],
+    }
+    try:
+        ref = blobs.save(BLOB, to_lines(places))
+        status["offsetsRef"] = {**ref, "partitions": len(places)}
+    except WriteRefused as err:
+        notes.append(f"offsets not stored: HTTP {err.status} {err.reason}")
+    try:
+        remote = kafka.remote_log()
+    except KafkaUnavailable as err:
+        notes.append(f"remote log metadata not read: {err}")
+    else:
+        below = tally(remote, {p.tp: p.cut for p in places}, int(now().timestamp() * 1000))
+        status["remoteSegmentsBelowCut"] = below.pending
+        status["remoteBytesBelowCut"] = below.pending_bytes
+    status["checkedAt"] = _ms_time(now())
+    if notes:
+        status["note"] = "; ".join(notes)[:2000]
+    return TieredCut(status, None, None)
+
+
 def _places(kafka: _TieredPlanner, cut: Sequence[PurgeEntry], notes: list[str]) -> list[Place]:
-    """Each partition's offsets now: its log bounds and its tier offsets."""
+    """Each partition's offsets now: its log bounds and its tier offsets, beside its cut
+    (the log start the delete answered; a dry run's planned cut)."""
     tps = [e.tp for e in cut]
     starts: Mapping[TopicPartition, Any] = {}
     ends: Mapping[TopicPartition, Any] = {}
@@ -330,7 +376,7 @@ def _places(kafka: _TieredPlanner, cut: Sequence[PurgeEntry], notes: list[str]) 
             Place(
                 e.topic,
                 e.partition,
-                int(e.low_watermark or 0),
+                int(e.low_watermark if e.low_watermark is not None else e.requested_offset or 0),
                 start if isinstance(start, int) else None,
                 end if isinstance(end, int) else None,
                 where.earliest_local if where else None,
