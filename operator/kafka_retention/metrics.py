@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -61,6 +62,40 @@ PARTITIONS_CUT = _per_resource(
     "partitions_cut_total",
     "Partitions whose log start offset a policy run moved.",
 )
+
+
+def remote_deletion_series(registry: Any = None) -> tuple[Gauge, Gauge, Histogram]:
+    """Tiered storage's remote deletion after a cut, for RecordPurges and RetentionPolicies
+    alike (label `kind`); `registry`: prometheus_client's default one when None (a test
+    passes its own)."""
+    extra = {} if registry is None else {"registry": registry}
+    segments = Gauge(
+        "kafka_retention_remote_segments_pending_deletion",
+        "Remote segments (tiered storage) wholly below a purge's cuts or a policy's log "
+        "starts that the brokers' remote log metadata does not show DELETE_FINISHED yet; "
+        "absent once none are.",
+        ["kind", "namespace", "name"],
+        **extra,
+    )
+    size = Gauge(
+        "kafka_retention_remote_bytes_pending_deletion",
+        "Bytes of those remote segments.",
+        ["kind", "namespace", "name"],
+        **extra,
+    )
+    lag = Histogram(
+        "kafka_retention_remote_deletion_lag_seconds",
+        "From a cut's DeleteRecords to the brokers' record of the last remote segment "
+        "below it deleted (KAFKA-15410: remote segments go asynchronously).",
+        ["kind"],
+        buckets=(1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
+        **extra,
+    )
+    return segments, size, lag
+
+
+REMOTE_SEGMENTS_PENDING, REMOTE_BYTES_PENDING, REMOTE_DELETION_LAG = remote_deletion_series()
+
 UNCONSUMED_DELETED = _per_policy(
     "unconsumed_records_deleted_total",
     "Records deleted before a deleteConsumed group had read them (maxRetention/deleteBefore).",

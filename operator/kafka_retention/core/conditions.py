@@ -95,12 +95,15 @@ class Reason(StrEnum):
     # RecordErasure ReceiptSigned
     RECEIPT_SIGNED = "ReceiptSigned"
     SIGNING_KEY_UNAVAILABLE = "SigningKeyUnavailable"
-    # RemoteDeletionPending (tiered topics, KIP-405): remote segments wholly below a cut's
-    # log start that the remote log metadata does not show deleted yet; none left; or the
-    # metadata could not be read.
+    # RemoteDeletionPending (tiered topics, KIP-405), of a RecordPurge and a RetentionPolicy:
+    # remote segments wholly below a cut's log start that the brokers' remote log metadata
+    # does not show deleted yet; none left; none below the cut at all; the metadata could
+    # not be read; or (a purge) still pending or unreadable after its watch ended.
     REMOTE_SEGMENTS_PENDING = "RemoteSegmentsPending"
     REMOTE_SEGMENTS_DELETED = "RemoteSegmentsDeleted"
+    NO_REMOTE_SEGMENTS_BELOW_CUT = "NoRemoteSegmentsBelowCut"
     REMOTE_LOG_UNREADABLE = "RemoteLogUnreadable"
+    REMOTE_DELETION_UNCONFIRMED = "RemoteDeletionUnconfirmed"
 
 
 def timestamp(moment: datetime) -> str:
@@ -172,6 +175,8 @@ class EventReason(StrEnum):
     PURGE_STARTED = "PurgeStarted"
     PURGE_PENDING = "PurgePending"
     PURGE_SUCCEEDED = "PurgeSucceeded"
+    REMOTE_SEGMENTS_DELETED = "RemoteSegmentsDeleted"
+    REMOTE_DELETION_UNCONFIRMED = "RemoteDeletionUnconfirmed"
     # RetentionPolicy
     RUN_FAILED = "RunFailed"
     RECORDS_DELETED = "RecordsDeleted"

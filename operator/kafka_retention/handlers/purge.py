@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -13,17 +14,20 @@ import kopf
 from kafka_retention import metrics
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.conditions import EventReason
+from kafka_retention.core.failures import WriteRefused
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_ledger import purge_done
 from kafka_retention.core.purge_states import FINAL_PHASES, Phase
 from kafka_retention.core.resources import GROUP, RECORD_PURGES, VERSION
-from kafka_retention.handlers import common
+from kafka_retention.handlers import common, remote_deletion
 from kafka_retention.handlers.common import config, purge_ledger, tenancy
 from kafka_retention.services import purge as service
 from kafka_retention.services.fair_slots import FairSlots
+from kafka_retention.services.purge.tiers import CHECK_EVERY_S
 from kafka_retention.services.tenancy import Tenancy
 
 KIND = "RecordPurge"
+log = logging.getLogger(__name__)
 MAX_FAILURE_EVENTS = 20
 
 
@@ -120,6 +124,62 @@ def _purge(created: common.Created) -> None:
         kopf.info(body, reason=EventReason.PURGE_SUCCEEDED, message=outcome.message)
     else:
         kopf.warn(body, reason=f"Purge{outcome.phase}", message=outcome.message)
+    if outcome.remote is not None:
+        _remote(body, namespace, name, outcome.remote)
+
+
+def _remote(body: kopf.Body, namespace: str, name: str, report: service.RemoteReport) -> None:
+    """Metrics and the Event of where the remote deletion below a purge's cuts stands."""
+    remote_deletion.SERIES.report(namespace, name, report)
+    remote_deletion.post(
+        report,
+        lambda reason, message: kopf.info(body, reason=reason, message=message),
+        lambda reason, message: kopf.warn(body, reason=reason, message=message),
+    )
+
+
+def _remote_watched(status: kopf.Status, **_: Any) -> bool:
+    return service.watched(status)
+
+
+@kopf.timer(
+    GROUP,
+    VERSION,
+    RECORD_PURGES,
+    id="remote-deletion",
+    interval=CHECK_EVERY_S,
+    when=_remote_watched,
+)
+def remote_deletion_check(**kwargs: Any) -> None:
+    """A finished purge of a tiered topic, while remote segments below its cuts wait for
+    the brokers to delete them (RemoteDeletionPending True, or the remote log unreadable):
+    the remote log read again when a check is due, status and metrics updated. It never
+    deletes anything; Kopf runs it only while the condition is watched, and the service
+    gives up after tiers.WATCH_LIMIT_S."""
+    created = common.Created.of(kwargs)
+    body, spec, status, meta, namespace, name, memo = created.parts()
+    rules = tenancy(config(memo)).once()
+    store, blobs = created.stores(RECORD_PURGES, KIND)
+    try:
+        report = service.follow_remote(
+            service.Follow(
+                spec=spec,
+                status=status,
+                generation=meta.get("generation"),
+                store=store,
+                blobs=blobs,
+                connect=_connector(rules, namespace),
+                admit=_admitter(rules, namespace),
+                now=lambda: datetime.now(UTC),
+            )
+        )
+    except WriteRefused as err:
+        log.warning(
+            "%s/%s: remote deletion check not stored (tried again): %s", namespace, name, err
+        )
+        return
+    if report is not None:
+        _remote(body, namespace, name, report)
 
 
 @kopf.on.event(GROUP, VERSION, RECORD_PURGES)
@@ -130,5 +190,6 @@ def remember(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -
     key = f"{meta.get('namespace')}/{meta.get('name')}"
     if event.get("type") == "DELETED":
         purge_ledger(memo).remove(key)
+        remote_deletion.SERIES.forget(str(meta.get("namespace")), str(meta.get("name")))
     else:
         purge_ledger(memo).put(key, purge_done(body))

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import kopf
-from prometheus_client import Gauge, Histogram
 
 from kafka_retention import metrics
 from kafka_retention.adapters.kube import drop_finalizer
@@ -30,31 +29,6 @@ from kafka_retention.services.watch.tombstones import TombstoneReport
 
 KIND = "RetentionPolicy"
 log = logging.getLogger(__name__)
-
-# Remote segments (tiered storage) below the log start of a policy's tiered partitions
-# that the remote log metadata does not show deleted yet, and how long such a deletion
-# took after the cut. A RecordPurge reports the same series (kind RecordPurge): these
-# names, labels and buckets are those of the purge's (helper P's
-# handlers/remote_deletion.py), to be defined once, in metrics.py, when the two meet.
-REMOTE_SEGMENTS_PENDING = Gauge(
-    "kafka_retention_remote_segments_pending_deletion",
-    "Remote segments (tiered storage) wholly below a purge's cuts or a policy's log starts "
-    "that the brokers' remote log metadata does not show DELETE_FINISHED yet; absent once "
-    "none are.",
-    ["kind", "namespace", "name"],
-)
-REMOTE_BYTES_PENDING = Gauge(
-    "kafka_retention_remote_bytes_pending_deletion",
-    "Bytes of those remote segments.",
-    ["kind", "namespace", "name"],
-)
-REMOTE_DELETION_LAG = Histogram(
-    "kafka_retention_remote_deletion_lag_seconds",
-    "From a cut's DeleteRecords to the brokers' record of the last remote segment below it "
-    "deleted (KAFKA-15410: remote segments go asynchronously).",
-    ["kind"],
-    buckets=(1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
-)
 
 
 @kopf.on.startup()
@@ -219,16 +193,18 @@ def _set_remote(namespace: str, name: str, outcome: RunOutcome) -> None:
     """The gauges while remote segments wait for deletion (none while none wait or while
     it is unknown, as a purge's); the lag once, at the run that found the deletion done."""
     if outcome.remote_pending_segments and outcome.remote_pending_bytes is not None:
-        REMOTE_SEGMENTS_PENDING.labels(KIND, namespace, name).set(outcome.remote_pending_segments)
-        REMOTE_BYTES_PENDING.labels(KIND, namespace, name).set(outcome.remote_pending_bytes)
+        metrics.REMOTE_SEGMENTS_PENDING.labels(KIND, namespace, name).set(
+            outcome.remote_pending_segments
+        )
+        metrics.REMOTE_BYTES_PENDING.labels(KIND, namespace, name).set(outcome.remote_pending_bytes)
     else:
         _forget_remote(namespace, name)
     if outcome.remote_deletion_lag_s is not None:
-        REMOTE_DELETION_LAG.labels(KIND).observe(outcome.remote_deletion_lag_s)
+        metrics.REMOTE_DELETION_LAG.labels(KIND).observe(outcome.remote_deletion_lag_s)
 
 
 def _forget_remote(namespace: str, name: str) -> None:
-    for gauge in (REMOTE_SEGMENTS_PENDING, REMOTE_BYTES_PENDING):
+    for gauge in (metrics.REMOTE_SEGMENTS_PENDING, metrics.REMOTE_BYTES_PENDING):
         with contextlib.suppress(KeyError):  # none set: nothing to remove
             gauge.remove(KIND, namespace, name)
 

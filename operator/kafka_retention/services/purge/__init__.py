@@ -6,14 +6,24 @@ the status patch; the handler and the CLI wire in the stores and the Kafka conne
 from kafka_retention.core.failures import Unresolved
 from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.outcomes import Outcome, Retry
-from kafka_retention.services.purge.pipeline import MAX_PLANNED_PARTITIONS, reconcile, too_large
+from kafka_retention.services.purge.pipeline import (
+    MAX_PLANNED_PARTITIONS,
+    follow_remote,
+    reconcile,
+    too_large,
+)
+from kafka_retention.services.purge.tiers import Follow, RemoteReport, watched
 
 __all__ = [
     "MAX_PLANNED_PARTITIONS",
+    "Follow",
     "Outcome",
     "Purge",
+    "RemoteReport",
     "Retry",
     "Unresolved",
+    "follow_remote",
     "reconcile",
     "too_large",
+    "watched",
 ]

@@ -18,6 +18,7 @@ from kafka_retention.services.purge import report
 from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.outcomes import Finished, Pending, Run
 from kafka_retention.services.purge.store import store_results
+from kafka_retention.services.purge.tiers import TieredCut
 
 
 def pending(run: Run, entries: Sequence[PurgeEntry]) -> Pending:
@@ -28,7 +29,14 @@ def pending(run: Run, entries: Sequence[PurgeEntry]) -> Pending:
     return Pending(run, entries, message)
 
 
-def finish(purge: Purge, run: Run, entries: Sequence[PurgeEntry], *, dry_run: bool) -> Finished:
+def finish(
+    purge: Purge,
+    run: Run,
+    entries: Sequence[PurgeEntry],
+    *,
+    dry_run: bool,
+    tiered: TieredCut | None = None,
+) -> Finished:
     totals = report.summary(entries)
     failed, total = totals["failed"], totals["partitions"]
     ok: cond.ConditionStatus
@@ -80,4 +88,5 @@ def finish(purge: Purge, run: Run, entries: Sequence[PurgeEntry], *, dry_run: bo
             f"{e.topic}-{e.partition}: {e.error}" for e in entries if e.state == State.FAILED
         ),
         topics_deleted=report.topics_deleted(entries),
+        tiered=tiered,
     )

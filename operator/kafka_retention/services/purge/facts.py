@@ -21,6 +21,7 @@ from kafka_retention.core.stored_plan import timestamp_partitions, topic_cut_top
 from kafka_retention.core.topics import delete_refusal
 from kafka_retention.services.fresh import answered, read_facts
 from kafka_retention.services.ports import KafkaPlanner
+from kafka_retention.services.purge.tiers import tiered_topics
 
 
 @dataclass(frozen=True)
@@ -34,22 +35,27 @@ class NamedGroup:
 
 @dataclass(frozen=True)
 class Planned:
-    """The plan, and the type each named group was read as (status.groups)."""
+    """The plan, the type each named group was read as (status.groups), and the topics
+    whose configs enable remote storage (tiers.py reports on them after the cut)."""
 
     entries: list[PurgeEntry]
     groups: tuple[NamedGroup, ...]
+    tiered: frozenset[str] = frozenset()
 
 
 def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
-    given, group_types = gather_facts(kafka, request)
+    given, group_types, tiered = gather_facts(kafka, request)
     entries = [planned(p) for p in plan_purge(request, given)]
     named = request.all_groups()
-    return Planned(entries, tuple(NamedGroup(g, group_types.get(g, "none")) for g in named))
+    groups = tuple(NamedGroup(g, group_types.get(g, "none")) for g in named)
+    return Planned(entries, groups, tiered)
 
 
-def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput, dict[str, str]]:
-    """Every fact the plan depends on, read now; and the named groups' types, from the
-    same group read."""
+def gather_facts(
+    kafka: KafkaPlanner, request: PurgeRequest
+) -> tuple[PlanInput, dict[str, str], frozenset[str]]:
+    """Every fact the plan depends on, read now; the named groups' types, from the same
+    group read; and the tiered topics among those named, from the configs read."""
     given = PlanInput()
     topics = sorted(request.topic_names())
     # The configs of every named topic are asked for while the metadata is read: one
@@ -60,7 +66,8 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput,
         given.topic_partitions = answered(kafka.topic_partitions(topics), given.topic_errors)
         described = asked.result()
     existing = {t: c for t, c in described.items() if t in given.topic_partitions}
-    for topic, config in answered(existing, given.topic_errors).items():
+    configs = answered(existing, given.topic_errors)
+    for topic, config in configs.items():
         refusal = delete_refusal(topic, config)
         if refusal is not None:
             given.topic_errors[topic] = refusal
@@ -79,7 +86,7 @@ def gather_facts(kafka: KafkaPlanner, request: PurgeRequest) -> tuple[PlanInput,
     for tp, fact in given.facts.items():
         if tp in for_times:
             given.facts[tp] = replace(fact, offsets_for_times=for_times[tp])
-    return given, {g: str(t) for g, t in fresh.group_types.items()}
+    return given, {g: str(t) for g, t in fresh.group_types.items()}, tiered_topics(configs)
 
 
 def _partitions_to_read(request: PurgeRequest, given: PlanInput) -> list[TopicPartition]:

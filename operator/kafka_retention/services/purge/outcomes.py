@@ -26,6 +26,7 @@ from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import Phase
 from kafka_retention.services.purge.facts import NamedGroup
 from kafka_retention.services.purge.progress import ProgressMark
+from kafka_retention.services.purge.tiers import RemoteReport, TieredCut
 from kafka_retention.services.purge.timings import Timings
 
 # API server answers that mean "try again" rather than "this can never be stored".
@@ -122,6 +123,9 @@ class Finished:
     results_ref: Mapping[str, Any] | None
     failures: tuple[str, ...]
     topics_deleted: Mapping[str, int]
+    # The tiered topics' partitions: status.tiered and RemoteDeletionPending (tiers.py);
+    # None when the purge cut no tiered topic.
+    tiered: TieredCut | None = None
 
 
 class Retry(Exception):
@@ -144,6 +148,8 @@ class Outcome:
     partitions_purged: int = 0
     topics_deleted: dict[str, int] = field(default_factory=dict)
     invalid_field: str | None = None
+    # Where the remote deletion below a tiered topic's cuts stands (metrics, an Event).
+    remote: RemoteReport | None = None
 
 
 class NotPersisted(Exception):

@@ -19,7 +19,10 @@ value (outcomes.py), and status.py alone writes status from it:
     1-2. gather facts, plan .......... facts.plan
     3.   persist the plan ............ store.store_plan
     4-6. re-check, delete, fold ...... execute.execute
-    7.   how the run ends ............ conclude.finish / conclude.pending
+    7.   how the run ends ............ conclude.finish / conclude.pending, with
+         tiered topics' offsets and RemoteDeletionPending .. tiers.after_cut
+    8.   after it, while remote segments below a cut wait for deletion:
+         follow_remote (the handler's timer) .......... tiers.check
          (or, before that, a Refusal or NotReady, outcomes.py)
     -    status ...................... status.write / end / retry, write_progress
 
@@ -58,9 +61,11 @@ from kafka_retention.services.purge.outcomes import (
 )
 from kafka_retention.services.purge.progress import Progress, Stage
 from kafka_retention.services.purge.store import PlanLost, store_plan, stored_plan
+from kafka_retention.services.purge.tiers import Follow, RemoteReport, after_cut, check
+from kafka_retention.services.purge.tiers import dry_run as tiered_dry_run
 from kafka_retention.services.purge.timings import Timings
 
-__all__ = ["MAX_PLANNED_PARTITIONS", "reconcile", "too_large"]
+__all__ = ["MAX_PLANNED_PARTITIONS", "follow_remote", "reconcile", "too_large"]
 
 # The largest purge the tests prove: 100,000 partitions through the service (unit test,
 # in-memory Kafka) and on a real 7-broker local cluster (`make bench`); 20,000 on the
@@ -92,6 +97,8 @@ def reconcile(purge: Purge) -> Outcome:
         entries = stored_plan(purge)
         resumed = entries is not None
         positions: Positions | None = None  # a resumed plan's are read when it runs
+        # The topics with remote storage (None: not read yet, as in a resumed run).
+        tiered: frozenset[str] | None = None
         if entries is not None:
             # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
             # ConfigMaps: a stored plan runs only if it is one the (admitted) spec allows.
@@ -106,11 +113,15 @@ def reconcile(purge: Purge) -> Outcome:
             planned = plan(kafka, request)
             timings.mark("plannedAt")
             entries, run = planned.entries, replace(run, groups=planned.groups)
+            tiered = planned.tiered
             progress.report(Stage.STORING, 0, len(entries))
             if len(entries) > limit and not request.dry_run:
                 return status.end(purge, too_large(len(entries), limit))
             if request.dry_run:
-                return status.end(purge, finish(purge, run, estimate(kafka, entries), dry_run=True))
+                estimated = estimate(kafka, entries)
+                where = tiered_dry_run(kafka, purge.blobs, estimated, planned.tiered, purge.now)
+                ending = finish(purge, run, estimated, dry_run=True, tiered=where)
+                return status.end(purge, ending)
             # The guard groups are re-read while the plan is stored: the read begins after
             # the plan was made, so a group that moved back since is still seen, and a
             # cut is only ever lowered by it.
@@ -125,6 +136,8 @@ def reconcile(purge: Purge) -> Outcome:
                 positions, answered_at = rereading.result()
             if time.monotonic() - answered_at > FRESH_WITHIN_S:
                 positions = None  # a long store (many ConfigMaps): execute reads them again
+        # Remote segments deleted from here on are this purge's doing (tiers.tally).
+        cut_at = purge.now()
         entries = execute(
             kafka,
             request,
@@ -152,7 +165,21 @@ def reconcile(purge: Purge) -> Outcome:
         raise status.retry(purge, NotReady(run, phase, reason, str(err))) from err
     if any(e.state == State.RETRYING for e in entries):
         raise status.retry(purge, pending(run, entries))
-    return status.end(purge, finish(purge, run, entries, dry_run=False))
+    # Tiered topics: where the records are now, and whether the remote segments below
+    # the cuts are deleted yet (RemoteDeletionPending). It only reads: the cuts are done.
+    cut = after_cut(kafka, purge.blobs, entries, tiered, cut_at, purge.now)
+    return status.end(purge, finish(purge, run, entries, dry_run=False, tiered=cut))
+
+
+def follow_remote(follow: Follow) -> RemoteReport | None:
+    """After a purge that cut a tiered topic: the remote segments below its cuts checked
+    again while RemoteDeletionPending is watched (tiers.check), and status written; None
+    when no check was due. It never deletes: the cuts were made, once, by reconcile."""
+    found = check(follow)
+    if found is None:
+        return None
+    status.write_remote(follow, found)
+    return found.report
 
 
 # How old the guard groups' re-read may be when the delete goes out, beyond what reading

@@ -8,6 +8,8 @@ the status patch here, and nowhere else in the purge is the StatusStore written.
     write_progress  status.progress between rounds of deletes: informational, so a
                     write that fails is skipped (a refusal quietly, any other failure
                     with a warning in the log)
+    write_remote .. a finished purge's remote deletion checked again (tiers.check):
+                    status.tiered and RemoteDeletionPending
 
 A final status the API server refuses is never left to a silent retry: the cause goes
 into the Ready condition at once, beside the counts of what was deleted.
@@ -38,6 +40,7 @@ from kafka_retention.services.purge.outcomes import (
     Stored,
 )
 from kafka_retention.services.purge.progress import ProgressMark
+from kafka_retention.services.purge.tiers import Follow, RemoteCheck
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,15 @@ def retry(purge: Purge, waiting: NotReady | Pending) -> Retry:
         )
         message += f"; {err}"
     return Retry(message, purge.retry_delay)
+
+
+def write_remote(follow: Follow, found: RemoteCheck) -> None:
+    """A finished purge's remote deletion, checked again (tiers.check): status.tiered and
+    RemoteDeletionPending. A refusal raises WriteRefused: the timer tries again."""
+    conditions = cond.stamp(
+        follow.status.get("conditions"), found.condition, follow.generation, found.now
+    )
+    follow.store.patch({"tiered": dict(found.tiered), "conditions": conditions})
 
 
 def write_progress(purge: Purge, progress: ProgressMark) -> None:
@@ -175,6 +187,9 @@ def _finished(purge: Purge, finished: Finished) -> Outcome:
         purge.generation,
         now,
     )
+    tiered = finished.tiered
+    if tiered is not None and tiered.condition is not None:
+        succeeded = cond.stamp(succeeded, tiered.condition, purge.generation, now)
     marks = finished.run.timings.marks
     document: dict[str, Any] = {
         **_run(finished.run),
@@ -185,6 +200,7 @@ def _finished(purge: Purge, finished: Finished) -> Outcome:
         "results": list(finished.results),
         "summary": dict(finished.summary),
         "conditions": succeeded,
+        **({"tiered": dict(tiered.status)} if tiered is not None else {}),
         **_CLEARED,
     }
     if finished.folded:
@@ -202,6 +218,7 @@ def _finished(purge: Purge, finished: Finished) -> Outcome:
         records_deleted=finished.summary["recordsDeleted"],
         partitions_purged=finished.summary["purged"],
         topics_deleted=dict(finished.topics_deleted),
+        remote=tiered.report if tiered is not None else None,
     )
 
 
