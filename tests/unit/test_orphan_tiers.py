@@ -112,6 +112,14 @@ def test_the_live_topic_of_a_copy_is_found_by_name_or_by_a_strays_id() -> None:
     assert live_topic_name(DirName("partition", "gone", 0), None, live) is None
 
 
+def test_a_stray_whose_short_name_spells_another_live_topic_is_found_by_its_id() -> None:
+    # "tier" is a live topic of its own; the stray named "tier" (cut short) holds a copy of
+    # "tiered", as its id says: the tiered topic's holds apply to it.
+    live = {"tiered": (TIERED_ID, {0: {1}}), "tier": (GONE_ID, {0: {1}})}
+    assert live_topic_name(DirName("stray", "tier", 0), TIERED_ID, live) == "tiered"
+    assert live_topic_name(DirName("stray", "tier", 0), GONE_ID, live) == "tier"
+
+
 def test_the_brokers_own_directories_are_never_judged_orphans() -> None:
     """Judged alone (as the last look before a removal judges), not only left out of a
     listing: the remote index cache and the metadata log are the broker's."""

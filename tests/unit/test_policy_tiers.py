@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 
 from kafka_retention.core.facts import TopicPartition
@@ -26,6 +27,7 @@ from kafka_retention.handlers import retention as handler
 from kafka_retention.services.policy.batches import Due, parse, run_batch
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome
 from kafka_retention.services.ports import TieredKafka
+from kafka_retention.services.watch.watches import Watches
 from tests.helpers.policy_runs import NOW, FakeKafka, Store, env, spec_of
 
 TIERED = {
@@ -426,3 +428,25 @@ def test_the_handler_sets_the_remote_gauges_while_segments_wait_and_observes_the
     handler.report(body, waiting)
     handler.report(body, RunOutcome(True, "ok", 60))
     assert _sample("remote_bytes_pending_deletion", "p") is None
+
+
+@pytest.mark.parametrize("last", ["True", "Unknown"])
+def test_a_policy_that_no_longer_selects_a_tiered_topic_clears_its_remote_condition(
+    last: str,
+) -> None:
+    before = [{"type": "RemoteDeletionPending", "status": last, "reason": "RemoteSegmentsPending"}]
+    found = Watches(None, None, None, tiers=None, had_tiers=True).conditions(
+        before, parse(spec_of()), 2, NOW
+    )
+    (remote,) = [c for c in found if c["type"] == "RemoteDeletionPending"]
+    assert remote["status"] == "False"
+    assert "selects no tiered topic" in remote["message"]
+
+
+def test_a_cleared_remote_condition_is_left_as_it_is_when_no_tiered_topic_remains() -> None:
+    before = [
+        {"type": "RemoteDeletionPending", "status": "False", "reason": "RemoteSegmentsDeleted"}
+    ]
+    found = Watches(None, None, None, tiers=None).conditions(before, parse(spec_of()), 2, NOW)
+    (remote,) = [c for c in found if c["type"] == "RemoteDeletionPending"]
+    assert remote["reason"] == "RemoteSegmentsDeleted"

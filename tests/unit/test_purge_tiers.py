@@ -469,6 +469,28 @@ def test_lost_stored_cuts_end_the_watch_with_the_cause(kafka: TieredFakeKafka) -
     assert "tiers ConfigMaps) are gone" in found["message"]
 
 
+@pytest.mark.parametrize(
+    "forged",
+    ["[1]\n", "5\n", "null\n", "[" * 100_000 + "\n", '{"topic": "t"\n'],
+    ids=["array", "number", "null", "deep", "broken"],
+)
+def test_forged_stored_cuts_that_are_no_partitions_end_the_watch_and_never_crash_it(
+    kafka: TieredFakeKafka, forged: str
+) -> None:
+    store, body = Store(), spec(TOPIC)
+    purge(kafka, store, body)
+    # A tenant rewrites the purge's tiers ConfigMaps (checksums too) with lines that are
+    # JSON but no partition, or no JSON at all: the check ends with the cause, and the
+    # timer has nothing left to run for.
+    store.blobs["tiers"] = forged
+    kafka.clock.advance(10)
+    follow(kafka, store, body)
+    found = remote_condition(store)
+    assert found["reason"] == Reason.REMOTE_DELETION_UNCONFIRMED
+    assert "cannot be read" in found["message"]
+    assert not service.watched(store.status)
+
+
 def test_a_resumed_purge_reads_which_topics_are_tiered(kafka: TieredFakeKafka) -> None:
     store, body = Store(), spec(TOPIC)
     lines = "".join(

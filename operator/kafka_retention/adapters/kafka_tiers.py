@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import struct
+import threading
 import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient
 
@@ -43,6 +44,10 @@ METADATA_TOPIC = "__remote_log_metadata"
 _SEGMENT, _UPDATE = 0, 1
 # A read of the metadata topic that receives nothing for this long gives up.
 IDLE_TIMEOUT_S = 10.0
+# How long one read of the metadata topic answers every caller of the same connection.
+REMOTE_LOG_FRESH_S = 3.0
+_cache: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, RemoteLog]] = {}
+_cache_lock = threading.Lock()
 
 
 class MetadataFormatError(ValueError):
@@ -209,20 +214,43 @@ class TierReads:
     def remote_log(self) -> RemoteLog:
         """Every remote segment's latest state, from the brokers' remote log metadata.
         Raises KafkaUnavailable when the topic cannot be read whole (missing: the cluster
-        has no topic-based metadata, or this connection may not read it)."""
+        has no topic-based metadata, or this connection may not read it).
+
+        One read serves every caller with the same connection for REMOTE_LOG_FRESH_S: the
+        topic is read whole, and several watched purges (or a purge and a policy batch) on
+        one cluster would otherwise each read it every few seconds. The key is the whole
+        connection, credentials included, so no caller is served a read made with
+        another's access."""
+        key = (self._bootstrap, tuple(sorted(self._client_config.items())))
+        with _cache_lock:
+            cached = _cache.get(key)
+            if cached is not None and time.monotonic() - cached[0] < REMOTE_LOG_FRESH_S:
+                return cached[1]
         config: dict[str, Any] = {
             **self._client_config,
             "bootstrap.servers": self._bootstrap,
             "group.id": f"kafka-retention-tiers-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            # An offset out of range (retention on the metadata topic moved its start
+            # during the read) must fail the read, never skip to the end: the records
+            # skipped would be segments counted as never there.
+            "auto.offset.reset": "error",
             "log_level": 0,
         }
-        consumer = Consumer(config)
         try:
-            return RemoteLog(self._metadata_records(consumer))
-        finally:
-            consumer.close()
+            consumer = Consumer(config)
+            try:
+                found = RemoteLog(self._metadata_records(consumer))
+            finally:
+                consumer.close()
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"reading {METADATA_TOPIC}: {exc}") from exc
+        with _cache_lock:
+            _cache[key] = (time.monotonic(), found)
+            for stale in [k for k, (at, _) in _cache.items() if time.monotonic() - at > 60]:
+                del _cache[stale]
+        return found
 
     def _metadata_records(self, consumer: Consumer) -> list[MetadataRecord]:
         meta = consumer.list_topics(METADATA_TOPIC, timeout=self._timeout)
@@ -231,6 +259,7 @@ class TierReads:
             why = topic.error.str() if topic is not None and topic.error else "no such topic"
             raise KafkaUnavailable(f"reading {METADATA_TOPIC}: {why}")
         ends: dict[int, int] = {}
+        starts: dict[int, int] = {}
         for p in sorted(topic.partitions):
             try:
                 low, high = consumer.get_watermark_offsets(
@@ -239,10 +268,10 @@ class TierReads:
             except Exception as exc:
                 raise KafkaUnavailable(f"reading {METADATA_TOPIC}-{p}: {exc}") from exc
             if high > low:
-                ends[p] = int(high)
+                starts[p], ends[p] = int(low), int(high)
         if not ends:
             return []
-        consumer.assign([KTP(METADATA_TOPIC, p, 0) for p in ends])
+        consumer.assign([KTP(METADATA_TOPIC, p, starts[p]) for p in ends])
         out: list[MetadataRecord] = []
         last = time.monotonic()
         while ends:

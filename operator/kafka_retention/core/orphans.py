@@ -206,9 +206,12 @@ def live_topic_name(dir_name: DirName, topic_id: str | None, assignment: Assignm
     topic's (one deleted, or made again under its name since); None when there is none."""
     name = dir_name.topic or ""
     live = assignment.get(name)
-    if live is None and dir_name.kind == "stray" and topic_id is not None:
-        name = next((n for n, t in sorted(assignment.items()) if t[0] == topic_id), "")
-        live = assignment.get(name)
+    if dir_name.kind == "stray" and topic_id and (live is None or live[0] != topic_id):
+        # A stray's name may be cut short, and so may spell another live topic's name:
+        # its topic id says whose copy it is, and that topic's holds must apply to it.
+        by_id = next((n for n, t in sorted(assignment.items()) if t[0] == topic_id), None)
+        if by_id is not None:
+            name, live = by_id, assignment[by_id]
     if live is None:
         return None
     if topic_id and TOPIC_ID.fullmatch(live[0]) and topic_id != live[0]:

@@ -18,6 +18,9 @@ from kafka_retention.core.facts import TopicPartition
 
 # Topic settings that make a topic tiered and say what stays on the brokers' disks.
 REMOTE_STORAGE_ENABLE = "remote.storage.enable"
+# A remote segment recorded deleted this long before a cut still counts as deleted by it:
+# the brokers stamp the metadata with their clocks, the operator the cut with its own.
+CLOCK_SLACK_MS = 30_000
 RETENTION_SETTINGS = (
     "retention.ms",
     "retention.bytes",

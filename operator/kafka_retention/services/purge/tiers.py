@@ -40,7 +40,13 @@ from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import State
 from kafka_retention.core.specs import SpecError
-from kafka_retention.core.tiers import RemoteLog, SegmentState, TierOffsets, is_tiered
+from kafka_retention.core.tiers import (
+    CLOCK_SLACK_MS,
+    RemoteLog,
+    SegmentState,
+    TierOffsets,
+    is_tiered,
+)
 from kafka_retention.kube_objects.chunks import SinkError
 from kafka_retention.services import tenancy
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore, TieredKafka
@@ -63,9 +69,6 @@ WATCH_LIMIT_S = 3600.0
 # each check reads the whole remote log metadata topic.
 CHECK_EVERY_S = 5.0
 MAX_CHECK_S = 60.0
-# A segment DELETE_FINISHED at most this long before the delete went out still counts
-# as deleted by the cut: the brokers stamp events with their own clocks.
-CLOCK_SLACK_MS = 30_000
 # The reasons under which the timer keeps checking.
 WATCHED = frozenset({Reason.REMOTE_SEGMENTS_PENDING, Reason.REMOTE_LOG_UNREADABLE})
 
@@ -111,7 +114,11 @@ class Place:
         return out
 
     @classmethod
-    def from_json(cls, item: Mapping[str, Any]) -> Place:
+    def from_json(cls, item: Any) -> Place:
+        # A line of the purge's own ConfigMaps, which a tenant can rewrite: anything but an
+        # object of the right fields is refused as unreadable, never trusted or crashed on.
+        if not isinstance(item, Mapping):
+            raise ValueError(f"not a tiered partition's line: {str(item)[:200]}")
         topic, partition, cut = item.get("topic"), item.get("partition"), item.get("cut")
         if not isinstance(topic, str) or not _offset(partition) or not _offset(cut):
             raise ValueError(f"not a tiered partition's line: {str(item)[:200]}")
@@ -520,8 +527,8 @@ def _stored_cuts(blobs: BlobStore, request: PurgeRequest) -> dict[TopicPartition
         raise _CutsLost("the stored offsets (the purge's tiers ConfigMaps) are gone")
     try:
         places = from_lines(payload)
-    except ValueError as err:
-        raise _CutsLost(f"the stored offsets cannot be read ({err})") from err
+    except (ValueError, RecursionError) as err:  # json's errors are ValueErrors
+        raise _CutsLost(f"the stored offsets cannot be read ({str(err)[:200]})") from err
     names = request.topic_names()
     return {p.tp: p.cut for p in places if p.topic in names}
 

@@ -28,7 +28,13 @@ from kafka_retention.core import conditions as cond
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.plan_row import PlanRow
-from kafka_retention.core.tiers import RETENTION_SETTINGS, RemoteLog, SegmentState, is_tiered
+from kafka_retention.core.tiers import (
+    CLOCK_SLACK_MS,
+    RETENTION_SETTINGS,
+    RemoteLog,
+    SegmentState,
+    is_tiered,
+)
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +285,7 @@ def _judge(
             if not named:
                 pending.partitions.append(tp)
                 named = True
-        elif since_ms is not None and segment.event_ms >= since_ms:
+        elif since_ms is not None and segment.event_ms >= since_ms - CLOCK_SLACK_MS:
             pending.deleted += 1
             last = pending.last_deleted_ms
             pending.last_deleted_ms = max(segment.event_ms, last or segment.event_ms)

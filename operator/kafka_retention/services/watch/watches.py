@@ -72,6 +72,17 @@ class Watches:
             found.append(orphan_watch.condition(self.orphans))
         if self.tiers is not None and self.tiers.condition is not None:
             found.append(self.tiers.condition)
+        elif self.tiers is None and _still_pending(conditions):
+            # The policy selects no tiered topic any more (its spec changed, the topic is
+            # gone): a True or Unknown left standing would be about topics it no longer has.
+            found.append(
+                cond.Condition(
+                    tier_watch.CONDITION,
+                    "False",
+                    cond.Reason.NO_REMOTE_SEGMENTS_BELOW_CUT,
+                    "the policy selects no tiered topic now: no remote deletion to follow",
+                )
+            )
         for each in found:
             conditions = cond.stamp(conditions, each, generation, now)
         return conditions
@@ -147,3 +158,10 @@ def _orphans(
     if report is not None:
         failures += report.problems
     return report
+
+
+def _still_pending(conditions: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the policy's last RemoteDeletionPending is True or Unknown."""
+    return any(
+        c.get("type") == tier_watch.CONDITION and c.get("status") != "False" for c in conditions
+    )
