@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
+from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.tiers import (
     MetadataRecord,
     RemoteLog,
@@ -436,7 +437,7 @@ def test_a_policy_that_no_longer_selects_a_tiered_topic_clears_its_remote_condit
 ) -> None:
     before = [{"type": "RemoteDeletionPending", "status": last, "reason": "RemoteSegmentsPending"}]
     found = Watches(None, None, None, tiers=None, had_tiers=True).conditions(
-        before, parse(spec_of()), 2, NOW
+        before, a_spec(), 2, NOW
     )
     (remote,) = [c for c in found if c["type"] == "RemoteDeletionPending"]
     assert remote["status"] == "False"
@@ -447,6 +448,12 @@ def test_a_cleared_remote_condition_is_left_as_it_is_when_no_tiered_topic_remain
     before = [
         {"type": "RemoteDeletionPending", "status": "False", "reason": "RemoteSegmentsDeleted"}
     ]
-    found = Watches(None, None, None, tiers=None).conditions(before, parse(spec_of()), 2, NOW)
+    found = Watches(None, None, None, tiers=None).conditions(before, a_spec(), 2, NOW)
     (remote,) = [c for c in found if c["type"] == "RemoteDeletionPending"]
     assert remote["reason"] == "RemoteSegmentsDeleted"
+
+
+def a_spec() -> PolicySpec:
+    parsed = parse(spec_of())
+    assert isinstance(parsed, PolicySpec)
+    return parsed
