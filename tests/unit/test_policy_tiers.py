@@ -454,6 +454,6 @@ def test_a_cleared_remote_condition_is_left_as_it_is_when_no_tiered_topic_remain
 
 
 def a_spec() -> PolicySpec:
-    parsed = parse(spec_of())
+    parsed = parse(spec_of(deleteConsumed={"groups": ["g"]}))
     assert isinstance(parsed, PolicySpec)
     return parsed
