@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
+from kafka_retention.core.java_client import java_properties
 from kafka_retention.core.tiers import TierOffsets
 
 ENV = "KAFKA_RETENTION_GROUP_READER"
@@ -159,6 +160,19 @@ def parse_tiers(
     if missing:
         raise GroupReaderError(f"group reader: no tier offsets for {missing[0]}")
     return offsets, sizes
+
+
+def admin_properties(
+    bootstrap: str, client_config: Mapping[str, str], timeout: float
+) -> dict[str, str]:
+    """The Java Admin's properties for a connection librdkafka's properties describe, its
+    timeouts the adapter's. Raises core.java_client.Unmappable for a property Kafka's Java
+    client has no equivalent of."""
+    properties = java_properties(bootstrap, client_config)
+    properties.pop("isolation.level", None)  # a consumer's setting, not an Admin's
+    properties["default.api.timeout.ms"] = str(int(timeout * 1000))
+    properties.setdefault("request.timeout.ms", str(int(timeout * 1000)))
+    return properties
 
 
 def jars_dir() -> Path | None:

@@ -19,7 +19,7 @@ from kafka_retention.adapters import group_reader
 from kafka_retention.adapters.kafka_calls import failure, wait
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
-from kafka_retention.core.java_client import Unmappable, java_properties
+from kafka_retention.core.java_client import Unmappable
 
 # Partitions per ListConsumerGroupOffsets request (KafkaAdmin.committed).
 COMMITTED_PER_REQUEST = 5_000
@@ -100,15 +100,14 @@ class GroupReads:
                 f"image has them)"
             )
         try:
-            properties = java_properties(self._bootstrap, self._client_config)
+            properties = group_reader.admin_properties(
+                self._bootstrap, self._client_config, self._timeout
+            )
         except Unmappable as err:
             raise KafkaUnavailable(
                 f"group(s) {names}: the group reader (Kafka's Java client) has no "
                 f"equivalent of client property {err}"
             ) from err
-        properties.pop("isolation.level", None)  # a consumer's setting, not an Admin's
-        properties["default.api.timeout.ms"] = str(int(self._timeout * 1000))
-        properties.setdefault("request.timeout.ms", str(int(self._timeout * 1000)))
         try:
             return reader.read(properties, asked, self._timeout)
         except group_reader.GroupReaderError as err:

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 from kafka_retention.adapters import group_reader
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
-from kafka_retention.core.java_client import Unmappable, java_properties
+from kafka_retention.core.java_client import Unmappable
 from kafka_retention.core.tiers import (
     MetadataRecord,
     RemoteLog,
@@ -174,14 +174,13 @@ class TierReads:
                 f"them, the image has them)"
             )
         try:
-            properties = java_properties(self._bootstrap, self._client_config)
+            properties = group_reader.admin_properties(
+                self._bootstrap, self._client_config, self._timeout
+            )
         except Unmappable as err:
             raise KafkaUnavailable(
                 f"{what}: Kafka's Java client has no equivalent of client property {err}"
             ) from err
-        properties.pop("isolation.level", None)  # a consumer's setting, not an Admin's
-        properties["default.api.timeout.ms"] = str(int(self._timeout * 1000))
-        properties.setdefault("request.timeout.ms", str(int(self._timeout * 1000)))
         return reader, properties
 
     def tier_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, TierOffsets]:
