@@ -54,8 +54,11 @@ END = len(HOURS_AGO) * PER_HOUR
 
 def tiered_on_broker_1(admin: AdminClient, name: str) -> str:
     """A tiered topic of one partition on broker 1 alone that keeps its segments on disk
-    for an hour (until the test lowers local.retention.ms): its topic id."""
-    config = {**TIERED, "local.retention.ms": "3600000"}
+    for a day (until the test lowers local.retention.ms): its topic id. A day, not an
+    hour: local retention goes by the records' timestamps, and the oldest are five hours
+    old (with an hour, the brokers dropped their local copies as soon as they were
+    uploaded, before the test could copy them: seen in a make test run)."""
+    config = {**TIERED, "local.retention.ms": "86400000"}
     new = NewTopic(name, num_partitions=1, replica_assignment=[[1]], config=config)
     admin.create_topics([new])[name].result(timeout=30)
     deadline = time.monotonic() + 30
