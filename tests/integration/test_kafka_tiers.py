@@ -16,7 +16,7 @@ from kafka_retention.adapters.kafka_erasure import ErasureAdmin
 from kafka_retention.core.erasure import key_digest
 from kafka_retention.core.erasure_scan import PartitionScan
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.tiers import SegmentState
+from kafka_retention.core.tiers import SegmentState, below_cuts
 from tests.helpers.records import produce
 from tests.helpers.tiered import TIERED, remote_segments, wait_for_remote_segments
 from tests.helpers.topics import TopicFactory
@@ -97,7 +97,7 @@ def test_a_cut_leaves_remote_segments_pending_until_the_metadata_says_they_are_d
     assert kafka.delete_records({tp: cut}) == {tp: cut}
 
     deadline = time.monotonic() + 60
-    while kafka.remote_log().pending_below(tp, cut):
+    while below_cuts(kafka.remote_log(), {tp: cut}, None).pending:
         assert time.monotonic() < deadline, "remote segments below the cut never deleted"
         time.sleep(0.5)
     # Kafka's word, checked against the store: the segments below the cut are gone, the

@@ -20,6 +20,7 @@ from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.core.purge_states import Phase
 from kafka_retention.core.tiers import (
+    BelowCuts,
     MetadataRecord,
     RemoteLog,
     RemoteSegment,
@@ -520,7 +521,7 @@ def test_the_series_follow_the_reports() -> None:
     registry = CollectorRegistry()
     series = remote_deletion.RemoteDeletionSeries(*metrics.remote_deletion_series(registry))
     labels = {"kind": "RecordPurge", "namespace": "ns", "name": "p"}
-    pending = tiers.judge(tiers.RemoteTally(pending=4, pending_bytes=4000), START)
+    pending = tiers.judge(BelowCuts(pending=4, pending_bytes=4000), START)
     series.report("ns", "p", tiers.RemoteReport(pending, 4, 4000, None, True))
     assert (
         registry.get_sample_value("kafka_retention_remote_segments_pending_deletion", labels) == 4
@@ -528,7 +529,7 @@ def test_the_series_follow_the_reports() -> None:
     assert (
         registry.get_sample_value("kafka_retention_remote_bytes_pending_deletion", labels) == 4000
     )
-    done = tiers.judge(tiers.RemoteTally(deleted=4, deleted_bytes=4000, last_deleted_ms=1), START)
+    done = tiers.judge(BelowCuts(deleted=4, deleted_bytes=4000, last_deleted_ms=1), START)
     series.report("ns", "p", tiers.RemoteReport(done, 0, 0, 4.2, True))
     assert (
         registry.get_sample_value("kafka_retention_remote_segments_pending_deletion", labels)
@@ -542,7 +543,7 @@ def test_the_series_follow_the_reports() -> None:
 
 
 def test_one_event_when_the_deletion_completes() -> None:
-    done = tiers.judge(tiers.RemoteTally(deleted=2, deleted_bytes=10, last_deleted_ms=1), START)
+    done = tiers.judge(BelowCuts(deleted=2, deleted_bytes=10, last_deleted_ms=1), START)
     posted: list[tuple[str, str]] = []
     warned: list[tuple[str, str]] = []
     report = tiers.RemoteReport(done, 0, 0, 1.0, True)

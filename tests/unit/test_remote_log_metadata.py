@@ -13,6 +13,7 @@ from kafka_retention.core.tiers import (
     SegmentId,
     SegmentState,
     SegmentUpdate,
+    below_cuts,
     is_tiered,
 )
 
@@ -75,8 +76,25 @@ def test_pending_below_a_cut_is_every_undeleted_segment_wholly_under_it() -> Non
             _segment(300, 399, SegmentState.COPY_FINISHED),  # holds the cut: still read
         ]
     )
-    assert [s.start_offset for s in log.pending_below(tp, 350)] == [100, 200]
-    assert log.pending_below(tp, 100) == []
+    found = below_cuts(log, {tp: 350}, since_ms=None)
+    assert (found.pending, found.pending_bytes, found.deleting) == (2, 20, 1)
+    assert found.partitions_pending == [tp]
+    assert found.deleted == 0  # no cut time: nothing counts as deleted by it
+    assert below_cuts(log, {tp: 100}, since_ms=None).pending == 0
+
+
+def test_deleted_counts_only_segments_the_brokers_recorded_after_the_cut_less_the_slack() -> None:
+    tp = TopicPartition("t", 0)
+    old = RemoteSegment(
+        SegmentId("t", "a", 0, "old"), 0, 9, 10, 0, SegmentState.DELETE_FINISHED, 1_000
+    )
+    new = RemoteSegment(
+        SegmentId("t", "a", 0, "new"), 10, 19, 10, 0, SegmentState.DELETE_FINISHED, 95_000
+    )
+    found = below_cuts(RemoteLog([old, new]), {tp: 20}, since_ms=100_000)
+    assert (found.deleted, found.last_deleted_ms) == (1, 95_000)  # within CLOCK_SLACK_MS
+    assert found.lag_s(100_000) == 0.0  # the brokers' clock behind: never below 0
+    assert found.lag_s(90_000) == 5.0
 
 
 def test_a_topic_made_again_under_its_name_is_told_apart_by_its_id() -> None:

@@ -110,6 +110,23 @@ def timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def ms_timestamp(moment: datetime) -> str:
+    """RFC 3339 in UTC to the millisecond, for times a later run measures from (a
+    purge's status.timings, a cut's time before a remote deletion)."""
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(text: Any) -> datetime | None:
+    """A time status holds (either form above), or None when it holds none readable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def set_condition(
     conditions: Sequence[Mapping[str, Any]] | None,
     type_: str,

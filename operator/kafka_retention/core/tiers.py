@@ -10,8 +10,8 @@ bytes gone. `RemoteLog` folds those records; the adapter reads and decodes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from kafka_retention.core.facts import TopicPartition
@@ -130,17 +130,6 @@ class RemoteLog:
             found = [s for s in found if s.id.topic_id == topic_id]
         return sorted(found, key=lambda s: (s.start_offset, s.end_offset, s.id.segment_id))
 
-    def pending_below(
-        self, tp: TopicPartition, offset: int, topic_id: str | None = None
-    ) -> list[RemoteSegment]:
-        """Segments wholly below `offset` (a cut, the log start) that are not deleted
-        yet: what still takes remote space though no reader can reach it."""
-        return [
-            s
-            for s in self.segments(tp, topic_id)
-            if s.end_offset < offset and s.state != SegmentState.DELETE_FINISHED
-        ]
-
     def remote_bytes(self, tp: TopicPartition, topic_id: str | None = None) -> int:
         """Bytes of the partition's segments in remote storage: copied, or copied and
         not deleted yet (a segment being copied is not counted until it is whole)."""
@@ -149,3 +138,56 @@ class RemoteLog:
             for s in self.segments(tp, topic_id)
             if s.state in (SegmentState.COPY_FINISHED, SegmentState.DELETE_STARTED)
         )
+
+
+@dataclass
+class BelowCuts:
+    """The remote segments wholly below each partition's cut (a purge's cut, a policy's
+    log start), as the remote log metadata says now: those not deleted yet, and those
+    recorded deleted since the cut went out."""
+
+    pending: int = 0  # not DELETE_FINISHED yet (copied, or being deleted)
+    pending_bytes: int = 0
+    deleting: int = 0  # of the pending ones, DELETE_STARTED already
+    # Partitions with a pending segment, in the order the cuts were given; pending bytes
+    # by topic.
+    partitions_pending: list[TopicPartition] = field(default_factory=list)
+    pending_bytes_of: dict[str, int] = field(default_factory=dict)
+    deleted: int = 0  # DELETE_FINISHED since the cut went out
+    deleted_bytes: int = 0
+    last_deleted_ms: int | None = None  # the brokers' time of the last of them
+
+    def lag_s(self, since_ms: int) -> float | None:
+        """Seconds from the cut to the brokers' record of the last segment deleted
+        (never below 0: their clocks against the operator's); None if none was."""
+        if self.last_deleted_ms is None:
+            return None
+        return max(0.0, (self.last_deleted_ms - since_ms) / 1000)
+
+
+def below_cuts(
+    log: RemoteLog, cuts: Mapping[TopicPartition, int], since_ms: int | None
+) -> BelowCuts:
+    """Fold each partition's segments wholly below its cut (end offset, inclusive, below
+    it: a segment holding the cut stays whole). `since_ms`: when the cut went out (None:
+    unknown, so nothing counts as deleted by it), less CLOCK_SLACK_MS."""
+    out = BelowCuts()
+    for tp, cut in cuts.items():
+        for s in log.segments(tp):
+            if s.end_offset >= cut:
+                continue
+            if s.state != SegmentState.DELETE_FINISHED:
+                if not out.partitions_pending or out.partitions_pending[-1] != tp:
+                    out.partitions_pending.append(tp)
+                out.pending += 1
+                out.pending_bytes += s.size_bytes
+                out.pending_bytes_of[tp.topic] = (
+                    out.pending_bytes_of.get(tp.topic, 0) + s.size_bytes
+                )
+                out.deleting += s.state == SegmentState.DELETE_STARTED
+            elif since_ms is not None and s.event_ms >= since_ms - CLOCK_SLACK_MS:
+                out.deleted += 1
+                out.deleted_bytes += s.size_bytes
+                last = out.last_deleted_ms
+                out.last_deleted_ms = s.event_ms if last is None else max(last, s.event_ms)
+    return out

@@ -30,23 +30,17 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from kafka_retention.core.conditions import Condition, Reason
+from kafka_retention.core.conditions import Condition, Reason, ms_timestamp, parse_timestamp
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable, Unresolved, WriteRefused
 from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_entry import PurgeEntry
 from kafka_retention.core.purge_states import State
 from kafka_retention.core.specs import SpecError
-from kafka_retention.core.tiers import (
-    CLOCK_SLACK_MS,
-    RemoteLog,
-    SegmentState,
-    TierOffsets,
-    is_tiered,
-)
+from kafka_retention.core.tiers import BelowCuts, RemoteLog, TierOffsets, below_cuts, is_tiered
 from kafka_retention.kube_objects.chunks import SinkError
 from kafka_retention.services import tenancy
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore, TieredKafka
@@ -137,38 +131,14 @@ def from_lines(payload: str) -> list[Place]:
     return [Place.from_json(json.loads(line)) for line in payload.splitlines() if line.strip()]
 
 
-@dataclass(frozen=True)
-class RemoteTally:
-    """The remote segments wholly below the cuts, as the remote log metadata says now."""
-
-    pending: int = 0  # not DELETE_FINISHED yet (copied, or being deleted)
-    pending_bytes: int = 0
-    partitions_pending: int = 0
-    deleting: int = 0  # of the pending ones, DELETE_STARTED already
-    deleted: int = 0  # DELETE_FINISHED since the delete went out
-    deleted_bytes: int = 0
-    last_deleted_ms: int | None = None  # the broker's time of the last of them
+def tally(log: RemoteLog, cuts: Mapping[TopicPartition, int], since: datetime) -> BelowCuts:
+    """The segments below each partition's cut: those still to delete, and those deleted
+    since the delete went out."""
+    return below_cuts(log, cuts, _ms(since))
 
 
-def tally(log: RemoteLog, cuts: Mapping[TopicPartition, int], since_ms: int) -> RemoteTally:
-    """Count the segments below each partition's cut: those still to delete, and those
-    deleted since `since_ms` (the delete going out, less the clock slack)."""
-    pending = pending_bytes = partitions = deleting = deleted = deleted_bytes = 0
-    last: int | None = None
-    for tp, cut in cuts.items():
-        below = [s for s in log.segments(tp) if s.end_offset < cut]
-        waiting = [s for s in below if s.state != SegmentState.DELETE_FINISHED]
-        if waiting:
-            partitions += 1
-        pending += len(waiting)
-        pending_bytes += sum(s.size_bytes for s in waiting)
-        deleting += sum(1 for s in waiting if s.state == SegmentState.DELETE_STARTED)
-        for s in below:
-            if s.state == SegmentState.DELETE_FINISHED and s.event_ms >= since_ms - CLOCK_SLACK_MS:
-                deleted += 1
-                deleted_bytes += s.size_bytes
-                last = s.event_ms if last is None else max(last, s.event_ms)
-    return RemoteTally(pending, pending_bytes, partitions, deleting, deleted, deleted_bytes, last)
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
 
 
 def size(n: int) -> str:
@@ -181,22 +151,20 @@ def size(n: int) -> str:
     return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
 
 
-def lag_s(found: RemoteTally, since: datetime) -> float:
+def lag_s(found: BelowCuts, since: datetime) -> float:
     """How long the deletion took: from the delete going out to the broker's record of
-    the last segment deleted (0 when the clocks disagree the other way)."""
-    if found.last_deleted_ms is None:
-        return 0.0
-    return max(0.0, found.last_deleted_ms / 1000 - since.timestamp())
+    the last segment deleted (0 when none was, or the clocks disagree the other way)."""
+    return found.lag_s(_ms(since)) or 0.0
 
 
-def judge(found: RemoteTally, since: datetime) -> Condition:
+def judge(found: BelowCuts, since: datetime) -> Condition:
     """RemoteDeletionPending from a tally of the remote log."""
     if found.pending:
         deleting = f", {found.deleting} of them being deleted" if found.deleting else ""
         done = f"; {found.deleted} deleted so far" if found.deleted else ""
         message = (
             f"{_many(found.pending, 'remote segment')} ({size(found.pending_bytes)}) below "
-            f"the cut in {_many(found.partitions_pending, 'partition')}, not deleted yet by "
+            f"the cut in {_many(len(found.partitions_pending), 'partition')}, not deleted yet by "
             f"the brokers' remote log manager{deleting}{done}; the log start moved already"
         )
         return Condition(CONDITION, "True", Reason.REMOTE_SEGMENTS_PENDING, message)
@@ -212,11 +180,6 @@ def judge(found: RemoteTally, since: datetime) -> Condition:
 
 def _many(count: int, what: str) -> str:
     return f"{count} {what}" + ("" if count == 1 else "s")
-
-
-def _ms_time(moment: datetime) -> str:
-    """RFC 3339 to the millisecond, UTC: the lag is counted from `since`, in seconds."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def unreadable(err: Exception) -> Condition:
@@ -297,13 +260,13 @@ def after_cut(
     except KafkaUnavailable as err:
         found, condition = None, unreadable(err)
     else:
-        found = tally(remote, cuts, int(since.timestamp() * 1000))
+        found = tally(remote, cuts, since)
         condition = judge(found, since)
     checked = now()
     status: dict[str, Any] = {
         "partitions": len(places),
-        "since": _ms_time(since),
-        "checkedAt": _ms_time(checked),
+        "since": ms_timestamp(since),
+        "checkedAt": ms_timestamp(checked),
         "offsets": [p.to_json() for p in places[:MAX_LISTED]],
         **_counts(found, since),
     }
@@ -351,10 +314,10 @@ def dry_run(
     except KafkaUnavailable as err:
         notes.append(f"remote log metadata not read: {err}")
     else:
-        below = tally(remote, {p.tp: p.cut for p in places}, int(now().timestamp() * 1000))
+        below = tally(remote, {p.tp: p.cut for p in places}, now())
         status["remoteSegmentsBelowCut"] = below.pending
         status["remoteBytesBelowCut"] = below.pending_bytes
-    status["checkedAt"] = _ms_time(now())
+    status["checkedAt"] = ms_timestamp(now())
     if notes:
         status["note"] = "; ".join(notes)[:2000]
     return TieredCut(status, None, None)
@@ -394,7 +357,7 @@ def _places(kafka: _TieredPlanner, cut: Sequence[PurgeEntry], notes: list[str]) 
     return out
 
 
-def _counts(found: RemoteTally | None, since: datetime) -> dict[str, Any]:
+def _counts(found: BelowCuts | None, since: datetime) -> dict[str, Any]:
     """status.tiered's counts from a tally (None: the remote log was not read)."""
     if found is None:
         return {}
@@ -410,7 +373,7 @@ def _counts(found: RemoteTally | None, since: datetime) -> dict[str, Any]:
 
 
 def _report(
-    condition: Condition, found: RemoteTally | None, since: datetime, *, changed: bool
+    condition: Condition, found: BelowCuts | None, since: datetime, *, changed: bool
 ) -> RemoteReport:
     done = condition.reason == Reason.REMOTE_SEGMENTS_DELETED and found is not None
     return RemoteReport(
@@ -457,7 +420,7 @@ def due(status: Mapping[str, Any], now: datetime) -> bool:
     """Whether a check is due: a tenth of the time since the cut has passed since the
     last check (at least CHECK_EVERY_S, at most MAX_CHECK_S)."""
     tiered = status.get("tiered") or {}
-    since, checked = _time(tiered.get("since")), _time(tiered.get("checkedAt"))
+    since, checked = parse_timestamp(tiered.get("since")), parse_timestamp(tiered.get("checkedAt"))
     if since is None or checked is None:
         return True
     every = min(MAX_CHECK_S, max(CHECK_EVERY_S, (now - since).total_seconds() / 10))
@@ -476,7 +439,7 @@ def check(f: Follow) -> RemoteCheck | None:
         return None
     tiered = dict(f.status.get("tiered") or {})
     before = _condition(f.status) or {}
-    since = _time(tiered.get("since"))
+    since = parse_timestamp(tiered.get("since"))
     if since is None:
         return _checked(f, tiered, _unconfirmed("status.tiered.since is missing"), None, now)
     expired = (now - since).total_seconds() > f.limit_s
@@ -502,7 +465,7 @@ def check(f: Follow) -> RemoteCheck | None:
             CONDITION, "True", Reason.REMOTE_SEGMENTS_PENDING, str(before.get("message", ""))
         )
         return _checked(f, tiered, kept, None, now)
-    found = tally(remote, cuts, int(since.timestamp() * 1000))
+    found = tally(remote, cuts, since)
     condition = judge(found, since)
     if "checkError" in tiered:
         tiered["checkError"] = None  # a merge patch removes the field so
@@ -560,11 +523,11 @@ def _checked(
     f: Follow,
     tiered: dict[str, Any],
     condition: Condition,
-    found: RemoteTally | None,
+    found: BelowCuts | None,
     now: datetime,
 ) -> RemoteCheck:
-    since = _time(tiered.get("since")) or now
-    tiered["checkedAt"] = _ms_time(now)
+    since = parse_timestamp(tiered.get("since")) or now
+    tiered["checkedAt"] = ms_timestamp(now)
     tiered.update(_counts(found, since))
     before = _condition(f.status) or {}
     changed = before.get("reason") != condition.reason
@@ -577,15 +540,6 @@ def _checked(
     return RemoteCheck(tiered, condition, now, report)
 
 
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 __all__ = [
     "BLOB",
     "CONDITION",
@@ -593,7 +547,6 @@ __all__ = [
     "Place",
     "RemoteCheck",
     "RemoteReport",
-    "RemoteTally",
     "TierReads",
     "TieredCut",
     "after_cut",

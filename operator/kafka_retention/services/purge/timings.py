@@ -15,8 +15,10 @@ stage a run skips (a dry run neither stores nor deletes) has no mark and no dura
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from kafka_retention.core.conditions import ms_timestamp
 
 # Each mark, in order, and the stage that ends with it.
 STAGES: tuple[tuple[str, str], ...] = (
@@ -29,10 +31,8 @@ STAGES: tuple[tuple[str, str], ...] = (
 _MARKS = frozenset(mark for mark, _ in STAGES)
 
 
-def stamp(moment: datetime) -> str:
-    """RFC 3339 in UTC with milliseconds, as status.timings holds it."""
-    utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+# RFC 3339 in UTC with milliseconds, as status.timings holds it.
+stamp = ms_timestamp
 
 
 def _ms(text: str) -> int:

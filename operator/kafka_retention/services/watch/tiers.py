@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from kafka_retention.core import conditions as cond
@@ -29,10 +29,10 @@ from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.plan_row import PlanRow
 from kafka_retention.core.tiers import (
-    CLOCK_SLACK_MS,
     RETENTION_SETTINGS,
+    BelowCuts,
     RemoteLog,
-    SegmentState,
+    below_cuts,
     is_tiered,
 )
 
@@ -158,32 +158,6 @@ def _int(value: str) -> int | None:
         return None
 
 
-def _exact(moment: datetime) -> str:
-    """A time to the millisecond (lastCutAt: how long a deletion took is measured from it
-    at later runs; conditions' own times are to the second)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def _parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-@dataclass
-class _Pending:
-    segments: int = 0
-    bytes: int = 0
-    partitions: list[TopicPartition] = field(default_factory=list)
-    # The latest DELETE_FINISHED time (ms) of a segment below a log start, at or after
-    # the cut, and how many such segments.
-    last_deleted_ms: int | None = None
-    deleted: int = 0
-
-
 def watch(
     status: Mapping[str, Any],
     tiers: PolicyTiers | None,
@@ -207,9 +181,20 @@ def watch(
     cut_now = cut_at is not None and any(
         tp.topic in by_topic and after > before for tp, (before, after) in moved.items()
     )
-    since = cut_at if cut_now else _parse_time(previous.get("lastCutAt"))
+    since = cut_at if cut_now else cond.parse_timestamp(previous.get("lastCutAt"))
     since_ms = int(since.timestamp() * 1000) if since is not None else None
-    pending = _Pending()
+    pending = BelowCuts()
+    if read.remote is not None:
+        starts = {
+            TopicPartition(r.topic, r.partition): r.log_start_offset
+            for _, rows_of in sorted(by_topic.items())
+            for r in rows_of
+        }
+        # A partition's log start after this run: where it cut, what the plan read.
+        cuts = {tp: moved[tp][1] if tp in moved else start for tp, start in starts.items()}
+        pending = below_cuts(
+            read.remote, {tp: c for tp, c in cuts.items() if c is not None}, since_ms
+        )
     topics: dict[str, dict[str, Any]] = {}
     totals = {"local": 0, "remote": 0}
     for topic, topic_rows in sorted(by_topic.items()):
@@ -222,15 +207,11 @@ def watch(
             entry["localBytes"] = int(read.local.get(topic, 0))
             totals["local"] += entry["localBytes"]
         if read.remote is not None:
-            remote_bytes, pending_bytes = 0, 0
-            for row in topic_rows:
-                tp = TopicPartition(row.topic, row.partition)
-                remote_bytes += read.remote.remote_bytes(tp)
-                start = moved[tp][1] if tp in moved else row.log_start_offset
-                if start is not None:
-                    pending_bytes += _judge(read.remote, tp, start, since_ms, pending)
+            remote_bytes = sum(
+                read.remote.remote_bytes(TopicPartition(r.topic, r.partition)) for r in topic_rows
+            )
             entry["remoteBytes"] = remote_bytes
-            entry["remoteBytesPendingDeletion"] = pending_bytes
+            entry["remoteBytesPendingDeletion"] = pending.pending_bytes_of.get(topic, 0)
             totals["remote"] += remote_bytes
         topics[topic] = entry
     known = read.remote is not None
@@ -238,9 +219,9 @@ def watch(
         "topics": len(by_topic),
         "localBytes": totals["local"] if read.local is not None else None,
         "remoteBytes": totals["remote"] if known else None,
-        "remoteBytesPendingDeletion": pending.bytes if known else None,
-        "remoteSegmentsPendingDeletion": pending.segments if known else None,
-        "lastCutAt": _exact(since) if since is not None else None,
+        "remoteBytesPendingDeletion": pending.pending_bytes if known else None,
+        "remoteSegmentsPendingDeletion": pending.pending if known else None,
+        "lastCutAt": cond.ms_timestamp(since) if since is not None else None,
         # A merge patch keeps fields it does not name: null clears an old error.
         "error": read.error(),
     }
@@ -254,45 +235,19 @@ def watch(
         topics,
         {"tiers": summary},
         condition,
-        pending.segments if known else None,
-        pending.bytes if known else None,
+        pending.pending if known else None,
+        pending.pending_bytes if known else None,
         lag,
     )
 
 
-def _took(pending: _Pending, since: datetime | None) -> float | None:
+def _took(pending: BelowCuts, since: datetime | None) -> float | None:
     """Seconds from the cut to the last remote segment below it deleted, as the brokers
     recorded it (their clock against this operator's: never below 0)."""
-    if since is None or pending.last_deleted_ms is None:
-        return None
-    return max(0.0, pending.last_deleted_ms / 1000 - since.timestamp())
+    return None if since is None else pending.lag_s(int(since.timestamp() * 1000))
 
 
-def _judge(
-    remote: RemoteLog, tp: TopicPartition, start: int, since_ms: int | None, pending: _Pending
-) -> int:
-    """Fold one partition's segments wholly below its log start into `pending`; the
-    bytes still waiting for deletion there."""
-    waiting = 0
-    named = False
-    for segment in remote.segments(tp):
-        if segment.end_offset >= start:
-            continue
-        if segment.state != SegmentState.DELETE_FINISHED:
-            pending.segments += 1
-            pending.bytes += segment.size_bytes
-            waiting += segment.size_bytes
-            if not named:
-                pending.partitions.append(tp)
-                named = True
-        elif since_ms is not None and segment.event_ms >= since_ms - CLOCK_SLACK_MS:
-            pending.deleted += 1
-            last = pending.last_deleted_ms
-            pending.last_deleted_ms = max(segment.event_ms, last or segment.event_ms)
-    return waiting
-
-
-def _condition(read: TierRead, pending: _Pending, since: datetime | None) -> cond.Condition:
+def _condition(read: TierRead, pending: BelowCuts, since: datetime | None) -> cond.Condition:
     after = f" since the cut at {cond.timestamp(since)}" if since is not None else ""
     if read.remote is None:
         return cond.Condition(
@@ -302,8 +257,8 @@ def _condition(read: TierRead, pending: _Pending, since: datetime | None) -> con
             f"cannot tell whether remote segments below the log start are deleted{after}: "
             f"{read.remote_error}",
         )
-    if pending.segments:
-        parts = pending.partitions
+    if pending.pending:
+        parts = pending.partitions_pending
         named = ", ".join(str(tp) for tp in parts[:MAX_PARTITIONS_NAMED])
         more = (
             f" and {len(parts) - MAX_PARTITIONS_NAMED} more"
@@ -314,7 +269,7 @@ def _condition(read: TierRead, pending: _Pending, since: datetime | None) -> con
             CONDITION,
             "True",
             Reason.REMOTE_SEGMENTS_PENDING,
-            f"{pending.segments} remote segment(s) ({pending.bytes} bytes) wholly below the "
+            f"{pending.pending} remote segment(s) ({pending.pending_bytes} bytes) wholly below the "
             f"log start of {len(parts)} partition(s) ({named}{more}) not deleted yet{after}: "
             "the brokers' remote log manager deletes them, and frees their remote storage, "
             "at its next tasks",
