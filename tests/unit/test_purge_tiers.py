@@ -4,8 +4,10 @@ deletes remote segments below the log start as Kafka's does: later, one step at 
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,7 +19,7 @@ from kafka_retention import metrics
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
-from kafka_retention.core.purge import PurgeRequest
+from kafka_retention.core.purge import PurgeRequest, parse_spec
 from kafka_retention.core.purge_states import Phase
 from kafka_retention.core.tiers import (
     BelowCuts,
@@ -184,6 +186,10 @@ class Store:
 
     def load(self, suffix: str) -> str | None:
         return self.blobs.get(suffix)
+
+    def with_blob(self, suffix: str, payload: str) -> Store:
+        self.blobs[suffix] = payload
+        return self
 
 
 def spec(*topics: str) -> dict[str, Any]:
@@ -444,19 +450,41 @@ def test_the_watch_gives_up_after_its_limit(kafka: TieredFakeKafka) -> None:
     assert remote_deletion.event(report) is not None
 
 
-def test_stored_cuts_on_topics_the_spec_does_not_name_are_not_reported(
-    kafka: TieredFakeKafka,
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda lines: re.sub(r'"cut":\d+', '"cut":0', lines),  # nothing lies below a cut
+        lambda lines: lines + json.dumps({"topic": "other-tenant", "partition": 0, "cut": 300}),
+    ],
+    ids=["cut-lowered", "other-topic"],
+)
+def test_stored_cuts_a_tenant_rewrote_end_the_watch_and_never_report_deletion(
+    kafka: TieredFakeKafka, forge: Callable[[str], str]
 ) -> None:
-    other = TopicPartition("other-tenant", 0)
-    kafka.add(other, 300, copied_segments=2)
-    kafka.logs[other][0] = 300  # cut by someone else: its segments wait too
     store, body = Store(), spec(TOPIC)
     purge(kafka, store, body)
-    # A tenant may write the purge's ConfigMaps: a line naming another topic is dropped.
-    store.blobs["tiers"] += json.dumps({"topic": "other-tenant", "partition": 0, "cut": 300})
+    assert store.status["tiered"]["remoteSegmentsPending"] == 4
+    # A tenant may write the purge's ConfigMaps (their manifest too), not its status: a
+    # cut lowered to 0 would have said no remote segment waits while four still do.
+    forged = forge(store.blobs["tiers"])
+    assert forged != store.blobs["tiers"]
+    store.blobs["tiers"] = forged
     kafka.clock.advance(10)
     follow(kafka, store, body)
-    assert store.status["tiered"]["remoteSegmentsPending"] == 4
+    found = remote_condition(store)
+    assert found["reason"] == Reason.REMOTE_DELETION_UNCONFIRMED
+    assert "do not match the checksum" in found["message"]
+    assert store.status["tiered"]["remoteSegmentsPending"] == 4  # the last counts stand
+    assert not service.watched(store.status)
+
+
+def test_stored_cuts_read_back_keep_only_the_topics_the_spec_names() -> None:
+    lines = tiers.to_lines([tiers.Place(TOPIC, 0, 400), tiers.Place("other-tenant", 0, 300)])
+    request = parse_spec(spec(TOPIC))
+    assert isinstance(request, PurgeRequest)
+    ref = {"sha256": hashlib.sha256(lines.encode()).hexdigest()}
+    found = tiers._stored_cuts(Store().with_blob("tiers", lines), request, ref)
+    assert found == {TopicPartition(TOPIC, 0): 400}
 
 
 def test_lost_stored_cuts_end_the_watch_with_the_cause(kafka: TieredFakeKafka) -> None:
@@ -475,21 +503,14 @@ def test_lost_stored_cuts_end_the_watch_with_the_cause(kafka: TieredFakeKafka) -
     ["[1]\n", "5\n", "null\n", "[" * 100_000 + "\n", '{"topic": "t"\n'],
     ids=["array", "number", "null", "deep", "broken"],
 )
-def test_forged_stored_cuts_that_are_no_partitions_end_the_watch_and_never_crash_it(
-    kafka: TieredFakeKafka, forged: str
-) -> None:
-    store, body = Store(), spec(TOPIC)
-    purge(kafka, store, body)
-    # A tenant rewrites the purge's tiers ConfigMaps (checksums too) with lines that are
-    # JSON but no partition, or no JSON at all: the check ends with the cause, and the
-    # timer has nothing left to run for.
-    store.blobs["tiers"] = forged
-    kafka.clock.advance(10)
-    follow(kafka, store, body)
-    found = remote_condition(store)
-    assert found["reason"] == Reason.REMOTE_DELETION_UNCONFIRMED
-    assert "cannot be read" in found["message"]
-    assert not service.watched(store.status)
+def test_stored_lines_that_are_no_partitions_are_refused_never_crashed_on(forged: str) -> None:
+    # Behind the checksum, and still: lines that are JSON but no partition, or no JSON at
+    # all, end the watch with the cause rather than crash the timer on every tick.
+    request = parse_spec(spec(TOPIC))
+    assert isinstance(request, PurgeRequest)
+    ref = {"sha256": hashlib.sha256(forged.encode()).hexdigest()}
+    with pytest.raises(tiers._CutsLost, match="cannot be read"):
+        tiers._stored_cuts(Store().with_blob("tiers", forged), request, ref)
 
 
 def test_a_resumed_purge_reads_which_topics_are_tiered(kafka: TieredFakeKafka) -> None:

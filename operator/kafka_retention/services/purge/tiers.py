@@ -26,6 +26,7 @@ ConfigMaps, which `follow` reads its cuts back from.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -251,7 +252,7 @@ def after_cut(
     places = _places(kafka, cut, notes)
     offsets_ref: Mapping[str, Any] | None = None
     try:
-        offsets_ref = blobs.save(BLOB, to_lines(places))
+        offsets_ref = _save(blobs, places)
     except WriteRefused as err:
         notes.append(f"offsets not stored: HTTP {err.status} {err.reason}")
     cuts = {p.tp: p.cut for p in places}
@@ -305,7 +306,7 @@ def dry_run(
         "offsets": [p.to_json() for p in places[:MAX_LISTED]],
     }
     try:
-        ref = blobs.save(BLOB, to_lines(places))
+        ref = _save(blobs, places)
         status["offsetsRef"] = {**ref, "partitions": len(places)}
     except WriteRefused as err:
         notes.append(f"offsets not stored: HTTP {err.status} {err.reason}")
@@ -321,6 +322,14 @@ def dry_run(
     if notes:
         status["note"] = "; ".join(notes)[:2000]
     return TieredCut(status, None, None)
+
+
+def _save(blobs: BlobStore, places: Sequence[Place]) -> dict[str, Any]:
+    """The offsets in the purge's `tiers` ConfigMaps, with the checksum status keeps: the
+    ConfigMaps are in the purge's namespace, where a tenant may rewrite them (and their
+    manifest); status, which only the operator writes, says what was stored."""
+    payload = to_lines(places)
+    return {**blobs.save(BLOB, payload), "sha256": hashlib.sha256(payload.encode()).hexdigest()}
 
 
 def _places(kafka: _TieredPlanner, cut: Sequence[PurgeEntry], notes: list[str]) -> list[Place]:
@@ -447,7 +456,7 @@ def check(f: Follow) -> RemoteCheck | None:
         request = parse_spec(f.spec)
         if f.admit is not None:
             f.admit(f.spec, request)
-        cuts = _stored_cuts(f.blobs, request)
+        cuts = _stored_cuts(f.blobs, request, tiered.get("offsetsRef"))
         kafka = f.connect(request)
         if not isinstance(kafka, TierReads):
             return _checked(f, tiered, _unconfirmed("this connection cannot read it"), None, now)
@@ -478,16 +487,21 @@ class _CutsLost(Exception):
     """The stored cuts cannot be read back: the purge can no longer be checked."""
 
 
-def _stored_cuts(blobs: BlobStore, request: PurgeRequest) -> dict[TopicPartition, int]:
-    """The cuts as stored after the purge: only on topics the (immutable, admitted) spec
-    names. The ConfigMaps are in the purge's namespace, where a tenant may write; what
-    they say only chooses which counts this purge's status reports."""
+def _stored_cuts(blobs: BlobStore, request: PurgeRequest, ref: Any) -> dict[TopicPartition, int]:
+    """The cuts as stored after the purge, as status's checksum says they were, and only
+    on topics the (immutable, admitted) spec names. The ConfigMaps are in the purge's
+    namespace, where a tenant may write: a lowered cut would report remote segments
+    deleted that still wait."""
+    if not isinstance(ref, Mapping) or not isinstance(ref.get("sha256"), str):
+        raise _CutsLost("status.tiered.offsetsRef names no checksum")
     try:
         payload = blobs.load(BLOB)
     except SinkError as err:
         raise _CutsLost(f"the stored offsets are damaged ({err})") from err
     if payload is None:
         raise _CutsLost("the stored offsets (the purge's tiers ConfigMaps) are gone")
+    if hashlib.sha256(payload.encode()).hexdigest() != ref["sha256"]:
+        raise _CutsLost("the stored offsets do not match the checksum status recorded")
     try:
         places = from_lines(payload)
     except (ValueError, RecursionError) as err:  # json's errors are ValueErrors
