@@ -689,6 +689,29 @@ def test_a_protected_group_below_the_last_match_holds_its_partition_and_names_it
     assert kafka.deleted == [(P1, 2), (P0, 4)]
 
 
+def test_a_protected_group_reset_below_a_match_after_the_plan_holds_the_cut() -> None:
+    world = delete_world(*CUT, ("protectGroups", ["auditor"]))
+    kafka = world.kafka
+    kafka.commit("auditor", P0, 5)  # past the match at 3 when the cut is planned
+    kafka.commit("auditor", P1, 2)
+    reads = 0
+    read = kafka.group_positions
+
+    def reset_after_the_plan(wanted: Mapping[str, Iterable[TopicPartition]]) -> Any:
+        nonlocal reads
+        reads += 1
+        if reads == 2:  # the plan read them; the auditor's offsets are reset before the cut
+            kafka.commit("auditor", P0, 0)
+        return read(wanted)
+
+    kafka.group_positions = reset_after_the_plan  # type: ignore[method-assign]
+    assert isinstance(world.run(), service.Retry)
+    assert reads >= 2
+    assert kafka.deleted == [(P1, 2)]  # clicks-0 not cut: its match is unread again
+    assert kafka.starts[P0] == 0
+    assert "moved below the last match on clicks-0" in str(world.store.status)
+
+
 def test_a_protected_group_without_a_commit_holds_the_whole_partition() -> None:
     world = delete_world(*CUT, ("protectGroups", ["auditor"]))
     world.kafka.commit("auditor", P1, 2)

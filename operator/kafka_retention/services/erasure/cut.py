@@ -27,7 +27,7 @@ from kafka_retention.core.erasure_scan import PartitionScan
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.services.cutting import Applied, delete_and_verify
-from kafka_retention.services.fresh import Fresh, read_facts
+from kafka_retention.services.fresh import Fresh, read_facts, read_positions
 from kafka_retention.services.ports import ErasureKafka
 
 # status.topics[].unreadBy names this many groups; unreadByCount counts them all.
@@ -159,10 +159,13 @@ def plan(
 
 
 def apply(
-    kafka: ErasureKafka, cuts: Mapping[TopicPartition, PartitionCut]
+    kafka: ErasureKafka, cuts: Mapping[TopicPartition, PartitionCut], protect: Sequence[str]
 ) -> dict[TopicPartition, Applied]:
     """The cuts that are not held, in one DeleteRecords; a cut that retention already
-    passed needs none (its log start is the answer)."""
+    passed needs none (its log start is the answer). The protected groups' positions are
+    read again right before it, as a RecordPurge's are: the plan's read came before the
+    tombstones were written, and a group reset below a match since then holds its
+    partition (not cut; the next run looks again)."""
     out: dict[TopicPartition, Applied] = {}
     wanted: dict[TopicPartition, int] = {}
     # In partition order: one DeleteRecords either way, but the same request every time.
@@ -173,6 +176,22 @@ def apply(
             out[tp] = Applied(cut.target, log_start_after=cut.log_start)
         else:
             wanted[tp] = cut.target
+    protected = sorted(set(protect))
+    if wanted and protected:
+        now = read_positions(kafka, sorted(wanted), lambda _tp: protected)
+        for tp in sorted(wanted):
+            cut = cuts[tp]
+            guarded = rules.protect_groups(
+                rules.Cut(cut.target, _REASON), now[tp], protected, cut.log_start
+            )
+            if guarded.offset < cut.target:
+                del wanted[tp]
+                behind = sorted(g for g in protected if (now[tp].get(g) or 0) < cut.target)
+                out[tp] = Applied(
+                    cut.target,
+                    unverified=f"protected group(s) {names(behind)} moved below the last "
+                    f"match on {tp} since the plan: not cut, looked at again",
+                )
     if wanted:
         # Never lowered: a high watermark that dropped below the last match took the
         # records with it, and the next run scans again from fresh offsets.

@@ -492,7 +492,7 @@ def _judge(
     if judged.writes and not turn.request.dry_run:
         events.append(_write(turn.kafka, judged))
     if judged.to_cut and not turn.request.dry_run:
-        events.append(_cut(turn.kafka, judged, at))
+        events.append(_cut(turn.kafka, judged, at, turn.request.protect_groups))
     picture = build(turn.erasure, turn.request, judged, scans, selection, kept_topics)
     if turn.request.dry_run:
         message = (
@@ -696,12 +696,12 @@ def _above_limit(turn: Turn, judged: Judged) -> Refusal | None:
     return Refusal(Reason.COLLATERAL_ABOVE_LIMIT, message, "spec.maxCollateralRecords")
 
 
-def _cut(kafka: ErasureKafka, judged: Judged, at: str) -> Event:
+def _cut(kafka: ErasureKafka, judged: Judged, at: str, protect: Sequence[str]) -> Event:
     """The cuts of the partitions whose entries need one (never a held or compacted one:
     _judge_entry asks for none there), recorded in each entry of the partition. A cut
     Kafka did not take is named in status and tried again after the next scan."""
     wanted = {ev.tp_of(judged.entries[i]) for i in judged.to_cut}
-    applied = cut.apply(kafka, {tp: judged.cuts[tp] for tp in wanted})
+    applied = cut.apply(kafka, {tp: judged.cuts[tp] for tp in wanted}, protect)
     done: dict[TopicPartition, Applied] = {}
     for tp in sorted(wanted):
         result = applied.get(tp)
