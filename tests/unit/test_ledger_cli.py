@@ -21,7 +21,14 @@ from kafka_retention.core.erasure_scan import DigestHits, PartitionScan
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, WriteRefused
 from kafka_retention.services.erasure import ledger as service
-from tests.helpers.ledgers import CLUSTER, NeverCuts, StrictStore, no_pause, signed_receipt
+from tests.helpers.ledgers import (
+    CLUSTER,
+    NAMESPACE,
+    NeverCuts,
+    StrictStore,
+    no_pause,
+    signed_receipt,
+)
 
 KEY = b"customer-4711@example.com"
 DIGEST = hashlib.sha256(KEY).hexdigest()
@@ -137,6 +144,21 @@ def test_a_digest_counts_only_in_topics_its_erasure_named_or_their_mirrors(
     code, out = check(ledger_with(DIGEST), Topics(elsewhere), "primary.orders")
     assert code == 1
     assert "found primary.orders partition 0 offsets 1..1" in out
+
+
+def test_an_entry_naming_more_topics_than_it_lists_counts_only_in_those_it_lists(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A tenant's pattern erasure over 51 topics of its own lists 50: its digests must
+    not count in another tenant's "payments" because the entry says "and 1 more"."""
+    many = {DIGEST: [f"own-{i}" for i in range(51)]}
+    store = StrictStore()
+    service.record(store, signed_receipt([DIGEST], many), CLUSTER, pause=no_pause)
+    (entry,) = [e for shard in store.read_all(CLUSTER, NAMESPACE) for e in shard.entries]
+    assert entry.more_topics == 1
+    code, _ = check(store, Topics({"payments": [[KEY]]}), "payments")
+    assert code == 0
+    assert "1 findings of digests erased from other topics left out" in capsys.readouterr().err
 
 
 def test_a_clean_topic_exits_0_having_read_every_partition() -> None:

@@ -118,19 +118,15 @@ def find(
         tps += [TopicPartition(topic, p) for p in got]
     by_digest: dict[str, list[str]] = {}
     erased_in: dict[str, set[str]] = {}
-    unlisted: set[str] = set()  # entries with more topics than they list
     for e in entries:
         by_digest.setdefault(e.digest, []).append(f"{e.namespace}/{e.name}")
+        # Only the topics an entry lists: one that names more than it lists (an erasure
+        # over MAX_TOPICS_PER_ENTRY topics) is no licence for every topic, or a tenant's
+        # pattern erasure over 51 topics of its own would count in another's.
         erased_in.setdefault(e.digest, set()).update(e.topics)
-        if e.more_topics:
-            unlisted.add(e.digest)
 
     def named(digest: str, topic: str) -> bool:
-        return (
-            any_topic
-            or digest in unlisted
-            or any(covers(t, topic) for t in erased_in.get(digest, ()))
-        )
+        return any_topic or any(covers(t, topic) for t in erased_in.get(digest, ()))
 
     try:
         scans = scan(kafka, tps, frozenset(by_digest))
