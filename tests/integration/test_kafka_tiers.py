@@ -96,10 +96,15 @@ def test_a_cut_leaves_remote_segments_pending_until_the_metadata_says_they_are_d
     cut = files[2].base_offset  # the first two segments lie wholly below it
     assert kafka.delete_records({tp: cut}) == {tp: cut}
 
+    topic_id = kafka.placements()[topic][0]
     deadline = time.monotonic() + 60
     while below_cuts(kafka.remote_log(), {tp: cut}, None).pending:
         assert time.monotonic() < deadline, "remote segments below the cut never deleted"
         time.sleep(0.5)
+    # The metadata named both segments below the cut, and saw them through to deleted
+    # (not merely nothing: an empty read would have left the loop at once).
+    states = [s.state for s in kafka.remote_log().segments(tp, topic_id) if s.end_offset < cut]
+    assert states == [SegmentState.DELETE_FINISHED] * 2
     # Kafka's word, checked against the store: the segments below the cut are gone, the
     # one holding the cut and those after it are still there.
     left = {f.base_offset for f in remote_segments(stack.kafka, topic, 0)}

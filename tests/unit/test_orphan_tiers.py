@@ -488,6 +488,7 @@ def test_a_stray_whose_offsets_are_all_copied_or_local_goes_despite_a_gap(
         above: "Removed",
     }
     assert not below.exists()
+    assert not (brokers[3] / above).exists()
 
 
 def test_unreadable_tier_offsets_hold_tiered_strays_only(brokers: dict[int, Path]) -> None:
@@ -595,7 +596,8 @@ def remote_store(root: Path) -> Path:
         "00000000000000000000-c2VnbWVudC0xLWlkLS0tLQ.index",
     ):
         (d / name).write_bytes(os.urandom(200))
-    os.utime(d / name, (OLD.timestamp(), OLD.timestamp()))
+        # Old enough for removal by age: only the remote rule may keep them.
+        os.utime(d / name, (OLD.timestamp(), OLD.timestamp()))
     return store
 
 

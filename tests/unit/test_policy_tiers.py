@@ -256,7 +256,7 @@ def test_after_a_cut_remote_deletion_is_pending_until_the_metadata_shows_it_fini
     assert (again["status"], again["message"]) == ("False", done["message"])
 
 
-def test_a_cut_within_the_local_range_waits_for_no_remote_segment() -> None:
+def test_a_cut_inside_the_first_remote_segment_waits_for_no_remote_segment() -> None:
     kafka = TieredFake()
     kafka.tiered_topic("t", partitions=1, end=45, tiered_to=30)
     tp0 = TopicPartition("t", 0)
