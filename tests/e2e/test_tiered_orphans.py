@@ -34,12 +34,12 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, wait_for
 from tests.helpers.orphans import HEX, reclaimed
 from tests.helpers.policies import apply_policy
+from tests.helpers.tiered import remote_segments
 from tests.helpers.tiered_data import (
     TIERED,
     local_segment_bases,
     produce_hours_apart,
     read_records,
-    remote_segment_bases,
     store_snapshot,
     wait_until_remote,
 )
@@ -127,11 +127,18 @@ def test_orphans_of_a_tiered_topic_go_and_remote_storage_stays_byte_for_byte(
     copy = plant(2, f"{topic}-0")
     # Then the brokers move everything but the newest segment to remote storage.
     to_remote_storage(kafka.admin, topic)
-    wait_until_remote([logs[1]], store.parent, topic, tid, below=END - PER_HOUR)
+    wait_until_remote([logs[1]], isolated_cluster, topic, tid, below=END - PER_HOUR)
     # The newest segment too (rolled once its newest record is past local retention), so
     # that no upload is left to change the store while the check runs.
     deadline = time.monotonic() + 60
-    while (bases := remote_segment_bases(store.parent, topic, 0, tid)) != [0, 10, 20, 30, 40, 50]:
+    while (bases := [f.base_offset for f in remote_segments(isolated_cluster, topic, 0, tid)]) != [
+        0,
+        10,
+        20,
+        30,
+        40,
+        50,
+    ]:
         assert time.monotonic() < deadline, bases
         time.sleep(0.5)
     before = steady(store)

@@ -48,7 +48,7 @@ def tiered_topic(stack: Stack, kafka: Kafka) -> tuple[str, list[Record]]:
     nodes = stack.kafka.nodes
     wait_until_remote(
         [n.log_dir for n in nodes],
-        nodes[0].remote_dir,
+        stack.kafka,
         topic,
         topic_id(kafka.admin, topic),
         below=end - PER_HOUR,

@@ -6,13 +6,10 @@ follows the remote segments below its cut until the brokers deleted them."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devstack.kafka import KafkaCluster
 from devstack.stack import Stack
 from tests.helpers.commits import commit
 from tests.helpers.conditions import conditions_of
@@ -21,6 +18,7 @@ from tests.helpers.kube import get
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy_on
 from tests.helpers.records import produce
+from tests.helpers.tiered import remote_segments
 from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.stack
@@ -37,29 +35,6 @@ TIERED = {
     "retention.ms": "-1",
 }
 RECORDS = 15_000  # 200-byte values, about 3.4 MB: three closed 1 MiB segments and an active one
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    base_offset: int
-    size: int
-
-
-def remote_files(cluster: KafkaCluster, topic: str, partition: int) -> list[RemoteFile]:
-    """The partition's segment .log files in the remote store, read directly
-    (LocalTieredStorage: <store>/<topic>-<partition>-<topic id>/<base offset>-<id>.log)."""
-    store: Path = cluster.nodes[0].remote_dir / "kafka-tiered-storage"
-    prefix = f"{topic}-{partition}-"
-    found = []
-    for d in store.glob(f"{prefix}*"):
-        if len(d.name) - len(prefix) != 22:  # a topic id: 16 bytes in unpadded base64
-            continue
-        for f in d.glob("*.log"):
-            try:
-                found.append(RemoteFile(int(f.stem.partition("-")[0]), f.stat().st_size))
-            except FileNotFoundError:  # deleted by the remote log manager meanwhile
-                continue
-    return sorted(found, key=lambda r: r.base_offset)
 
 
 def tiered_entry(stack: Stack, ns: str, name: str, topic: str) -> dict[str, Any]:
@@ -81,7 +56,7 @@ def test_a_tiered_topics_policy_shows_where_its_bytes_are_and_follows_remote_del
     topic = kafka.make_topic(partitions=1, config=TIERED)
     produce(kafka.bootstrap, topic, {0: RECORDS}, value=b"r" * 200)
     deadline = time.monotonic() + 60
-    while len(files := remote_files(stack.kafka, topic, 0)) < 3:
+    while len(files := remote_segments(stack.kafka, topic, 0)) < 3:
         assert time.monotonic() < deadline, f"{len(files)} remote segments after 60s"
         time.sleep(0.5)
     # A group that has read nothing: the policy cuts nothing until it commits.
@@ -92,7 +67,7 @@ def test_a_tiered_topics_policy_shows_where_its_bytes_are_and_follows_remote_del
     # What the brokers' metadata says is in remote storage is what the store holds.
     def agrees() -> bool:
         entry = tiered_entry(stack, e2e_ns, "tiers", topic)
-        stored = sum(f.size for f in remote_files(stack.kafka, topic, 0))
+        stored = sum(f.size for f in remote_segments(stack.kafka, topic, 0))
         return entry.get("remoteBytes") == stored > 0
 
     eventually(
@@ -101,7 +76,7 @@ def test_a_tiered_topics_policy_shows_where_its_bytes_are_and_follows_remote_del
         what="status remoteBytes equal to the remote store's .log files",
         show=lambda: (
             tiered_entry(stack, e2e_ns, "tiers", topic),
-            remote_files(stack.kafka, topic, 0),
+            remote_segments(stack.kafka, topic, 0),
         ),
     )
     entry = tiered_entry(stack, e2e_ns, "tiers", topic)
@@ -119,7 +94,7 @@ def test_a_tiered_topics_policy_shows_where_its_bytes_are_and_follows_remote_del
     assert "REMOTE PENDING" in wide.splitlines()[0]
 
     # The group reads past the first two segments: the next run cuts there.
-    files = remote_files(stack.kafka, topic, 0)
+    files = remote_segments(stack.kafka, topic, 0)
     cut = files[2].base_offset
     commit(kafka.bootstrap, group, topic, {0: cut})
     eventually(lambda: log_starts(kafka.admin, topic, 1) == [cut], timeout=30, what="the cut")
@@ -138,7 +113,7 @@ def test_a_tiered_topics_policy_shows_where_its_bytes_are_and_follows_remote_del
     assert done["reason"] == "RemoteSegmentsDeleted"
     assert "the last of the 2 deleted since the cut" in done["message"]
     # The store agrees: the segments below the cut are gone, the rest are there.
-    left = {f.base_offset for f in remote_files(stack.kafka, topic, 0)}
+    left = {f.base_offset for f in remote_segments(stack.kafka, topic, 0)}
     assert not left & {f.base_offset for f in files[:2]}
     assert {f.base_offset for f in files[2:]} <= left
     status = get(stack, "retentionpolicy", e2e_ns, "tiers")["status"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +19,7 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, wait_for
 from tests.helpers.offsets import log_starts
 from tests.helpers.purges import apply_purge, before, purge_finished
+from tests.helpers.tiered import remote_segments
 
 pytestmark = pytest.mark.stack
 
@@ -37,13 +37,8 @@ RECORDS = 400
 
 def remote_bases(stack: Stack, topic: str) -> list[int]:
     """The base offsets of partition 0's segment files in the remote store, as the test
-    reads the directory itself: `<topic>-0-<topic id>/<20-digit base>-<uuid>.log`."""
-    store = stack.kafka.nodes[0].remote_dir / "kafka-tiered-storage"
-    return sorted(_base(f) for d in store.glob(f"{topic}-0-*") for f in d.glob("*.log"))
-
-
-def _base(path: Path) -> int:
-    return int(path.name.split("-", 1)[0])
+    reads the directory itself."""
+    return [f.base_offset for f in remote_segments(stack.kafka, topic, 0)]
 
 
 def test_a_purge_of_a_tiered_topic_succeeds_and_follows_the_remote_deletion_below_it(

@@ -31,17 +31,23 @@ def remote_store(cluster: KafkaCluster) -> Path:
     return cluster.node(1).remote_dir / "kafka-tiered-storage"
 
 
-def remote_segments(cluster: KafkaCluster, topic: str, partition: int) -> list[RemoteFile]:
+def remote_segments(
+    cluster: KafkaCluster, topic: str, partition: int, topic_id: str | None = None
+) -> list[RemoteFile]:
     """The segment .log files in the remote store for one partition, by base offset (its
-    directory is <topic>-<partition>-<topic id>)."""
+    directory is <topic>-<partition>-<topic id>; only that id's when given)."""
     out = []
     prefix = f"{topic}-{partition}-"
     for d in remote_store(cluster).glob(f"{prefix}*"):
-        if len(d.name) - len(prefix) != 22:  # a topic id: 16 bytes in unpadded base64
+        rest = d.name[len(prefix) :]
+        if rest != topic_id if topic_id else len(rest) != 22:  # an id: 16 bytes, base64
             continue
         for f in d.glob("*.log"):
             base, _, segment = f.stem.partition("-")
-            out.append(RemoteFile(int(base), segment, f.stat().st_size))
+            try:
+                out.append(RemoteFile(int(base), segment, f.stat().st_size))
+            except FileNotFoundError:  # deleted by the remote log manager meanwhile
+                continue
     return sorted(out, key=lambda r: r.base_offset)
 
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from devstack.kafka import KafkaCluster
 from tests.helpers.records import produce
+from tests.helpers.tiered import remote_segments
 
 # Remote storage on, and: a segment rolls when a record is 10 minutes younger than the
 # segment's first (so records an hour apart go to segments of their own, segment.bytes
@@ -107,16 +109,9 @@ def local_segment_bases(log_dirs: Iterable[Path], topic: str, partition: int) ->
     )
 
 
-def remote_segment_bases(remote_dir: Path, topic: str, partition: int, topic_id: str) -> list[int]:
-    """Base offsets of the partition's segments in LocalTieredStorage's store
-    (`kafka-tiered-storage/<topic>-<partition>-<topic id>/<offset>-<segment id>.log`)."""
-    d = remote_dir / "kafka-tiered-storage" / f"{topic}-{partition}-{topic_id}"
-    return sorted(int(f.name.split("-", 1)[0]) for f in d.glob("*.log"))
-
-
 def wait_until_remote(
     log_dirs: Iterable[Path],
-    remote_dir: Path,
+    cluster: KafkaCluster,
     topic: str,
     topic_id: str,
     below: int,
@@ -129,7 +124,7 @@ def wait_until_remote(
     deadline = time.monotonic() + 60
     while True:
         local = local_segment_bases(dirs, topic, partition)
-        remote = remote_segment_bases(remote_dir, topic, partition, topic_id)
+        remote = [f.base_offset for f in remote_segments(cluster, topic, partition, topic_id)]
         if remote and (not local or local[0] >= below):
             return
         assert time.monotonic() < deadline, f"local segments {local}, remote {remote}"
