@@ -21,6 +21,12 @@ class UsageError(ValueError):
     """The command line or a file it names is wrong; the command exits 2 and says why."""
 
 
+def fail(status: int, message: str) -> int:
+    """Say why on stderr; the command's exit status."""
+    print(message, file=sys.stderr)
+    return status
+
+
 def read_java_properties(path: Path) -> dict[str, str]:
     """A Java .properties file, parsed by Java's rules: `=`, `:` or whitespace
     separators, `#`/`!` comments, escapes and continued lines."""

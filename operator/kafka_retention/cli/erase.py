@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from kafka_retention.cli.common import UsageError
+from kafka_retention.cli.common import UsageError, fail
 from kafka_retention.core import receipts
 from kafka_retention.core.erasure import key_digest, parse_erasure_spec
 from kafka_retention.core.resources import API_VERSION, RECORD_ERASURES
@@ -153,7 +153,7 @@ def print_erase(args: argparse.Namespace) -> int:
             deadline=args.deadline,
         )
     except UsageError as err:
-        return _fail(2, f"error: {err}")
+        return fail(2, f"error: {err}")
     count = len(resource["spec"]["keys"])
     sys.stdout.write(
         f"# RecordErasure of {count} key(s), each as its SHA-256 only (the keys themselves "
@@ -189,13 +189,13 @@ def print_evidence(args: argparse.Namespace) -> int:
         if payload is None:
             raise PluginError(f"ConfigMap {namespace}/{config_map} is missing")
     except PluginError as err:
-        return _fail(1, f"error: {err}")
+        return fail(1, f"error: {err}")
     try:
         signed = receipts.parse_signed(payload)
     except receipts.ReceiptError as err:
-        return _fail(1, f"error: ConfigMap {config_map} does not hold a receipt: {err}")
+        return fail(1, f"error: ConfigMap {config_map} does not hold a receipt: {err}")
     if not isinstance(signed, dict) or signed.get("sha256") != stated.get("sha256"):
-        return _fail(
+        return fail(
             1,
             f"error: the receipt in ConfigMap {config_map} is not the one status.receipt "
             f"states (sha256 {stated.get('sha256')})",
@@ -216,24 +216,24 @@ def verify_receipt(path: Path, public_key: Path | None) -> int:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        return _fail(2, f"error: cannot read {path}: {exc.strerror}")
+        return fail(2, f"error: cannot read {path}: {exc.strerror}")
     trusted = None
     if public_key is not None:
         try:
             trusted = receipts.load_public_key(public_key.read_bytes())
         except OSError as exc:
-            return _fail(2, f"error: cannot read {public_key}: {exc.strerror}")
+            return fail(2, f"error: cannot read {public_key}: {exc.strerror}")
         except receipts.ReceiptError as err:
-            return _fail(2, f"error: {public_key}: {err}")
+            return fail(2, f"error: {public_key}: {err}")
     try:
         signed = receipts.parse_signed(data)
     except receipts.ReceiptError as err:
-        return _fail(1, f"invalid: {path}: {err}")
+        return fail(1, f"invalid: {path}: {err}")
     if not isinstance(signed, dict):
-        return _fail(1, f"invalid: {path} is not a signed receipt")
+        return fail(1, f"invalid: {path} is not a signed receipt")
     why = receipts.verify(signed, trusted)
     if why is not None:
-        return _fail(1, f"invalid: {why}")
+        return fail(1, f"invalid: {why}")
     # Verified, so canonical: every string below is valid Unicode.
     doc = signed["receipt"]
     resource = doc.get("resource") or {}
@@ -253,9 +253,3 @@ def verify_receipt(path: Path, public_key: Path | None) -> int:
         return INTACT_SIGNER_NOT_CHECKED
     print(f"valid: {what}, signed by the trusted key {key}")
     return 0
-
-
-def _fail(status: int, message: str) -> int:
-    """Say why on stderr; the command's exit status."""
-    print(message, file=sys.stderr)
-    return status

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from kafka_retention.cli.common import (
     UsageError,
     command_config_flag,
+    fail,
     kubeconfig_flags,
     operator_namespace_flag,
     read_properties,
@@ -223,7 +224,7 @@ def run_list(
     try:
         entries = ledger_entries(ledger, cluster, namespace)
     except CheckError as err:
-        return _fail(ERROR, f"error: {err}")
+        return fail(ERROR, f"error: {err}")
     if output == "json":
         doc: dict[str, Any] = {"cluster": cluster, "entries": [e.to_json() for e in entries]}
         if namespace is not None:
@@ -276,9 +277,9 @@ def run_check(
         manifests = erasure_manifests(*where, cluster, bootstrap, found) if where else []
         cluster_id = kafka.cluster_id()
     except (CheckError, UsageError) as err:
-        return _fail(ERROR, f"error: {err}")
+        return fail(ERROR, f"error: {err}")
     except KafkaUnavailable as err:
-        return _fail(ERROR, f"error: {err}")
+        return fail(ERROR, f"error: {err}")
     report = sys.stderr if where else out
     if elsewhere:
         print(
@@ -343,7 +344,7 @@ def list_command(args: argparse.Namespace) -> int:
     try:
         ledger = _ledger(args)
     except CheckError as err:
-        return _fail(ERROR, f"error: {err}")
+        return fail(ERROR, f"error: {err}")
     return run_list(ledger, args.cluster, args.output, namespace=args.namespace)
 
 
@@ -354,7 +355,7 @@ def check_command(args: argparse.Namespace) -> int:
         config = read_properties(args.command_config) if args.command_config else None
         ledger = _ledger(args)
     except (UsageError, CheckError) as err:
-        return _fail(ERROR, f"error: {err}")
+        return fail(ERROR, f"error: {err}")
     return run_check(
         ledger,
         lambda: ErasureAdmin(args.bootstrap_server, config),
@@ -425,11 +426,6 @@ def add_commands(sub: Any) -> None:
         help="print a RecordErasure (digests only) for what is found, for `kubectl create "
         "-f -`; the findings then go to stderr",
     )
-
-
-def _fail(status: int, message: str) -> int:
-    print(message, file=sys.stderr)
-    return status
 
 
 __all__ = [
