@@ -131,8 +131,13 @@ def test_a_ledger_that_cannot_be_written_keeps_the_erasure_unfinished_then_a_run
     assert not pipeline.finished(store.status)
     assert "receipt" not in store.status
     ready = next(c for c in store.status["conditions"] if c["type"] == "Ready")
-    assert (ready["status"], ready["reason"]) == ("False", Reason.STATE_NOT_PERSISTED)
-    assert "ledger" in ready["message"]
+    assert (ready["status"], ready["reason"]) == ("False", Reason.LEDGER_BEHIND)
+    assert "not recorded in the ledger" in ready["message"]
+    signed = next(c for c in store.status["conditions"] if c["type"] == "ReceiptSigned")
+    assert (signed["status"], signed["reason"]) == ("False", Reason.LEDGER_BEHIND)
+    # Looked at again in minutes, not at the 10 s of a failed status write: each run
+    # scans the erasure's partitions again before it signs.
+    assert waiting.delay >= 60
     # The signed receipt is kept in the erasure's ConfigMaps meanwhile.
     assert json.loads(blobs.sets["receipt"])["receipt"]["digests"] == [DIGEST]
     assert ledger.read_all(f"inline {BOOTSTRAP}") == []

@@ -95,6 +95,7 @@ class Reason(StrEnum):
     # RecordErasure ReceiptSigned
     RECEIPT_SIGNED = "ReceiptSigned"
     SIGNING_KEY_UNAVAILABLE = "SigningKeyUnavailable"
+    LEDGER_BEHIND = "LedgerBehind"  # the receipt signed, not recorded in the ledger yet
     # RemoteDeletionPending (tiered topics, KIP-405), of a RecordPurge and a RetentionPolicy:
     # remote segments wholly below a cut's log start that the brokers' remote log metadata
     # does not show deleted yet; none left; none below the cut at all; the metadata could

@@ -59,8 +59,8 @@ class LedgerConflict(Exception):
 class LedgerBehind(WriteRefused):
     """The ledger could not be brought up to date with a receipt (conflicts past the
     retries, the API server refusing, a shard full): the erasure that signed it is not
-    finished, and the write is tried again by its next run. A WriteRefused, so the
-    erasure's run reports it like any ConfigMap the API server did not store."""
+    finished (condition ReceiptSigned False, LedgerBehind), and the write is tried again
+    by a later run. A WriteRefused, for the status and reason the API server gave."""
 
 
 @dataclass(frozen=True, order=True)

@@ -6,7 +6,8 @@ and status.py, the one status writer, turns it into the status patch.
     NotReady .... not done: Ready is False with the cause, and the run is tried again
     Waiting ..... a step is done and the cleaner (or retention) is next: the phase, the
                   topics, the evidence, and when to look again
-    Unsigned .... every key is erased but the receipt's signing key cannot be read
+    Unsigned .... every key is erased but the receipt cannot be signed (its key cannot
+                  be read) or recorded in the ledger yet
     Completed ... a final phase: KeyErased with its receipt, DryRun, or Failed after work
 
 `Picture` is what the scans of a run found, as status holds it. `Outcome` is what a run
@@ -88,9 +89,11 @@ class Unsigned:
     run: Run
     picture: Picture
     reason: Reason  # the Erased condition's (KeyErased or NothingFound)
-    message: str  # why the key cannot be read
+    message: str  # why the receipt is not signed and recorded yet
     delay: float
     events: Sequence[Event] = ()
+    # Ready's and ReceiptSigned's: the signing key unreadable, or the ledger behind.
+    why: Reason = Reason.SIGNING_KEY_UNAVAILABLE
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ from kafka_retention.core.failures import (
     Unresolved,
     WriteRefused,
 )
-from kafka_retention.core.ledger import cluster_name
+from kafka_retention.core.ledger import LedgerBehind, cluster_name
 from kafka_retention.core.receipts import receipt, sign
 from kafka_retention.core.specs import SpecError
 from kafka_retention.services import tenancy
@@ -119,6 +119,9 @@ __all__ = ["MAX_TOMBSTONE_ROUNDS", "finished", "next_delay", "reconcile"]
 # Tombstones written for one (partition, digest): the first and two after rewrites.
 MAX_TOMBSTONE_ROUNDS = 3
 _UNSIGNED_DELAY_S = 30.0
+# A ledger that could not be brought up to date (a full shard, conflicts, a refusal) is
+# tried again after this; each try scans the erasure's partitions again first.
+_LEDGER_DELAY_S = 300.0
 # status.topics holds at most this many (the CRD's maxItems).
 MAX_TOPICS = 500
 
@@ -826,11 +829,26 @@ def _sign(turn: Turn, picture: Picture, events: list[Event], scanned_at: str) ->
     ref = turn.erasure.blobs.save("receipt", json.dumps(signed, sort_keys=True))
     if turn.erasure.ledger is not None:
         # Before status names the receipt: a ledger that cannot be brought up to date
-        # raises LedgerBehind (a WriteRefused), so the erasure stays unfinished and its
-        # next run signs and records again; the receipt stays stored meanwhile.
-        ledger.record(
-            turn.erasure.ledger, signed, cluster_name(turn.request.cluster, turn.erasure.namespace)
-        )
+        # leaves the erasure unsigned in status (LedgerBehind), and a later run signs and
+        # records again; the receipt stays stored meanwhile. Not the 10 s retry of a
+        # failed status write: each run scans again, and a full shard stays full.
+        try:
+            ledger.record(
+                turn.erasure.ledger,
+                signed,
+                cluster_name(turn.request.cluster, turn.erasure.namespace),
+            )
+        except LedgerBehind as err:
+            message = f"the receipt is signed but not recorded in the ledger: {err.reason}"
+            return Unsigned(
+                turn.run,
+                picture,
+                reason,
+                message[:2000],
+                _LEDGER_DELAY_S,
+                events,
+                why=Reason.LEDGER_BEHIND,
+            )
     stored = {
         "configMap": ref["configMap"],
         "sha256": signed["sha256"],

@@ -109,9 +109,7 @@ def _retry(erasure: Erasure, waiting: NotReady | Waiting | Unsigned) -> Retry:
             quiet=True,
             events=waiting.events,
         )
-    conditions = _set(
-        erasure, None, "Ready", "False", Reason.SIGNING_KEY_UNAVAILABLE, waiting.message
-    )
+    conditions = _set(erasure, None, "Ready", "False", waiting.why, waiting.message)
     conditions = _set(
         erasure, conditions, "Erased", "True", waiting.reason, "no record with a listed key is left"
     )
@@ -120,7 +118,7 @@ def _retry(erasure: Erasure, waiting: NotReady | Waiting | Unsigned) -> Retry:
         conditions,
         "ReceiptSigned",
         "False",
-        Reason.SIGNING_KEY_UNAVAILABLE,
+        waiting.why,
         waiting.message,
     )
     erasure.store.patch(
@@ -133,7 +131,7 @@ def _retry(erasure: Erasure, waiting: NotReady | Waiting | Unsigned) -> Retry:
         }
     )
     return Retry(
-        f"{Reason.SIGNING_KEY_UNAVAILABLE}: {waiting.message}",
+        f"{waiting.why}: {waiting.message}",
         waiting.delay,
         events=waiting.events,
     )
