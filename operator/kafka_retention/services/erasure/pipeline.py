@@ -311,7 +311,8 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     topics = [dict(t) for t in turn.erasure.status.get("topics") or []]
     open_ = [t for t in topics if t.get("stage") != Phase.KEY_ERASED]
     held = _phase(turn.erasure.status) == Phase.CUT_HELD
-    due = [str(t.get("name")) for t in open_ if _due(t, held, known, now_ms)]
+    scanned = _last_scans(known)
+    due = [str(t.get("name")) for t in open_ if _due(t, held, scanned, now_ms)]
     waiting = [t for t in open_ if str(t.get("name")) not in due]
     due += _retention_passed(turn.kafka, known, waiting)
     due += _released(turn, known, [t for t in waiting if str(t.get("name")) not in due])
@@ -346,12 +347,13 @@ def _follow(turn: Turn, known: list[Entry]) -> Step:
     return _judge(turn, selection, known, scans, kept, first=False)
 
 
-def _due(topic: Mapping[str, Any], held: bool, known: Sequence[Entry], now_ms: int) -> bool:
+def _due(topic: Mapping[str, Any], held: bool, scanned: Mapping[str, int], now_ms: int) -> bool:
     """Whether a topic not erased yet is scanned in this run (before the checks of
-    retention and of held cuts, which read offsets only)."""
+    retention and of held cuts, which read offsets only). `scanned`: each topic's last
+    scan (_last_scans)."""
     if topic.get("kind") == "compacted":
         # Every run, at the cleaner's pace; at its own while a held cut wakes the erasure.
-        return not held or _own_time(topic, known, now_ms)
+        return not held or _own_time(topic, scanned, now_ms)
     expected = expected_ms(topic)
     if expected is None:
         # Nothing bounds it: a held cut waits for its group (_released), the rest look now.
@@ -386,21 +388,25 @@ def _released(
     return sorted(released)
 
 
-def _own_time(topic: Mapping[str, Any], known: Sequence[Entry], now_ms: int) -> bool:
+def _last_scans(known: Sequence[Entry]) -> dict[str, int]:
+    """Each topic's latest scan time (ms) in the evidence: one pass over the entries, not
+    one a compacted topic (a held cut's wake-ups come every HELD_DELAY_S)."""
+    out: dict[str, int] = {}
+    for e in known:
+        topic = str(e.get("topic"))
+        for s in e.get("scans") or []:
+            if isinstance(s, Mapping) and (at := ms_of(s.get("at"))) is not None:
+                out[topic] = max(out.get(topic, at), at)
+    return out
+
+
+def _own_time(topic: Mapping[str, Any], scanned: Mapping[str, int], now_ms: int) -> bool:
     """Whether a compacted topic's own cadence (next_delay from its expected time, since
     its last scan) has come. A held cut wakes the erasure every HELD_DELAY_S for a
     position read; without this, each wake-up would read every compacted topic whole."""
-    name = topic.get("name")
-    looks = [
-        at
-        for e in known
-        if e.get("topic") == name
-        for s in e.get("scans") or []
-        if isinstance(s, Mapping) and (at := ms_of(s.get("at"))) is not None
-    ]
-    if not looks:
+    last = scanned.get(str(topic.get("name")))
+    if last is None:
         return True
-    last = max(looks)
     # 0.9: a wake-up may come a little before the delay it was given.
     return now_ms - last >= 0.9 * 1000 * next_delay(expected_ms(topic), last)
 
