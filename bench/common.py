@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -322,3 +323,43 @@ def profile_summary(
         return f"no samples of {' or '.join(roots)}"
     shown = ", ".join(f"{part} {100 * n / total:.0f}%" for part, n in shares.items())
     return f"{total} samples of {' or '.join(roots)}: {shown}"
+
+
+def timed(fn: Callable[[], object]) -> float:
+    """Wall seconds of one call."""
+    started = time.monotonic()
+    fn()
+    return time.monotonic() - started
+
+
+def consumer_perf(bootstrap: str, topic: str, records: int) -> str:
+    """kafka-consumer-perf-test.sh reading `records` of `topic` (the scans' reference):
+    its own last report line."""
+    perf = java_tool(
+        "org.apache.kafka.tools.ConsumerPerformance",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--messages",
+        str(records),
+        "--timeout",
+        "60000",
+    )
+    return perf.stdout.strip().splitlines()[-1]
+
+
+def alternating_medians(
+    ways: Mapping[str, Callable[[], None]], runs: int, what: str
+) -> dict[str, float]:
+    """Each way warmed up once, then timed `runs` times in turn (so drift hits all alike):
+    each way's median seconds."""
+    say("warming up each reader once (the operator keeps its Spark session warm)")
+    for fn in ways.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for i in range(runs):
+        for name, fn in ways.items():
+            times[name].append(timed(fn))
+            say(f"{what} run {i + 1}/{runs}: {name} {times[name][-1]:.2f} s")
+    return {name: statistics.median(t) for name, t in times.items()}

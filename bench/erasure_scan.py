@@ -11,12 +11,20 @@ from __future__ import annotations
 import hashlib
 import os
 import statistics
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from bench.common import RUN, Point, Row, java_tool, say, wait_for_leaders
+from bench.common import (
+    RUN,
+    Point,
+    Row,
+    alternating_medians,
+    consumer_perf,
+    say,
+    timed,
+    wait_for_leaders,
+)
 from bench.scan import PARTITIONS, RECORD_BYTES, SCAN_RECORDS, _produce
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -50,12 +58,6 @@ def _drop(batches: Iterator[Any]) -> Iterator[Any]:
     yield from ()
 
 
-def _timed(fn: Callable[[], object]) -> float:
-    started = time.monotonic()
-    fn()
-    return time.monotonic() - started
-
-
 def bench_erasure_scan(stack: Stack, admin: AdminClient) -> list[Row]:
     from retention_jobs import erasure_scan, kafka_source
 
@@ -70,7 +72,7 @@ def bench_erasure_scan(stack: Stack, admin: AdminClient) -> list[Row]:
     ranges = {TopicPartition(topic, p): (0, n) for p, n in enumerate(per_partition)}
     os.environ.setdefault("KAFKA_RETENTION_SPARK_JARS", str(paths.spark_kafka_jars()))
     cold = launcher._session is None
-    session_s = _timed(launcher.local_session)
+    session_s = timed(launcher.local_session)
     spark = launcher.local_session()
     assert kafka_source.usable(spark, conn), "Spark's Kafka source is not usable here"
     erasure = ErasureAdmin(bootstrap)
@@ -107,18 +109,7 @@ def bench_erasure_scan(stack: Stack, admin: AdminClient) -> list[Row]:
     perf_lines: list[str] = []
 
     def reference() -> None:
-        perf = java_tool(
-            "org.apache.kafka.tools.ConsumerPerformance",
-            "--bootstrap-server",
-            bootstrap,
-            "--topic",
-            topic,
-            "--messages",
-            str(SCAN_RECORDS),
-            "--timeout",
-            "60000",
-        )
-        perf_lines.append(perf.stdout.strip().splitlines()[-1])
+        perf_lines.append(consumer_perf(bootstrap, topic, SCAN_RECORDS))
 
     ways: dict[str, Callable[[], None]] = {
         "spark": spark_scan,
@@ -127,24 +118,16 @@ def bench_erasure_scan(stack: Stack, admin: AdminClient) -> list[Row]:
         "into Python": into_python,
         REFERENCE: reference,
     }
-    say("warming up each reader once (the operator keeps its Spark session warm)")
-    for fn in ways.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for i in range(RUNS):
-        for name, fn in ways.items():  # alternating, so drift hits all alike
-            times[name].append(_timed(fn))
-            say(f"erasure scan run {i + 1}/{RUNS}: {name} {times[name][-1]:.2f} s")
-    med = {name: statistics.median(t) for name, t in times.items()}
+    med = alternating_medians(ways, RUNS, "erasure scan")
 
     # The line: both scans over growing spans of the same partitions, median of 3 each
     # (the in-process scan once at 1M: it takes seconds and varies little).
     line: dict[int, tuple[float, float]] = {}
     for span in SPANS:
         part = {tp: (0, min(e, span // PARTITIONS)) for tp, (_, e) in ranges.items()}
-        ours = statistics.median(_timed(partial(spark_scan, part)) for _ in range(RUNS))
+        ours = statistics.median(timed(partial(spark_scan, part)) for _ in range(RUNS))
         runs = 1 if span >= 1_000_000 else RUNS
-        here = statistics.median(_timed(partial(in_process, part)) for _ in range(runs))
+        here = statistics.median(timed(partial(in_process, part)) for _ in range(runs))
         line[span] = (ours, here)
         say(f"erasure scan over {span}: Spark {ours:.2f} s, in process {here:.2f} s")
     return [row(med, line, session_s, cold, perf_lines[-1])]

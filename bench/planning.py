@@ -35,6 +35,7 @@ from bench.common import (
     say,
     wait_for_leaders,
 )
+from bench.common import timed as wall_seconds
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -248,12 +249,6 @@ class Measured:
         )
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    started = time.monotonic()
-    fn()
-    return time.monotonic() - started
-
-
 def _capped(spark: Any, fn: Callable[[], Any]) -> float | None:
     """fn's time, or None when its Spark jobs were cancelled after SPARK_CAP_S."""
     sc = spark.sparkContext
@@ -268,7 +263,7 @@ def _capped(spark: Any, fn: Callable[[], Any]) -> float | None:
     sc.setJobGroup(group, "planning benchmark")
     timer.start()
     try:
-        return _timed(fn)
+        return wall_seconds(fn)
     except Exception:
         if fired.is_set():
             return None
@@ -322,8 +317,8 @@ def measure(bootstrap: str, prefix: str, partitions: int, with_spark: bool = Tru
                 with_spark, spark_s = False, []
             else:
                 spark_s.append(took)
-        here_s.append(_timed(lambda: here(cast(PolicyKafka, KafkaAdmin(bootstrap)))))
-        ref_s.append(_timed(reference))
+        here_s.append(wall_seconds(lambda: here(cast(PolicyKafka, KafkaAdmin(bootstrap)))))
+        ref_s.append(wall_seconds(reference))
     # Where the time goes, from one more run of each (not counted in the medians).
     timed = Timed(KafkaAdmin(bootstrap))
     here(cast(PolicyKafka, timed))

@@ -6,12 +6,19 @@ the confluent-kafka reader in Python tasks and, when its connector matches Spark
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from collections.abc import Callable
 from functools import partial
 
-from bench.common import RUN, Point, Row, java_tool, say, wait_for_leaders
+from bench.common import (
+    RUN,
+    Point,
+    Row,
+    alternating_medians,
+    consumer_perf,
+    say,
+    wait_for_leaders,
+)
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -58,12 +65,6 @@ def _produce(bootstrap: str, topic: str) -> list[int]:
     ]
 
 
-def _timed(fn: Callable[[], object]) -> float:
-    started = time.monotonic()
-    fn()
-    return time.monotonic() - started
-
-
 def bench_scan(stack: Stack, admin: AdminClient) -> list[Row]:
     bootstrap = stack.kafka.bootstrap_servers
     topic = f"bench-scan-{RUN}"
@@ -103,18 +104,7 @@ def bench_scan(stack: Stack, admin: AdminClient) -> list[Row]:
     perf_lines: list[str] = []
 
     def reference() -> None:
-        perf = java_tool(
-            "org.apache.kafka.tools.ConsumerPerformance",
-            "--bootstrap-server",
-            bootstrap,
-            "--topic",
-            topic,
-            "--messages",
-            str(SCAN_RECORDS),
-            "--timeout",
-            "60000",
-        )
-        perf_lines.append(perf.stdout.strip().splitlines()[-1])
+        perf_lines.append(consumer_perf(bootstrap, topic, SCAN_RECORDS))
 
     ways: dict[str, Callable[[], None]] = {}
     if source:
@@ -125,15 +115,7 @@ def bench_scan(stack: Stack, admin: AdminClient) -> list[Row]:
         python_unconsumed
     )
     ways["kafka-consumer-perf-test"] = reference
-    say("warming up each reader once (the operator keeps its Spark session warm)")
-    for fn in ways.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for i in range(RUNS):
-        for name, fn in ways.items():  # alternating, so drift hits all alike
-            times[name].append(_timed(fn))
-            say(f"scan run {i + 1}/{RUNS}: {name} {times[name][-1]:.2f} s")
-    med = {name: statistics.median(t) for name, t in times.items()}
+    med = alternating_medians(ways, RUNS, "scan")
     ref = med["kafka-consumer-perf-test"]
     mb = SCAN_RECORDS * (RECORD_BYTES + 10) / 1e6
 
