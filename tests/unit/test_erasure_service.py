@@ -8,7 +8,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -1600,6 +1600,25 @@ def test_cuts_beyond_max_collateral_records_end_failed_naming_the_field_with_not
     assert ready["reason"] == Reason.COLLATERAL_ABOVE_LIMIT
     assert "would remove 3 records of other keys" in ready["message"]
     assert world.kafka.deleted == []
+
+
+def test_cuts_over_more_partitions_than_the_binding_allows_in_one_purge_are_refused() -> None:
+    """A cut is DeleteRecords, a RecordPurge's power: the binding's partitionsPerPurge
+    caps it too (here 1, against the two partitions of clicks); nothing is cut."""
+    world = delete_world(*CUT)
+    world.admitted = replace(
+        Grant("team-a", 0, frozenset({"erase", "purge"}), ("clicks",), (), ()),
+        partitions_per_purge=1,
+    )
+    outcome = world.run()
+    assert isinstance(outcome, service.Outcome)
+    assert outcome.invalid_field == "spec.topics"
+    ready = world.condition("Ready")
+    assert ready["reason"] == Reason.QUOTA_EXCEEDED
+    assert "cover 2 partitions" in ready["message"]
+    assert "allows 1 in one cut (spec.limits.partitionsPerPurge)" in ready["message"]
+    assert world.kafka.deleted == []
+    assert world.kafka.written == []
 
 
 def test_cuts_within_max_collateral_records_go_ahead() -> None:

@@ -151,6 +151,9 @@ class Grant:
     protect: tuple[str, ...]  # the entry's own
     binding_protect: tuple[str, ...]  # spec.topics.protect and the well-known internals
     uncommitted_groups_hold: bool = False
+    # spec.limits.partitionsPerPurge: what one DeleteRecords of this namespace may cover
+    # (a RecordPurge's, an erasure's cut).
+    partitions_per_purge: int = DEFAULT_PARTITIONS_PER_PURGE
 
     @property
     def field(self) -> str:
@@ -216,6 +219,7 @@ class Binding:
                     tenant.protect,
                     self.protect,
                     tenant.uncommitted_groups_hold,
+                    self.partitions_per_purge,
                 )
         return None
 

@@ -684,13 +684,25 @@ def _cuttable(selection: Selection, topic: str) -> bool:
 
 
 def _above_limit(turn: Turn, judged: Judged) -> Refusal | None:
-    """spec.maxCollateralRecords: the cuts of this run, with what the erasure's earlier
-    cuts removed, must not take more of other keys' records than the user accepted from
-    the dry run; else nothing is cut and the erasure ends naming the field."""
+    """The binding's partitionsPerPurge caps the partitions one run cuts, as it caps a
+    RecordPurge's; spec.maxCollateralRecords: the cuts of this run, with what the
+    erasure's earlier cuts removed, must not take more of other keys' records than the
+    user accepted from the dry run. Else nothing is cut and the erasure ends naming the
+    field."""
+    wanted = {ev.tp_of(judged.entries[i]) for i in judged.to_cut}
+    grant = turn.grant
+    if grant is not None and len(wanted) > grant.partitions_per_purge:
+        # A cut is DeleteRecords, as a RecordPurge's: the same cap on one request.
+        message = (
+            f"the cuts would cover {len(wanted)} partitions; KafkaClusterBinding "
+            f"{grant.binding} allows {grant.partitions_per_purge} in one cut "
+            "(spec.limits.partitionsPerPurge): erase from fewer topics at a time; nothing "
+            "was cut"
+        )
+        return Refusal(Reason.QUOTA_EXCEEDED, message, "spec.topics")
     limit = turn.request.max_collateral_records
     if limit is None:
         return None
-    wanted = {ev.tp_of(judged.entries[i]) for i in judged.to_cut}
     now = sum(judged.cuts[tp].collateral_records for tp in wanted)
     # Under cut, status.summary carries what the erasure's cuts removed (picture.build).
     summary = turn.erasure.status.get("summary") or {}
