@@ -143,6 +143,9 @@ class TieredFake(FakeKafka):
             raise KafkaUnavailable("reading __remote_log_metadata: TOPIC_AUTHORIZATION_FAILED")
         return RemoteLog(list(self.records))
 
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        return dict.fromkeys(topics, self.topic_id)
+
 
 def _tiered(kafka: TieredFake) -> TieredKafka:
     return kafka  # the fake is a TieredKafka, as KafkaAdmin is (mypy checks it here)

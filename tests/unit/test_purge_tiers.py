@@ -73,6 +73,7 @@ class TieredFakeKafka(FakeLogs):
         self.remote_unavailable: str | None = None
         self.deletes = 0
         self.remote_reads = 0
+        self.topic_id = "topicid"  # every topic's, until a test makes one again
 
     def add(self, tp: TopicPartition, high: int, copied_segments: int) -> None:
         """A partition of `high` records whose first segments are copied to remote
@@ -80,7 +81,7 @@ class TieredFakeKafka(FakeLogs):
         self.logs[tp] = [0, high]
         self.configs.setdefault(tp.topic, TIERED if tp.topic == TOPIC else {})
         for i in range(copied_segments):
-            sid = SegmentId(tp.topic, "topicid", tp.partition, f"seg-{tp.partition}-{i}")
+            sid = SegmentId(tp.topic, self.topic_id, tp.partition, f"seg-{tp.partition}-{i}")
             started = RemoteSegment(
                 sid, i * 100, i * 100 + 99, 1000, 0, SegmentState.COPY_STARTED, self.clock.ms()
             )
@@ -168,6 +169,9 @@ class TieredFakeKafka(FakeLogs):
         if self.remote_unavailable is not None:
             raise KafkaUnavailable(self.remote_unavailable)
         return RemoteLog(list(self.records))
+
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        return dict.fromkeys(topics, self.topic_id)
 
 
 class Store:
@@ -286,6 +290,7 @@ def test_every_tiered_partitions_offsets_are_stored_and_the_first_listed_in_stat
             "highWatermark": 450,
             "earliestLocal": 450,
             "latestTiered": 299,
+            "topicId": "topicid",
         },
         {
             "topic": TOPIC,
@@ -295,6 +300,7 @@ def test_every_tiered_partitions_offsets_are_stored_and_the_first_listed_in_stat
             "highWatermark": 250,
             "earliestLocal": 250,
             "latestTiered": 99,
+            "topicId": "topicid",
         },
     ]
     assert store.status["tiered"]["offsets"] == lines
@@ -333,6 +339,28 @@ def test_the_condition_clears_once_each_segment_is_deleted_and_nothing_is_delete
     kafka.clock.advance(60)
     assert follow(kafka, store, body) is None
     assert kafka.remote_reads == reads
+
+
+def test_segments_of_a_former_topic_of_the_same_name_are_not_this_purges(
+    kafka: TieredFakeKafka,
+) -> None:
+    # The topic was deleted and made again under its name: a segment of the old one is
+    # stuck being deleted (KAFKA-16511), below this purge's cut by its offsets.
+    old = SegmentId(TOPIC, "old-topic-id", 0, "old-seg")
+    kafka.records.append(
+        RemoteSegment(old, 0, 99, 1000, 0, SegmentState.DELETE_STARTED, kafka.clock.ms())
+    )
+    store, body = Store(), spec(TOPIC)
+    purge(kafka, store, body)
+    assert store.status["tiered"]["remoteSegmentsPending"] == 4  # not 5
+    kafka.clock.advance(3)
+    kafka.remote_log_manager_run()
+    kafka.clock.advance(1.2)
+    kafka.remote_log_manager_run()
+    kafka.clock.advance(5)
+    follow(kafka, store, body)
+    found = remote_condition(store)
+    assert (found["status"], found["reason"]) == ("False", Reason.REMOTE_SEGMENTS_DELETED)
 
 
 def test_a_segment_the_cut_passes_only_partly_is_not_pending(kafka: TieredFakeKafka) -> None:
@@ -483,8 +511,8 @@ def test_stored_cuts_read_back_keep_only_the_topics_the_spec_names() -> None:
     request = parse_spec(spec(TOPIC))
     assert isinstance(request, PurgeRequest)
     ref = {"sha256": hashlib.sha256(lines.encode()).hexdigest()}
-    found = tiers._stored_cuts(Store().with_blob("tiers", lines), request, ref)
-    assert found == {TopicPartition(TOPIC, 0): 400}
+    found = tiers._stored_places(Store().with_blob("tiers", lines), request, ref)
+    assert found == [tiers.Place(TOPIC, 0, 400)]
 
 
 def test_lost_stored_cuts_end_the_watch_with_the_cause(kafka: TieredFakeKafka) -> None:
@@ -510,7 +538,7 @@ def test_stored_lines_that_are_no_partitions_are_refused_never_crashed_on(forged
     assert isinstance(request, PurgeRequest)
     ref = {"sha256": hashlib.sha256(forged.encode()).hexdigest()}
     with pytest.raises(tiers._CutsLost, match="cannot be read"):
-        tiers._stored_cuts(Store().with_blob("tiers", forged), request, ref)
+        tiers._stored_places(Store().with_blob("tiers", forged), request, ref)
 
 
 def test_a_resumed_purge_reads_which_topics_are_tiered(kafka: TieredFakeKafka) -> None:

@@ -9,7 +9,7 @@ keeps every call bounded by a timeout, so a reconcile never hangs on a dead clus
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -117,18 +117,29 @@ class KafkaAdmin(GroupReads, TierReads):
         """Every topic (internal ones too) with its topic id and each partition's replica
         brokers. All or nothing: an orphan check must never take a topic it could not
         describe for a topic that does not exist, so any failure raises KafkaUnavailable."""
-        names = self.topic_names()
-        out: dict[str, tuple[str, dict[int, frozenset[int]]]] = {}
+        return {
+            name: (
+                calls.kafka_uuid(desc.topic_id),
+                {p.id: frozenset(n.id for n in p.replicas) for p in desc.partitions},
+            )
+            for name, desc in self._describe(self.topic_names()).items()
+        }
+
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Each topic's id (a topic deleted and made again under its name has a new one);
+        raises KafkaUnavailable when any cannot be described."""
+        described = self._describe(sorted(set(topics)))
+        return {name: calls.kafka_uuid(desc.topic_id) for name, desc in described.items()}
+
+    def _describe(self, names: Sequence[str]) -> dict[str, Any]:
+        """DescribeTopics of `names`, 500 a request; any failure raises KafkaUnavailable."""
+        out: dict[str, Any] = {}
         for i in range(0, len(names), 500):
-            chunk = TopicCollection(names[i : i + 500])
+            chunk = TopicCollection(list(names[i : i + 500]))
             try:
                 futures = self._admin.describe_topics(chunk, request_timeout=self._timeout)
                 for name, fut in futures.items():
-                    desc = calls.wait(fut, self._timeout)
-                    out[name] = (
-                        calls.kafka_uuid(desc.topic_id),
-                        {p.id: frozenset(n.id for n in p.replicas) for p in desc.partitions},
-                    )
+                    out[name] = calls.wait(fut, self._timeout)
             except Exception as exc:
                 raise self._unavailable(f"describing topics: {calls.failure(exc)}") from exc
         return out

@@ -166,14 +166,20 @@ class BelowCuts:
 
 
 def below_cuts(
-    log: RemoteLog, cuts: Mapping[TopicPartition, int], since_ms: int | None
+    log: RemoteLog,
+    cuts: Mapping[TopicPartition, int],
+    since_ms: int | None,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> BelowCuts:
     """Fold each partition's segments wholly below its cut (end offset, inclusive, below
     it: a segment holding the cut stays whole). `since_ms`: when the cut went out (None:
-    unknown, so nothing counts as deleted by it), less CLOCK_SLACK_MS."""
+    unknown, so nothing counts as deleted by it), less CLOCK_SLACK_MS. `topic_ids`: the
+    topics' ids now, so that a former topic of the same name is not counted (a topic
+    without one: by name alone)."""
     out = BelowCuts()
+    ids = topic_ids or {}
     for tp, cut in cuts.items():
-        for s in log.segments(tp):
+        for s in log.segments(tp, ids.get(tp.topic)):
             if s.end_offset >= cut:
                 continue
             if s.state != SegmentState.DELETE_FINISHED:

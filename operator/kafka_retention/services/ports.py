@@ -164,3 +164,8 @@ class TieredKafka(Protocol):
     def remote_log(self) -> RemoteLog:
         """Every remote segment's latest state, as the brokers recorded it."""
         ...
+
+    def topic_ids(self, topics: Iterable[str]) -> Mapping[str, str]:
+        """Each topic's id: the remote log names segments by it, and a topic deleted and
+        made again under its name has a new one."""
+        ...

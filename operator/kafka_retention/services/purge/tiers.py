@@ -90,6 +90,7 @@ class Place:
     earliest_local: int | None = None
     latest_tiered: int | None = None
     pending_upload: int | None = None
+    topic_id: str | None = None  # the topic's id at the cut (remote segments name it)
 
     @property
     def tp(self) -> TopicPartition:
@@ -103,6 +104,7 @@ class Place:
             ("earliestLocal", self.earliest_local),
             ("latestTiered", self.latest_tiered),
             ("earliestPendingUpload", self.pending_upload),
+            ("topicId", self.topic_id),
         ):
             if value is not None:
                 out[key] = value
@@ -117,7 +119,8 @@ class Place:
         topic, partition, cut = item.get("topic"), item.get("partition"), item.get("cut")
         if not isinstance(topic, str) or not _offset(partition) or not _offset(cut):
             raise ValueError(f"not a tiered partition's line: {str(item)[:200]}")
-        return cls(topic, partition, cut)
+        topic_id = item.get("topicId")
+        return cls(topic, partition, cut, topic_id=topic_id if isinstance(topic_id, str) else None)
 
 
 def _offset(value: Any) -> TypeGuard[int]:
@@ -132,10 +135,11 @@ def from_lines(payload: str) -> list[Place]:
     return [Place.from_json(json.loads(line)) for line in payload.splitlines() if line.strip()]
 
 
-def tally(log: RemoteLog, cuts: Mapping[TopicPartition, int], since: datetime) -> BelowCuts:
-    """The segments below each partition's cut: those still to delete, and those deleted
-    since the delete went out."""
-    return below_cuts(log, cuts, _ms(since))
+def tally(log: RemoteLog, places: Sequence[Place], since: datetime) -> BelowCuts:
+    """The segments below each partition's cut (of its topic's id at the cut, where
+    known): those still to delete, and those deleted since the delete went out."""
+    ids = {p.topic: p.topic_id for p in places if p.topic_id is not None}
+    return below_cuts(log, {p.tp: p.cut for p in places}, _ms(since), ids)
 
 
 def _ms(moment: datetime) -> int:
@@ -255,13 +259,12 @@ def after_cut(
         offsets_ref = _save(blobs, places)
     except WriteRefused as err:
         notes.append(f"offsets not stored: HTTP {err.status} {err.reason}")
-    cuts = {p.tp: p.cut for p in places}
     try:
         remote = kafka.remote_log()
     except KafkaUnavailable as err:
         found, condition = None, unreadable(err)
     else:
-        found = tally(remote, cuts, since)
+        found = tally(remote, places, since)
         condition = judge(found, since)
     checked = now()
     status: dict[str, Any] = {
@@ -315,7 +318,7 @@ def dry_run(
     except KafkaUnavailable as err:
         notes.append(f"remote log metadata not read: {err}")
     else:
-        below = tally(remote, {p.tp: p.cut for p in places}, now())
+        below = tally(remote, places, now())
         status["remoteSegmentsBelowCut"] = below.pending
         status["remoteBytesBelowCut"] = below.pending_bytes
     status["checkedAt"] = ms_timestamp(now())
@@ -347,6 +350,11 @@ def _places(kafka: _TieredPlanner, cut: Sequence[PurgeEntry], notes: list[str]) 
         tiers = kafka.tier_offsets(tps)
     except KafkaUnavailable as err:
         notes.append(f"tier offsets not read: {err}")
+    ids: Mapping[str, str] = {}
+    try:
+        ids = kafka.topic_ids({e.topic for e in cut})
+    except KafkaUnavailable as err:
+        notes.append(f"topic ids not read (remote segments matched by name): {err}")
     out: list[Place] = []
     for e in sorted(cut, key=lambda e: (e.topic, e.partition)):
         where = tiers.get(e.tp)
@@ -361,6 +369,7 @@ def _places(kafka: _TieredPlanner, cut: Sequence[PurgeEntry], notes: list[str]) 
                 where.earliest_local if where else None,
                 where.latest_tiered if where else None,
                 where.pending_upload if where else None,
+                ids.get(e.topic),
             )
         )
     return out
@@ -456,7 +465,7 @@ def check(f: Follow) -> RemoteCheck | None:
         request = parse_spec(f.spec)
         if f.admit is not None:
             f.admit(f.spec, request)
-        cuts = _stored_cuts(f.blobs, request, tiered.get("offsetsRef"))
+        stored = _stored_places(f.blobs, request, tiered.get("offsetsRef"))
         kafka = f.connect(request)
         if not isinstance(kafka, TierReads):
             return _checked(f, tiered, _unconfirmed("this connection cannot read it"), None, now)
@@ -474,7 +483,7 @@ def check(f: Follow) -> RemoteCheck | None:
             CONDITION, "True", Reason.REMOTE_SEGMENTS_PENDING, str(before.get("message", ""))
         )
         return _checked(f, tiered, kept, None, now)
-    found = tally(remote, cuts, since)
+    found = tally(remote, stored, since)
     condition = judge(found, since)
     if "checkError" in tiered:
         tiered["checkError"] = None  # a merge patch removes the field so
@@ -487,11 +496,11 @@ class _CutsLost(Exception):
     """The stored cuts cannot be read back: the purge can no longer be checked."""
 
 
-def _stored_cuts(blobs: BlobStore, request: PurgeRequest, ref: Any) -> dict[TopicPartition, int]:
-    """The cuts as stored after the purge, as status's checksum says they were, and only
-    on topics the (immutable, admitted) spec names. The ConfigMaps are in the purge's
-    namespace, where a tenant may write: a lowered cut would report remote segments
-    deleted that still wait."""
+def _stored_places(blobs: BlobStore, request: PurgeRequest, ref: Any) -> list[Place]:
+    """The cuts (with their topics' ids) as stored after the purge, as status's checksum
+    says they were, and only on topics the (immutable, admitted) spec names. The
+    ConfigMaps are in the purge's namespace, where a tenant may write: a lowered cut would
+    report remote segments deleted that still wait."""
     if not isinstance(ref, Mapping) or not isinstance(ref.get("sha256"), str):
         raise _CutsLost("status.tiered.offsetsRef names no checksum")
     try:
@@ -507,7 +516,7 @@ def _stored_cuts(blobs: BlobStore, request: PurgeRequest, ref: Any) -> dict[Topi
     except (ValueError, RecursionError) as err:  # json's errors are ValueErrors
         raise _CutsLost(f"the stored offsets cannot be read ({str(err)[:200]})") from err
     names = request.topic_names()
-    return {p.tp: p.cut for p in places if p.topic in names}
+    return [p for p in places if p.topic in names]
 
 
 def _unconfirmed(why: str) -> Condition:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -68,6 +68,8 @@ class TierReader(Protocol):
 
     def remote_log(self) -> RemoteLog: ...
 
+    def topic_ids(self, topics: Iterable[str]) -> Mapping[str, str]: ...
+
 
 @dataclass(frozen=True)
 class TierRead:
@@ -77,6 +79,8 @@ class TierRead:
     remote: RemoteLog | None
     local_error: str | None = None
     remote_error: str | None = None
+    # The topics' ids: the remote log names segments by them (none read: by name alone).
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
     def error(self) -> str | None:
         said = [e for e in (self.local_error, self.remote_error) if e]
@@ -119,12 +123,14 @@ class BatchTiers:
         except Exception as err:
             log.warning("local bytes of tiered topics unreadable: %s", err)
             local_error = _why("local bytes (DescribeLogDirs)", err)
+        ids: Mapping[str, str] = {}
         try:
             remote = kafka.remote_log()
+            ids = dict(kafka.topic_ids(self._topics))
         except Exception as err:
             log.warning("remote log metadata unreadable: %s", err)
             remote_error = _why("remote log metadata", err)
-        return TierRead(local, remote, local_error, remote_error)
+        return TierRead(local, remote, local_error, remote_error, ids)
 
 
 @dataclass(frozen=True)
@@ -193,7 +199,10 @@ def watch(
         # A partition's log start after this run: where it cut, what the plan read.
         cuts = {tp: moved[tp][1] if tp in moved else start for tp, start in starts.items()}
         pending = below_cuts(
-            read.remote, {tp: c for tp, c in cuts.items() if c is not None}, since_ms
+            read.remote,
+            {tp: c for tp, c in cuts.items() if c is not None},
+            since_ms,
+            read.topic_ids,
         )
     topics: dict[str, dict[str, Any]] = {}
     totals = {"local": 0, "remote": 0}
@@ -207,8 +216,10 @@ def watch(
             entry["localBytes"] = int(read.local.get(topic, 0))
             totals["local"] += entry["localBytes"]
         if read.remote is not None:
+            topic_id = read.topic_ids.get(topic)
             remote_bytes = sum(
-                read.remote.remote_bytes(TopicPartition(r.topic, r.partition)) for r in topic_rows
+                read.remote.remote_bytes(TopicPartition(r.topic, r.partition), topic_id)
+                for r in topic_rows
             )
             entry["remoteBytes"] = remote_bytes
             entry["remoteBytesPendingDeletion"] = pending.pending_bytes_of.get(topic, 0)
