@@ -17,6 +17,7 @@
  *   ask GROUP [TOPIC PARTITION]   (repeated; a group with no partition still gets its type)
  *   tier TOPIC PARTITION  (repeated: where a tiered partition's data is, KIP-405)
  *   size TOPIC            (repeated: the topic's local bytes on every broker's log dirs)
+ *   features              (what the cluster runs: DescribeFeatures)
  *   end ID
  * The answer:
  *   answer ID
@@ -27,6 +28,9 @@
  *                                              "-" where the broker has no such offset)
  *   bytes BROKER TOPIC PARTITION BYTES         (DescribeLogDirs, summed over the broker's dirs;
  *                                              remote bytes are never in it)
+ *   finalized FEATURE LEVEL                    (each finalized feature: metadata.version,
+ *                                              group.version, share.version, ...)
+ *   supported FEATURE MAXLEVEL                 (the answering broker's highest level of each)
  *   error retriable|fatal MESSAGE              (instead of the above when the read failed)
  *   done ID
  * The position is the committed offset for consumer, classic and streams groups and the
@@ -52,7 +56,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.FeatureMetadata;
+import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.SupportedVersionRange;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
@@ -119,6 +126,7 @@ public final class GroupPositions {
                 }
                 case "tier" -> extra.tiers.add(new TopicPartition(f[1], Integer.parseInt(f[2])));
                 case "size" -> extra.sizes.add(f[1]);
+                case "features" -> extra.features = true;
                 case "end" -> {
                     String id = f.length > 1 ? f[1] : "0";
                     TreeMap<String, String> c = config;
@@ -152,6 +160,7 @@ public final class GroupPositions {
     private static final class Request {
         final List<TopicPartition> tiers = new ArrayList<>();
         final Set<String> sizes = new TreeSet<>();
+        boolean features;
     }
 
     private void answer(String id, TreeMap<String, String> config, Map<String, List<TopicPartition>> asked,
@@ -166,6 +175,9 @@ public final class GroupPositions {
             }
             tiers(client, extra.tiers, chunk, lines);
             sizes(client, extra.sizes, lines);
+            if (extra.features) {
+                features(client, lines);
+            }
             for (String l : lines) {
                 text.append(l).append('\n');
             }
@@ -187,6 +199,23 @@ public final class GroupPositions {
         text.append("done\t").append(encode(id)).append('\n');
         write(text.toString());
         closeIdle();
+    }
+
+    /**
+     * What the cluster runs (DescribeFeatures): each finalized feature's level, the
+     * metadata.version among them (which tells the Kafka release the cluster is on), and
+     * the highest level the answering broker supports of each feature (a release that
+     * knows share groups but has them off finalizes share.version 0, or not at all).
+     */
+    private void features(Client client, List<String> lines) throws Exception {
+        FeatureMetadata metadata = client.admin.describeFeatures().featureMetadata()
+            .get(client.timeoutMs, TimeUnit.MILLISECONDS);
+        for (Map.Entry<String, FinalizedVersionRange> e : new TreeMap<>(metadata.finalizedFeatures()).entrySet()) {
+            lines.add("finalized\t" + encode(e.getKey()) + "\t" + e.getValue().maxVersionLevel());
+        }
+        for (Map.Entry<String, SupportedVersionRange> e : new TreeMap<>(metadata.supportedFeatures()).entrySet()) {
+            lines.add("supported\t" + encode(e.getKey()) + "\t" + e.getValue().maxVersion());
+        }
     }
 
     private void read(Client client, Map<String, List<TopicPartition>> asked, int chunk, List<String> lines)

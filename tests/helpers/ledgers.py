@@ -10,6 +10,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kafka_retention.core import ledger as core
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, OffsetKind, WriteRefused
 from kafka_retention.core.ledger import (
@@ -123,6 +124,9 @@ class NeverCuts:
         self, tps: Iterable[TopicPartition], kind: OffsetKind
     ) -> Mapping[TopicPartition, int | KafkaFailure]:
         raise AssertionError("offsets read for a cut")
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        return None  # what it runs is unknown: groups are read as before
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.policy_spec import PolicySpec
@@ -92,6 +93,13 @@ class FakeKafka(FakeLogs):
     ) -> dict[TopicPartition, int | KafkaFailure | None]:
         self._call("first_record_times")
         return {tp: self.first_times.get(tp) for tp in tps}
+
+    # What the cluster runs (None: unknown, so groups are read as before).
+    features: ClusterFeatures | None = None
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        self._call("cluster_features")
+        return self.features
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.services.cutting import delete_and_verify
@@ -30,6 +31,9 @@ class Broker(FakeLogs):
 
     def _call(self, what: str) -> None:
         self.calls.append(what)
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        return None  # what it runs is unknown: groups are read as before
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from kafka_retention.adapters.ledger_store import KubeLedger
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.bindings import Grant
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.conditions import EventReason, Reason
 from kafka_retention.core.erasure import ErasureRequest, parse_erasure_spec
 from kafka_retention.core.erasure_scan import (
@@ -204,6 +205,9 @@ class FakeErasureKafka:
     def group_ids(self) -> list[str]:
         self._check("group_ids")
         return sorted(self.groups)
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        return None  # what it runs is unknown: groups are read as before
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kafka_retention.adapters.kube_clusters import ClusterUnresolved
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import (
     KafkaFailure,
@@ -70,6 +71,13 @@ class FakeKafka(FakeLogs):
         self, tps: Iterable[TopicPartition], timestamp_ms: int
     ) -> dict[TopicPartition, int]:
         return dict.fromkeys(tps, -1)
+
+    # What the cluster runs (None: unknown, so groups are read as before).
+    features: ClusterFeatures | None = None
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        self._call("cluster_features")
+        return self.features
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]
@@ -237,6 +245,9 @@ class RewindingGroup(FakeKafka):
         self.committed_offsets = {"audit": {T0: 70}}
         self.rewinds, self.reread_fails, self.reads = rewinds, reread_fails, 0
         self.rereading, self.saving = threading.Event(), threading.Event()
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        return None  # what it runs is unknown: groups are read as before
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

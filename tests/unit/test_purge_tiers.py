@@ -16,6 +16,7 @@ from kopf._core.intents import registries
 from prometheus_client import CollectorRegistry
 
 from kafka_retention import metrics
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
@@ -124,6 +125,9 @@ class TieredFakeKafka(FakeLogs):
         self, tps: Iterable[TopicPartition], timestamp_ms: int
     ) -> dict[TopicPartition, int]:
         return dict.fromkeys(tps, -1)
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        return None  # what it runs is unknown: groups are read as before
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka_retention.core.batch_errors import NAMES_OTHER_POLICY, NAMES_UNKNOWN
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.overlap import PeerIndex
@@ -82,6 +83,9 @@ class ReadsMustOverlap(FakeKafka):
         self.started[what].set()
         for other, event in self.started.items():
             assert event.wait(5), f"{other} not sent while {what} was in flight"
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        return None  # what it runs is unknown: groups are read as before
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

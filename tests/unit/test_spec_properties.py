@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_retention.core import topics as topic_rules
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, PartitionFacts, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, OffsetKind
 from kafka_retention.core.overlap import Peer, PeerIndex, conservative_cut
@@ -672,6 +673,9 @@ class RefusingKafka:
         Mapping[TopicPartition, int | KafkaFailure], Mapping[TopicPartition, int | KafkaFailure]
     ]:
         raise AssertionError("a dry run read offsets")
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        return None  # what it runs is unknown: groups are read as before
 
     def group_positions(
         self, wanted: Mapping[str, Iterable[TopicPartition]]

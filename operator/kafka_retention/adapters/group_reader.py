@@ -2,7 +2,8 @@
 GroupPositions.java), for what librdkafka cannot read: which type a group id names, and
 where share groups (their share-partition start offsets) and streams groups are; and,
 for tiered storage, the ListOffsets specs librdkafka refuses (earliest local, latest
-tiered, earliest pending upload) and DescribeLogDirs, which it lacks.
+tiered, earliest pending upload) and DescribeLogDirs, which it lacks; and what the
+cluster runs (DescribeFeatures), which librdkafka does not expose.
 
 One reader process serves the whole Python process (the operator, a CLI run, a Spark
 worker): it is started on first use, keeps an Admin per connection, answers requests
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.java_client import java_properties
 from kafka_retention.core.tiers import TierOffsets
@@ -126,6 +128,34 @@ def tier_request_lines(
     lines.extend(f"size\t{_encode(topic)}" for topic in sizes)
     lines.append(f"end\t{request_id}")
     return lines
+
+
+def features_request_lines(properties: Mapping[str, str], request_id: int = 0) -> list[str]:
+    """A request for the cluster's finalized and supported feature levels."""
+    lines = [f"config\t{_encode(k)}\t{_encode(v)}" for k, v in sorted(properties.items())]
+    lines += ["features", f"end\t{request_id}"]
+    return lines
+
+
+def parse_features(lines: Iterable[str]) -> ClusterFeatures:
+    """The reader's answer to features_request_lines. Raises GroupReaderError on an error
+    line or a malformed one."""
+    finalized: dict[str, int] = {}
+    supported: dict[str, int] = {}
+    for line in lines:
+        fields = [_decode(f) for f in line.split("\t")]
+        if fields[0] == "error" and len(fields) == 3:
+            raise GroupReaderError(fields[2], retriable=fields[1] == "retriable")
+        if fields[0] in ("finalized", "supported") and len(fields) == 3:
+            try:
+                level = int(fields[2])
+            except ValueError:
+                pass
+            else:
+                (finalized if fields[0] == "finalized" else supported)[fields[1]] = level
+                continue
+        raise GroupReaderError(f"group reader: unexpected answer line {line[:200]!r}")
+    return ClusterFeatures(finalized, supported)
 
 
 def _offset(text: str) -> int | None:
@@ -258,6 +288,14 @@ class GroupReader:
             timeout * requests,
         )
         return parse_tiers(lines, tiers)
+
+    def read_features(self, properties: Mapping[str, str], timeout: float) -> ClusterFeatures:
+        """What the cluster runs: its finalized feature levels (metadata.version among
+        them) and the answering broker's supported ones (DescribeFeatures)."""
+        lines = self._ask(
+            lambda request_id: features_request_lines(properties, request_id), timeout
+        )
+        return parse_features(lines)
 
     def _ask(self, build: Callable[[int], list[str]], budget: float) -> list[str]:
         """One request's answer lines (before parsing): written with a fresh id, waited

@@ -7,6 +7,9 @@ connection's properties and its timeout."""
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_retention.adapters import group_reader
 from kafka_retention.adapters.kafka_calls import failure, wait
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.java_client import Unmappable
@@ -26,6 +30,13 @@ COMMITTED_PER_REQUEST = 5_000
 # Consumer groups read at once, each through its own consumer handle: a purge or batch
 # naming several groups waits for the slowest, not for their sum.
 GROUPS_AT_ONCE = 8
+# How long one read of a cluster's features serves every caller with the same connection:
+# they change only when an administrator finalizes a new level (an upgrade), and every
+# policy run and purge asks.
+FEATURES_FRESH_S = 300.0
+_features: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, ClusterFeatures]] = {}
+_features_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 class GroupReads:
@@ -69,6 +80,32 @@ class GroupReads:
             for group, positions in zip(mine, read, strict=True):
                 out[group] = GroupRead(listed.get(group, GroupType.NONE), positions)
         return out
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        """What the cluster runs (finalized feature levels: metadata.version, group.version,
+        share.version, streams.version), or None when it cannot be read (no group reader
+        installed, or the cluster did not answer): callers then go on as before. One read
+        serves every caller with the same connection, credentials included, for
+        FEATURES_FRESH_S."""
+        key = (self._bootstrap, tuple(sorted(self._client_config.items())))
+        with _features_lock:
+            cached = _features.get(key)
+        if cached is not None and time.monotonic() - cached[0] < FEATURES_FRESH_S:
+            return cached[1]
+        reader = group_reader.shared()
+        if reader is None:
+            return None
+        try:
+            properties = group_reader.admin_properties(
+                self._bootstrap, self._client_config, self._timeout
+            )
+            features = reader.read_features(properties, self._timeout)
+        except (Unmappable, group_reader.GroupReaderError) as err:
+            log.warning("features of cluster %s unreadable: %s", self._bootstrap, err)
+            return None
+        with _features_lock:
+            _features[key] = (time.monotonic(), features)
+        return features
 
     def _consumer_group_types(self) -> dict[str, GroupType]:
         """Consumer and classic groups by id, as librdkafka lists them (share and streams

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.erasure_scan import PartitionScan, TombstoneWrite, WrittenTombstone
 from kafka_retention.core.facts import GroupRead, TopicPartition
 from kafka_retention.core.failures import KafkaFailure, OffsetKind
@@ -59,6 +60,9 @@ class KafkaCutter(Protocol):
     def delete_records(
         self, cuts: Mapping[TopicPartition, int]
     ) -> Mapping[TopicPartition, int | KafkaFailure]: ...
+    def cluster_features(self) -> ClusterFeatures | None:
+        """What the cluster runs; None when it cannot be read."""
+        ...
 
 
 class KafkaPlanner(KafkaCutter, Protocol):

@@ -17,7 +17,7 @@ from typing import Any
 
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, Unresolved
 from kafka_retention.core.overlap import (
     Holder,
     Peer,
@@ -31,7 +31,7 @@ from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.services.cutting import delete_and_verify
-from kafka_retention.services.fresh import read_facts
+from kafka_retention.services.fresh import hold_unknown_groups, read_facts
 from kafka_retention.services.policy import report
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome, failed, ready_conditions
 from kafka_retention.services.ports import KafkaCutter, PolicyKafka
@@ -66,12 +66,19 @@ def apply_plan(
     notes: dict[str, str] = {}
     held: dict[str, list[report.HeldBack]] = {}
     try:
+        # A group the plan read as absent, on a cluster that cannot have share or streams
+        # groups, holds the whole run, watches included (it may be one of those, named
+        # for another cluster). The fresh re-read below checks again before any delete:
+        # a plan's group types come back from Spark pods, which a tenant could forge.
+        hold_unknown_groups(kafka, plan.group_types)
         # A reader's policy (its entry grants protect, not retention) cuts nothing: its
         # plan serves its status and watches, with no fresh re-read for cuts.
         if spec.cuts:
             cuts, notes, held = _safe_cuts(run, spec, kafka, rows, peers, started)
     except KafkaUnavailable as err:
         return failed(run, spec, Reason.KAFKA_UNAVAILABLE, err, started, retry_delay)
+    except Unresolved as err:
+        return failed(run, spec, err.reason, err, started, retry_delay)
     # When the deletes went out: RemoteDeletionPending says how long after it the last
     # remote segment below the cuts was deleted.
     cut_at = run.now() if cuts and not spec.dry_run else None
@@ -111,6 +118,7 @@ def apply_plan(
     interval = spec.interval_ms / 1000
     run.store.patch(
         {
+            **_kafka_status(kafka),
             **watches.status(),
             **report.run_status(
                 run.status,
@@ -157,6 +165,13 @@ def apply_plan(
         groups=groups,
         **_remote(watches.tiers),
     )
+
+
+def _kafka_status(kafka: PolicyKafka) -> dict[str, Any]:
+    """status.kafka: what the cluster runs (its release, metadata.version and the group
+    types it can have); nothing when that cannot be read."""
+    features = kafka.cluster_features()
+    return {"kafka": features.status()} if features is not None else {}
 
 
 def _remote(tiers: TierReport | None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from a partial picture; a topic or partition that fails for good becomes a faile
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -41,6 +42,7 @@ class Planned:
     entries: list[PurgeEntry]
     groups: tuple[NamedGroup, ...]
     tiered: frozenset[str] = frozenset()
+    kafka: Mapping[str, object] | None = None  # status.kafka
 
 
 def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
@@ -48,7 +50,8 @@ def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
     entries = [planned(p) for p in plan_purge(request, given)]
     named = request.all_groups()
     groups = tuple(NamedGroup(g, group_types.get(g, "none")) for g in named)
-    return Planned(entries, groups, tiered)
+    features = kafka.cluster_features()
+    return Planned(entries, groups, tiered, features.status() if features else None)
 
 
 def gather_facts(

@@ -46,6 +46,8 @@ class Run:
     timings: Timings
     # status.groups, once this run has planned (a resumed run leaves the stored ones).
     groups: tuple[NamedGroup, ...] | None = None
+    # status.kafka: what the cluster runs (core.cluster_features), once this run planned.
+    kafka: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)

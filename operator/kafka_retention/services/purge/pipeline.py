@@ -112,7 +112,7 @@ def reconcile(purge: Purge) -> Outcome:
             status.write(purge, Planning(run, progress.field(Stage.PLANNING)))
             planned = plan(kafka, request)
             timings.mark("plannedAt")
-            entries, run = planned.entries, replace(run, groups=planned.groups)
+            entries, run = planned.entries, replace(run, groups=planned.groups, kafka=planned.kafka)
             tiered = planned.tiered
             progress.report(Stage.STORING, 0, len(entries))
             if len(entries) > limit and not request.dry_run:

@@ -278,6 +278,8 @@ def _run(run: Run) -> dict[str, Any]:
     }
     if run.groups is not None:
         fields["groups"] = [{"name": g.name, "type": g.type} for g in run.groups]
+    if run.kafka is not None:
+        fields["kafka"] = dict(run.kafka)
     return fields
 
 

@@ -1,0 +1,178 @@
+"""What a cluster runs (its finalized features) and what follows for the group types a spec
+names: a group that is no group at all, on a cluster that cannot have share or streams
+groups, holds every delete with GroupTypeUnsupported, in policies and purges alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_retention.adapters.group_reader import GroupReaderError, parse_features
+from kafka_retention.core.cluster_features import ClusterFeatures, unknown_groups
+from kafka_retention.core.facts import GroupType, TopicPartition
+from kafka_retention.core.failures import Unresolved
+from kafka_retention.services import purge as service
+from kafka_retention.services.fresh import hold_unknown_groups
+from tests.helpers.policy_runs import T0, FakeKafka, Store, ready, run_one
+from tests.unit.test_purge_service import FakeKafka as PurgeKafka
+from tests.unit.test_purge_service import Store as PurgeStore
+from tests.unit.test_purge_service import explicit
+from tests.unit.test_purge_service import run as run_purge
+
+# As the brokers of each release answer DescribeFeatures at their defaults.
+KAFKA_3_9 = ClusterFeatures({"metadata.version": 21, "kraft.version": 0}, {"metadata.version": 21})
+# 4.1 knows share groups (a preview) but has them off unless enabled.
+KAFKA_4_1 = ClusterFeatures(
+    {"metadata.version": 27, "group.version": 1},
+    {"metadata.version": 27, "group.version": 1, "share.version": 1},
+)
+EVERY_TYPE = ClusterFeatures(
+    {"metadata.version": 27, "group.version": 1, "share.version": 1, "streams.version": 1}
+)
+
+
+def test_the_release_is_the_one_metadata_version_names() -> None:
+    assert KAFKA_3_9.metadata_version == "3.9-IV0"
+    assert KAFKA_3_9.release == "3.9"
+    assert KAFKA_3_9.describe() == "Kafka 3.9 (metadata.version 3.9-IV0)"
+    assert KAFKA_3_9.status() == {
+        "version": "3.9",
+        "metadataVersion": "3.9-IV0",
+        "groupTypes": ["classic"],
+    }
+
+
+def test_a_level_newer_than_the_table_is_named_by_its_number() -> None:
+    newer = ClusterFeatures({"metadata.version": 999})
+    assert newer.metadata_version == "level 999"
+    assert newer.release is not None
+    assert newer.release.startswith(">")
+    assert "level 999" in newer.describe()
+
+
+def test_no_metadata_version_says_unknown() -> None:
+    features = ClusterFeatures({})
+    assert features.release is None
+    assert "unknown version" in features.describe()
+
+
+def test_each_group_type_needs_its_feature_at_level_one() -> None:
+    assert KAFKA_3_9.group_types() == [GroupType.CLASSIC]
+    assert KAFKA_4_1.group_types() == [GroupType.CONSUMER, GroupType.CLASSIC]
+    assert KAFKA_4_1.missing_types() == [GroupType.SHARE, GroupType.STREAMS]
+    assert EVERY_TYPE.missing_types() == []
+
+
+def test_why_a_type_is_missing_tells_off_from_absent() -> None:
+    assert "not enabled" in KAFKA_4_1.why_missing(GroupType.SHARE)
+    assert "has no streams groups" in KAFKA_4_1.why_missing(GroupType.STREAMS)
+    assert "has no share groups" in KAFKA_3_9.why_missing(GroupType.SHARE)
+
+
+def test_unknown_groups_only_where_the_cluster_lacks_a_type() -> None:
+    types = {"orders": GroupType.CLASSIC, "orders-share": GroupType.NONE}
+    assert unknown_groups(types, None) is None  # unreadable: read as before
+    assert unknown_groups(types, EVERY_TYPE) is None
+    assert unknown_groups({"orders": GroupType.CLASSIC}, KAFKA_3_9) is None
+    found = unknown_groups(types, KAFKA_3_9, ["spec.deleteConsumed.groups"])
+    assert found is not None
+    assert found.groups == ("orders-share",)
+    message = found.message()
+    assert "orders-share (spec.deleteConsumed.groups)" in message
+    assert "Kafka 3.9 (metadata.version 3.9-IV0)" in message
+    assert "no share groups or streams groups" in message
+    assert "orders," not in message  # a group that exists is not named
+
+
+def test_the_readers_feature_lines_are_parsed() -> None:
+    lines = ["finalized\tmetadata.version\t21", "supported\tshare.version\t1", "answer\t3"]
+    with pytest.raises(GroupReaderError, match="unexpected answer line"):
+        parse_features(lines)
+    features = parse_features(lines[:2])
+    assert features.finalized == {"metadata.version": 21}
+    assert features.supported == {"share.version": 1}
+    with pytest.raises(GroupReaderError, match="level"):
+        parse_features(["finalized\tmetadata.version\tlevel"])
+    with pytest.raises(GroupReaderError) as refused:
+        parse_features(["error\tfatal\tUnsupportedVersionException: no"])
+    assert not refused.value.retriable
+
+
+def test_features_are_read_only_when_a_group_is_absent() -> None:
+    kafka = FakeKafka()
+    kafka.features = KAFKA_3_9
+    hold_unknown_groups(kafka, {"a": GroupType.CLASSIC})
+    assert "cluster_features" not in kafka.calls
+    with pytest.raises(Unresolved) as held:
+        hold_unknown_groups(kafka, {"a": GroupType.CLASSIC, "b": "none"})
+    assert held.value.reason == "GroupTypeUnsupported"
+    assert kafka.calls == ["cluster_features"]
+
+
+def test_a_policy_naming_an_absent_group_on_3_9_deletes_nothing_and_says_why() -> None:
+    kafka = FakeKafka()
+    kafka.features = KAFKA_3_9
+    kafka.logs[T0] = [0, 100]
+    # maxRetention would cut everything; the notify group, were it read as a group that
+    # never committed, would hold nothing back.
+    kafka.first_times[T0] = 0
+    store = Store()
+    outcome = run_one(kafka, store, maxRetention="1h", notify={"groups": ["orders-share"]})
+    assert kafka.deletes == []
+    assert kafka.logs[T0] == [0, 100]
+    assert not outcome.ok
+    condition = ready(store)
+    assert (condition["status"], condition["reason"]) == ("False", "GroupTypeUnsupported")
+    assert "orders-share" in condition["message"]
+    assert "no share groups" in condition["message"]
+
+
+def test_the_same_policy_runs_where_the_cluster_has_every_type() -> None:
+    kafka = FakeKafka()
+    kafka.features = EVERY_TYPE
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 60}}
+    store = Store()
+    run_one(kafka, store, deleteConsumed={"groups": ["a"]})
+    assert kafka.logs[T0][0] == 60
+    assert ready(store)["reason"] == "RunSucceeded"
+    assert store.status["kafka"] == {
+        "version": "4.1",
+        "metadataVersion": "4.1-IV1",
+        "groupTypes": ["consumer", "classic", "share", "streams"],
+    }
+
+
+def test_a_policy_whose_groups_all_exist_runs_on_3_9() -> None:
+    kafka = FakeKafka()
+    kafka.features = KAFKA_3_9
+    kafka.logs[T0] = [0, 100]
+    kafka.commits = {"a": {T0: 60}}
+    kafka.group_types = {"a": GroupType.CLASSIC}
+    store = Store()
+    run_one(kafka, store, deleteConsumed={"groups": ["a"]})
+    assert kafka.logs[T0][0] == 60
+    assert store.status["kafka"]["version"] == "3.9"
+
+
+def test_a_purge_protecting_an_absent_group_on_3_9_deletes_nothing() -> None:
+    t0 = TopicPartition("t", 0)
+    kafka = PurgeKafka({t0: [0, 100]})
+    kafka.features = KAFKA_3_9
+    store = PurgeStore()
+    with pytest.raises(service.Retry):
+        run_purge(explicit((0, -1), protectGroups=["orders-share"]), kafka, store)
+    assert kafka.logs[t0] == [0, 100]
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    cond = {c["type"]: c for c in store.status["conditions"]}
+    assert (cond["Ready"]["status"], cond["Ready"]["reason"]) == ("False", "GroupTypeUnsupported")
+    assert "orders-share" in cond["Ready"]["message"]
+
+
+def test_a_purge_says_what_the_cluster_runs() -> None:
+    t0 = TopicPartition("t", 0)
+    kafka = PurgeKafka({t0: [0, 100]})
+    kafka.features = KAFKA_3_9
+    store = PurgeStore()
+    run_purge(explicit((0, 40)), kafka, store)
+    assert kafka.logs[t0][0] == 40
+    assert store.status["kafka"]["metadataVersion"] == "3.9-IV0"
