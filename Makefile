@@ -18,7 +18,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # matches, whatever its path and mtime.
 CACHE := $(shell PYTHONPATH=hack $(PYTHON) -c 'from devstack import paths; print(paths.cache_dir())')
 
-.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit check test-stack demo bench soak crds docs clean
+.PHONY: help setup venv dev-up dev-down dev-status lint test test-unit test-compat check test-stack demo bench soak crds docs clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -79,6 +79,10 @@ test: venv ## every phase, timed: setup, image, stack, lint, unit, integration +
 
 demo: setup ## bring the stack up, apply the CRDs, run the scripted scenario
 	$(PY) hack/demo.py
+
+test-compat: setup ## the core scenarios against every supported Kafka release (3.9 to 4.4) -> docs/compatibility.md
+	KAFKA_RETENTION_KAFKA_VERSIONS=all KAFKA_RETENTION_COMPAT_TABLE=docs/compatibility.md \
+		$(PY) -m pytest tests/e2e/test_kafka_versions.py -p no:xdist $(PYTEST_ARGS)
 
 soak: setup ## 15 min: 200 policies, 50 purges, moving groups, invariant sampler -> SOAK.md
 	SOAK_SECONDS=900 SOAK_POLICIES=200 SOAK_PURGES=50 SOAK_REPORT=SOAK.md \

@@ -90,3 +90,57 @@ def planted(stack: Stack) -> Iterator[list[Path]]:
             shutil.rmtree(path)
 
     yield from undone_afterwards(remove)
+
+
+# make test-compat: the scenarios of test_kafka_versions.py by release, as this run found
+# them, written into the file KAFKA_RETENTION_COMPAT_TABLE names when the session ends.
+COMPAT_TABLE = "KAFKA_RETENTION_COMPAT_TABLE"
+_compat: dict[tuple[str, str], str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if not os.environ.get(COMPAT_TABLE) or "test_kafka_versions.py::" not in report.nodeid:
+        return
+    test, _, param = report.nodeid.split("::")[-1].partition("[")
+    key = (test, param.rstrip("]"))
+    if report.when == "call" or report.outcome != "passed":
+        # A failed set-up (the release's cluster did not start) counts as a failure.
+        _compat[key] = "failed" if report.outcome == "failed" else report.outcome
+    elif key not in _compat:
+        _compat[key] = "not run"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    target = os.environ.get(COMPAT_TABLE)
+    if not target or not _compat:
+        return
+    from tests.helpers import kafka_versions
+
+    Path(target).write_text(compat_table(_compat, kafka_versions.SUPPORTED))
+
+
+def compat_table(outcomes: dict[tuple[str, str], str], supported: tuple[str, ...]) -> str:
+    """The markdown page of scenario outcomes by release."""
+    import datetime as dt
+    import platform
+
+    versions = [v for v in supported if any(k[1] == v for k in outcomes)]
+    tests = sorted({k[0] for k in outcomes})
+    mark = {"passed": "passes", "failed": "**fails**", "skipped": "skipped", "not run": "not run"}
+    lines = [
+        "# Kafka releases: scenarios by release",
+        "",
+        "Written by `make test-compat` (tests/e2e/test_kafka_versions.py) from its own "
+        "outcomes; do not edit by hand.",
+        f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on {platform.node()} "
+        f"({os.cpu_count()} cores): each release as three KRaft nodes on this machine, "
+        "at its defaults, the operator built from this tree.",
+        "",
+        "| scenario | " + " | ".join(versions) + " |",
+        "| --- | " + " | ".join("---" for _ in versions) + " |",
+    ]
+    for test in tests:
+        label = test.removeprefix("test_").replace("_", " ")
+        cells = [mark.get(outcomes.get((test, v), "not run"), "not run") for v in versions]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

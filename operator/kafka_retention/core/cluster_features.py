@@ -23,7 +23,9 @@ from kafka_retention.core.facts import GroupType
 
 # metadata.version feature levels and their names (org.apache.kafka.server.common.
 # MetadataVersion), from 3.3 (the first production KRaft release) to the newest release
-# the operator is tested against. A level above the table is named by its number.
+# the operator is tested against (printed from each release's own server-common jar:
+# 3.9.2 formats at 21, 4.0.1 at 25, 4.1.1 at 27, 4.3.1 at 30, 4.4.0 at 33). A level
+# above the table is named by its number.
 METADATA_VERSIONS: Mapping[int, str] = {
     4: "3.3-IV0",
     5: "3.3-IV1",
@@ -49,10 +51,19 @@ METADATA_VERSIONS: Mapping[int, str] = {
     25: "4.0-IV3",
     26: "4.1-IV0",
     27: "4.1-IV1",
+    28: "4.2-IV0",
+    29: "4.2-IV1",
+    30: "4.3-IV0",
+    31: "4.4-IV0",
+    32: "4.4-IV1",
+    33: "4.4-IV2",
 }
 
 # The feature each group type needs at level 1 or above. Classic groups need none: every
-# release has them.
+# release has them. At `kafka-storage format`'s defaults (each release's Feature enum):
+# 3.9 has none of the three; 4.0 group.version 1; 4.1 also knows share.version but
+# finalizes 0 (a preview) and streams.version only in testing; 4.2 and later finalize
+# all three (4.4: share.version 2).
 TYPE_FEATURES: Mapping[GroupType, str] = {
     GroupType.CONSUMER: "group.version",
     GroupType.SHARE: "share.version",
