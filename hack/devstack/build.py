@@ -46,12 +46,22 @@ def _settle(scratch: Path, final: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def kafka_jars() -> Path:
-    libs = paths.kafka_libs()
+def kafka_jars(version: str | None = None) -> Path:
+    """The pinned Kafka's jars (hack/kafka/pom.xml), or another release's
+    (versions-pom.xml, with `version` as its kafka.version): each in a cache directory of
+    its own."""
+    libs = paths.kafka_libs(version)
     if libs.is_dir() and any(libs.glob("kafka_2.13-*.jar")):
         return libs
-    _say(f"collecting Kafka {paths.Pins.read().kafka} jars with Maven (first run only)")
-    return _maven_jars(paths.POM, libs)
+    pinned = paths.Pins.read().kafka
+    if version is None or version == pinned:
+        _say(f"collecting Kafka {pinned} jars with Maven (first run only)")
+        return _maven_jars(paths.POM, libs)
+    _say(f"collecting Kafka {version} jars with Maven (first run of this version only)")
+    properties = {"kafka.version": version}
+    if paths.log4j1(version):
+        properties["kafka.log4j1"] = "true"  # its own reload4j, no Log4j2 beside it
+    return _maven_jars(paths.VERSIONS_POM, libs, properties=properties)
 
 
 def spark_kafka_jars() -> Path:
@@ -172,9 +182,14 @@ def _log_keys_bridge(jars: Path) -> None:
     run([sys.executable, str(paths.LOG_KEYS_BRIDGE), str(jars)], what="log keys bridge")
 
 
-def _maven_jars(pom: Path, out: Path, then: Callable[[Path], None] | None = None) -> Path:
+def _maven_jars(
+    pom: Path,
+    out: Path,
+    then: Callable[[Path], None] | None = None,
+    properties: dict[str, str] | None = None,
+) -> Path:
     """`pom`'s runtime dependencies copied into `out` (whose parent is made whole or not
-    at all), and `then` run on them before it is."""
+    at all), and `then` run on them before it is; `properties` set the pom's (-D)."""
     started = time.monotonic()
     scratch = _atomic_dir(out.parent) / out.name
     run(
@@ -184,6 +199,7 @@ def _maven_jars(pom: Path, out: Path, then: Callable[[Path], None] | None = None
             "-B",
             "-f",
             str(pom),
+            *(f"-D{k}={v}" for k, v in (properties or {}).items()),
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
             f"-DoutputDirectory={scratch}",

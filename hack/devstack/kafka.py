@@ -12,6 +12,11 @@ has a SASL_PLAINTEXT listener (SCRAM-SHA-512 and PLAIN, one user created at form
 time) and an SSL listener that requires a client certificate; the CA, the brokers' and
 a client's certificate are made anew at each format, so that client properties with
 SASL, truststores and keystores are tried against real brokers.
+
+Compatibility clusters (issue #50) run the same layout on other Kafka releases
+(COMPAT_VERSIONS), each on ports of its own, from that release's jars
+(build.kafka_jars(version)); without tiered storage unless the release is the pinned
+one, the only one whose LocalTieredStorage test jars are collected.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import ipaddress
+import shutil
 import signal
 import time
 import uuid
@@ -45,6 +51,12 @@ SASL_PORT_BASE = 29290  # SASL_PLAINTEXT: SCRAM-SHA-512 and PLAIN
 SSL_PORT_BASE = 29390  # SSL with client certificates
 # The isolated cluster's ports: each base above plus this (39101-39103 for its brokers).
 ISOLATED_PORT_OFFSET = 10
+# The compatibility clusters' releases, oldest first, and their port offsets: one per
+# release, so that any of them runs beside the stack's two clusters and one another.
+# An offset below 100 - the node count keeps every base's ports apart from the next
+# base's (brokers 39091-39163 < controllers 39191-39263; SASL 29291-29363 < SSL 29391-).
+COMPAT_PORT_OFFSETS = {"3.9.2": 20, "4.0.1": 30, "4.1.1": 40, "4.3.1": 50, "4.4.0": 60}
+COMPAT_VERSIONS = tuple(COMPAT_PORT_OFFSETS)
 # The main local cluster's id, the same at every cold start (the bytes
 # "kafka-retention\x01"): a KafkaClusterBinding names its cluster by id, and the README's
 # quick start applies examples/quickstart/binding.yaml as it is. Other clusters (the
@@ -71,13 +83,32 @@ logger.request.level = WARN
 logger.state.name = state.change.logger
 logger.state.level = WARN
 """
+# The same for Kafka 3, which logs through Log4j 1.2 (its own reload4j).
+LOG4J1 = """\
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=${kafka.logs.dir}/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+"""
+# The tiered-storage settings (the last ones of KafkaNode.properties), left out without it.
+TIERED_PREFIXES = ("remote.", "rsm.config.", "rlmm.config.")
+# Broker settings a release before 4.0 does not know (it would log them as unused).
+SINCE_4 = (
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
+)
 
 
 @dataclass(frozen=True)
 class KafkaNode:
     node_id: int
     root: Path  # .dev/<cluster>/<id>
-    port_offset: int = 0  # added to every port base: 0, or ISOLATED_PORT_OFFSET
+    port_offset: int = 0  # added to every port base: 0, ISOLATED_PORT_OFFSET, a compat one
+    version: str | None = None  # the Kafka release; None: the pinned one
+    tiered: bool = True  # LocalTieredStorage as the remote store (its jars must be there)
 
     @property
     def broker_port(self) -> int:
@@ -112,6 +143,14 @@ class KafkaNode:
         return self.root / "server.properties"
 
     def properties(self) -> dict[str, str]:
+        props = self._properties()
+        if not self.tiered:
+            props = {k: v for k, v in props.items() if not k.startswith(TIERED_PREFIXES)}
+        if paths.log4j1(self.version):
+            props = {k: v for k, v in props.items() if k not in SINCE_4}
+        return props
+
+    def _properties(self) -> dict[str, str]:
         base = CONTROLLER_PORT_BASE + self.port_offset
         voters = ",".join(f"{n}@127.0.0.1:{base + n}" for n in NODE_IDS)
         # Nodes past the quorum's three (a larger cluster's) are brokers only.
@@ -224,15 +263,49 @@ class KafkaCluster:
         heap: str = "768m",
         brokers: int = len(NODE_IDS),
         cluster_id: str | None = None,
+        version: str | None = None,
+        tiered: bool | None = None,
     ) -> None:
         """`brokers` past three adds broker-only nodes (ids 4, 5, ...) to the quorum's;
-        without `cluster_id`, each `prepare` formats the nodes with a new random id."""
+        without `cluster_id`, each `prepare` formats the nodes with a new random id.
+        `version`: the Kafka release (None: the pinned one, hack/kafka/pom.xml), whose
+        jars build.kafka_jars(version) collects. `tiered`: tiered storage on (None: where
+        the release's jars have LocalTieredStorage, the pinned release's only)."""
+        pin = paths.Pins.read().kafka
+        release = version or pin
+        pinned = release == pin
+        if tiered is None:
+            tiered = pinned
+        elif tiered and not pinned:
+            raise StackError(
+                f"Kafka {version} has no tiered storage here: LocalTieredStorage's test jars "
+                "are collected for the pinned release only (hack/kafka/pom.xml)"
+            )
         self.name = name
         self.cluster_id = cluster_id
         self.root = dev / name
         self.heap = heap
+        self.version = None if pinned else release  # None: the pinned jars, as before
+        self.release = release
+        self.tiered = tiered
         self.node_ids = tuple(range(1, max(brokers, len(NODE_IDS)) + 1))
-        self.nodes = [KafkaNode(n, self.root / str(n), port_offset) for n in self.node_ids]
+        self.nodes = [
+            KafkaNode(n, self.root / str(n), port_offset, self.version, tiered)
+            for n in self.node_ids
+        ]
+
+    @property
+    def libs(self) -> Path:
+        """The release's jars (build.kafka_jars(version) collects them)."""
+        return paths.kafka_libs(self.version)
+
+    def _logging(self, node: KafkaNode) -> list[str]:
+        """The JVM options that send a node's (or its format's) log to its server.log."""
+        if paths.log4j1(self.version):
+            config = f"-Dlog4j.configuration=file:{self.root / 'log4j.properties'}"
+        else:
+            config = f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}"
+        return [config, f"-Dkafka.logs.dir={node.root}"]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -265,12 +338,17 @@ class KafkaCluster:
     def prepare(self) -> None:
         """Write configs and format fresh log dirs with the cluster's id (a new one if
         it has none)."""
-        libs = paths.kafka_libs()
+        libs = self.libs
+        if not any(libs.glob("kafka_2.13-*.jar")):
+            raise StackError(f"no Kafka {self.release} jars in {libs}: build.kafka_jars first")
         cluster_id = (
             self.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         )
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "log4j2.properties").write_text(LOG4J2)
+        if paths.log4j1(self.version):
+            (self.root / "log4j.properties").write_text(LOG4J1)
+        else:
+            (self.root / "log4j2.properties").write_text(LOG4J2)
         self.tls.write()
         for node in self.nodes:
             node.root.mkdir(parents=True, exist_ok=True)
@@ -282,8 +360,7 @@ class KafkaCluster:
                     *JVM_OPTIONS,
                     "-cp",
                     f"{libs}/*",
-                    f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
-                    f"-Dkafka.logs.dir={node.root}",
+                    *self._logging(node),
                     "kafka.tools.StorageTool",
                     "format",
                     # One argument: a random id may start with "-", which argparse would
@@ -298,7 +375,7 @@ class KafkaCluster:
 
     def start_node(self, node_id: int) -> None:
         node = self.node(node_id)
-        libs = paths.kafka_libs()
+        libs = self.libs
         self.process(node_id).start(
             [
                 "java",
@@ -306,8 +383,7 @@ class KafkaCluster:
                 "-Xms128m",
                 *JVM_OPTIONS,
                 "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
-                f"-Dkafka.logs.dir={node.root}",
+                *self._logging(node),
                 "-cp",
                 f"{libs}/*",
                 "kafka.Kafka",
@@ -337,6 +413,19 @@ class KafkaCluster:
             self.start_node(n)
         self.wait_ready()
 
+    def start_fresh(self) -> None:
+        """Stop whatever of the cluster runs, format it anew (a new random id unless it
+        has one of its own) and start it: all its nodes are ready on return, or it is
+        stopped again and the error raised."""
+        self.stop(patience=10)
+        shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            self.prepare()
+            self.start()
+        except BaseException:
+            self.stop(patience=10)
+            raise
+
     def wait_ready(self, timeout: float = 120) -> None:
         def ready() -> bool:
             for n in self.node_ids:
@@ -346,7 +435,7 @@ class KafkaCluster:
             return len(self.live_broker_ids()) == len(self.node_ids)
 
         wait_for(
-            f"Kafka {self.name} ({len(self.node_ids)} brokers)",
+            f"Kafka {self.name} ({self.release}, {len(self.node_ids)} brokers)",
             ready,
             timeout,
             interval=1.0,
@@ -391,6 +480,43 @@ class KafkaCluster:
         deadline = time.monotonic() + patience
         for n in self.node_ids:
             self.process(n).wait_gone(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def compat_cluster(version: str, dev: Path | None = None) -> KafkaCluster:
+    """The compatibility cluster of one of COMPAT_VERSIONS, in `dev`/kafka-<version> (the
+    stack's dev directory by default): the stack's layout on ports of its own, a new
+    random cluster id at each format, the isolated cluster's heap."""
+    if version not in COMPAT_PORT_OFFSETS:
+        raise StackError(f"Kafka {version} is not one of {', '.join(COMPAT_VERSIONS)}")
+    return KafkaCluster(
+        dev or paths.dev_dir(),
+        f"kafka-{version}",
+        port_offset=COMPAT_PORT_OFFSETS[version],
+        heap="512m",
+        version=version,
+    )
+
+
+def start_compat(version: str, dev: Path | None = None) -> KafkaCluster:
+    """The compatibility cluster of `version` started anew, its jars collected on first
+    use: all its nodes ready on return. A run of it left behind is stopped first; a port
+    another process holds is an error naming that process."""
+    # Here, not at the top: both modules import this one.
+    from devstack import build
+    from devstack.stack import Bind, check_binds_free
+
+    build.kafka_jars(version)
+    cluster = compat_cluster(version, dev)
+    cluster.stop(patience=10)
+    check_binds_free([Bind(p, jvm=True) for n in cluster.nodes for p in n.ports])
+    cluster.start_fresh()
+    return cluster
+
+
+def compat_ports() -> list[int]:
+    """Every port of every compatibility cluster (for the stack's port reservation)."""
+    dev = Path("/nonexistent")  # ports do not depend on where the state lives
+    return [p for v in COMPAT_VERSIONS for n in compat_cluster(v, dev).nodes for p in n.ports]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HACK = REPO_ROOT / "hack"
 POM = HACK / "kafka" / "pom.xml"
+# Any other Kafka release's jars, for the compatibility clusters (the version is a property).
+VERSIONS_POM = HACK / "kafka" / "versions-pom.xml"
 # Spark's Kafka source and its jars beyond pyspark's (the image collects them the same way).
 SPARK_KAFKA_POM = REPO_ROOT / "spark-jobs" / "pom.xml"
 # Builds the jar that lets that (Spark 4.0) connector log on this Spark (built beside it).
@@ -71,9 +73,20 @@ class Pins:
         )
 
 
-def kafka_libs() -> Path:
+def kafka_libs(version: str | None = None) -> Path:
+    """The broker and CLI jars: the pinned release's (pom.xml, with tiered storage's test
+    jars) when `version` is None or the pin, else `version`'s (versions-pom.xml)."""
     pins = Pins.read()
-    return cache_dir() / f"kafka-{pins.kafka}-{_fingerprint(POM)}" / "libs"
+    if version is None or version == pins.kafka:
+        return cache_dir() / f"kafka-{pins.kafka}-{_fingerprint(POM)}" / "libs"
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ValueError(f"not a Kafka release version: {version!r}")
+    return cache_dir() / f"kafka-{version}-{_fingerprint(VERSIONS_POM)}" / "libs"
+
+
+def log4j1(version: str | None) -> bool:
+    """Whether a Kafka release logs through Log4j 1.2 (reload4j: 3.x), not Log4j2 (4.x)."""
+    return version is not None and int(version.split(".")[0]) < 4
 
 
 def spark_kafka_jars() -> Path:
