@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack import build, image, paths
-from devstack.kafka import ISOLATED_PORT_OFFSET, LOCAL_CLUSTER_ID, KafkaCluster
+from devstack.kafka import ISOLATED_PORT_OFFSET, LOCAL_CLUSTER_ID, KafkaCluster, compat_ports
 from devstack.kube import APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, KubeApi
 from devstack.node import (
     CONTAINERD_STREAM_PORT,
@@ -93,7 +93,12 @@ class Stack:
             shutil.rmtree(state, ignore_errors=True)
         self.dev.mkdir(parents=True, exist_ok=True)
         try:
-            self.node.claim_host(reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS])
+            # The compatibility clusters' ports too (devstack.kafka.COMPAT_PORT_OFFSETS),
+            # whether one runs or not: a test or `python -m devstack kafka-up` starts one
+            # later, and a broker's own clients must never take its port as their source.
+            self.node.claim_host(
+                reserve_ports=[*self._ports(), *LOCAL_OVERLAY_PORTS, *compat_ports()]
+            )
             self.kube.prepare()
             for cluster in self.clusters:
                 cluster.prepare()

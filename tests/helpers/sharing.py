@@ -106,6 +106,8 @@ GROUP_OF_TEST = dict.fromkeys(ISOLATED_KAFKA, "isolated-kafka")
 LONGEST_FIRST = (
     "kafka-retention-system",  # 342 s, 60 tests
     "isolated-kafka",  # 310 s, 11 tests
+    # Two more Kafka releases, started in turn, 8 scenarios on each (issue #50).
+    "tests/e2e/test_kafka_versions.py",
     # In the unit phase (which runs with --dist loadfile too) its files took 109 s on 4
     # workers, 42 tests; in the parallel phase it is test_retention_in_pods alone.
     "local-spark",

@@ -169,3 +169,17 @@ def test_make_recipes_write_bytecode_where_the_environment_says_not_to() -> None
         timeout=60,
     )
     assert said.stdout.strip() == "[the recipe ran][]"
+
+
+def test_compat_clusters_share_no_port_with_the_stack_or_one_another(tmp_path: Path) -> None:
+    from devstack.kafka import COMPAT_VERSIONS, compat_cluster, compat_ports
+
+    ports = [b.port for b in Stack(tmp_path).binds()] + compat_ports()
+    assert len(ports) == len(set(ports))
+    for version in COMPAT_VERSIONS:
+        cluster = compat_cluster(version, tmp_path)
+        assert cluster.root == tmp_path / f"kafka-{version}"
+        assert cluster.cluster_id is None  # a random id at each format
+        props = cluster.nodes[0].properties()
+        assert ("remote.log.storage.system.enable" in props) == (version == Pins.read().kafka)
+        assert ("share.coordinator.state.topic.min.isr" in props) == version.startswith("4.")
