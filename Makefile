@@ -82,7 +82,7 @@ demo: setup ## bring the stack up, apply the CRDs, run the scripted scenario
 
 test-compat: setup ## the core scenarios against every supported Kafka release (3.9 to 4.4) -> docs/compatibility.md
 	KAFKA_RETENTION_KAFKA_VERSIONS=all KAFKA_RETENTION_COMPAT_TABLE=docs/compatibility.md \
-		$(PY) -m pytest tests/e2e/test_kafka_versions.py -p no:xdist $(PYTEST_ARGS)
+		$(PY) -m pytest tests/e2e/test_kafka_versions.py -n 0 $(PYTEST_ARGS)
 
 soak: setup ## 15 min: 200 policies, 50 purges, moving groups, invariant sampler -> SOAK.md
 	SOAK_SECONDS=900 SOAK_POLICIES=200 SOAK_PURGES=50 SOAK_REPORT=SOAK.md \

@@ -85,7 +85,15 @@ def _read_topics(admin: KafkaAdmin, request: PlanRequest) -> _Topics:
     configs: dict[str, Mapping[str, str] | str] = {}
     for topic, config in admin.topic_configs(union).items():
         configs[topic] = str(config) if isinstance(config, KafkaFailure) else config
-    classes = topic_rules.classify_topics(configs)
+    # Topics with an empty cleanup.policy take DeleteRecords from Kafka 4.2 (KIP-1161):
+    # what the cluster runs is read only when such a topic is selected.
+    empty = any(
+        not isinstance(c, str) and not topic_rules.cleanup_policies(c) - {""}
+        for c in configs.values()
+    )
+    features = admin.cluster_features() if empty else None
+    empty_allowed = features is not None and features.deletes_with_empty_cleanup_policy()
+    classes = topic_rules.classify_topics(configs, empty_allowed)
     problems, deletable, compacted = classes.problems, classes.deletable, classes.compacted
     delete_retention = sorted(classes.delete_retention_ms.items())
     partitions: dict[str, list[int]] = {}

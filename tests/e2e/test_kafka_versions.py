@@ -334,3 +334,22 @@ def test_share_groups_protect_where_the_release_has_them_and_are_refused_where_n
     assert workers in message, message
     assert "no share groups" in message, message
     assert log_starts(on.admin, topic, 1) == [0]  # nothing deleted
+
+
+def test_a_topic_with_an_empty_cleanup_policy_is_purged_from_4_2_and_refused_before(
+    stack: Stack, e2e_ns: str, release: Release, on: Kafka
+) -> None:
+    # KIP-1161: an empty cleanup.policy is infinite retention; 4.2's brokers take
+    # DeleteRecords there, earlier ones answer POLICY_VIOLATION.
+    topic = on.topic({0: 100}, {"cleanup.policy": ""})
+    apply_purge(
+        stack, e2e_ns, "empty", cluster=release.spec_cluster, partitions=cuts(topic, {0: 40})
+    )
+    obj = purge_finished(stack, e2e_ns, "empty")
+    (entry,) = obj["status"]["results"]
+    if release_of(release.version) >= (4, 2):
+        assert obj["status"]["phase"] == "Succeeded", obj["status"]
+        assert log_starts(on.admin, topic, 1) == [40]
+        return
+    assert "empty cleanup.policy" in entry["error"], entry
+    assert log_starts(on.admin, topic, 1) == [0]

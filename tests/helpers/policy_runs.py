@@ -26,8 +26,9 @@ T0 = TopicPartition("t", 0)
 
 class FakeKafka(FakeLogs):
     """Offsets, commits and configs in memory, with Kafka's answers: DeleteRecords past
-    the high watermark is OFFSET_OUT_OF_RANGE, on a compact-only topic POLICY_VIOLATION,
-    and at or below the log start changes nothing."""
+    the high watermark is OFFSET_OUT_OF_RANGE, on a compact-only topic POLICY_VIOLATION
+    (and on one with an empty cleanup.policy before 4.2), and at or below the log start
+    changes nothing."""
 
     def __init__(self) -> None:
         self.logs: dict[TopicPartition, list[int]] = {}
@@ -151,7 +152,11 @@ class FakeKafka(FakeLogs):
         for tp, off in cuts.items():
             start, end = self.logs[tp]
             policy = self.configs.get(tp.topic, {}).get("cleanup.policy", "delete")
-            if "delete" not in policy:
+            # kafka.cluster.Partition's check: 4.2 and later refuse compact-only topics,
+            # earlier releases every topic without delete (an empty policy too).
+            level = (self.features.finalized if self.features else {}).get("metadata.version", 0)
+            refused = "compact" in policy if level >= 28 else True
+            if "delete" not in policy and refused:
                 out[tp] = KafkaFailure("POLICY_VIOLATION", "compact only", False)
             elif off > end or off < -1:
                 out[tp] = KafkaFailure("OFFSET_OUT_OF_RANGE", f"{off} vs {end}", False)

@@ -10,6 +10,7 @@ from kafka_retention.adapters.group_reader import GroupReaderError, parse_featur
 from kafka_retention.core.cluster_features import ClusterFeatures, unknown_groups
 from kafka_retention.core.facts import GroupType, TopicPartition
 from kafka_retention.core.failures import Unresolved
+from kafka_retention.core.topics import delete_refusal
 from kafka_retention.services import purge as service
 from kafka_retention.services.fresh import hold_unknown_groups
 from tests.helpers.policy_runs import T0, FakeKafka, Store, ready, run_one
@@ -176,3 +177,48 @@ def test_a_purge_says_what_the_cluster_runs() -> None:
     run_purge(explicit((0, 40)), kafka, store)
     assert kafka.logs[t0][0] == 40
     assert store.status["kafka"]["metadataVersion"] == "3.9-IV0"
+
+
+# KIP-1161: an empty cleanup.policy means infinite retention; brokers of 4.2 and later
+# take DeleteRecords there, earlier ones answer POLICY_VIOLATION.
+EMPTY_POLICY = {"cleanup.policy": ""}
+KAFKA_4_2 = ClusterFeatures({"metadata.version": 28})
+
+
+def test_an_empty_cleanup_policy_takes_deletes_from_4_2_only() -> None:
+    assert not KAFKA_3_9.deletes_with_empty_cleanup_policy()
+    assert not KAFKA_4_1.deletes_with_empty_cleanup_policy()
+    assert KAFKA_4_2.deletes_with_empty_cleanup_policy()
+    assert not ClusterFeatures({}).deletes_with_empty_cleanup_policy()
+    assert delete_refusal("t", EMPTY_POLICY, empty_allowed=True) is None
+    refusal = delete_refusal("t", EMPTY_POLICY)
+    assert refusal is not None
+    assert "empty cleanup.policy" in refusal
+    assert "4.2" in refusal
+    # A compact-only topic is refused on every release.
+    assert delete_refusal("t", {"cleanup.policy": "compact"}, empty_allowed=True) is not None
+
+
+def test_a_purge_of_an_empty_policy_topic_runs_on_4_2_and_is_refused_before() -> None:
+    t0 = TopicPartition("t", 0)
+    for features, expected in ((KAFKA_4_2, [40, 100]), (KAFKA_3_9, [0, 100])):
+        kafka = PurgeKafka({t0: [0, 100]})
+        kafka.configs = {"t": EMPTY_POLICY}
+        kafka.features = features
+        store = PurgeStore()
+        run_purge(explicit((0, 40)), kafka, store)
+        assert kafka.logs[t0] == expected, features
+    (entry,) = store.status["results"]
+    assert "empty cleanup.policy" in entry["error"]
+
+
+def test_a_policy_selects_an_empty_policy_topic_on_4_2_only() -> None:
+    for features, start in ((KAFKA_4_2, 60), (KAFKA_3_9, 0)):
+        kafka = FakeKafka()
+        kafka.features = features
+        kafka.logs[T0] = [0, 100]
+        kafka.configs = {"t": EMPTY_POLICY}
+        kafka.commits = {"a": {T0: 60}}
+        kafka.group_types = {"a": GroupType.CLASSIC}
+        run_one(kafka, Store(), deleteConsumed={"groups": ["a"]})
+        assert kafka.logs[T0][0] == start, features

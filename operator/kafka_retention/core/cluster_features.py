@@ -59,6 +59,10 @@ METADATA_VERSIONS: Mapping[int, str] = {
     33: "4.4-IV2",
 }
 
+# The first metadata.version of 4.2, whose brokers take DeleteRecords on a topic with an
+# empty cleanup.policy (KIP-1161; kafka.cluster.Partition's check in 4.2.0 and later).
+EMPTY_CLEANUP_POLICY_DELETES = 28
+
 # The feature each group type needs at level 1 or above. Classic groups need none: every
 # release has them. At `kafka-storage format`'s defaults (each release's Feature enum):
 # 3.9 has none of the three; 4.0 group.version 1; 4.1 also knows share.version but
@@ -131,6 +135,15 @@ class ClusterFeatures:
         if self.supported.get(feature, 0) >= 1:
             return f"{feature} is {level}: supported by the brokers but not enabled"
         return f"{feature} is {level}: the brokers' release has no {group_type} groups"
+
+    def deletes_with_empty_cleanup_policy(self) -> bool:
+        """Whether DeleteRecords works on a topic whose cleanup.policy is empty (KIP-1161:
+        infinite retention). Brokers of 4.2 and later refuse it only on compact-only
+        topics; earlier ones on every topic without `delete`. The broker's software
+        decides, which Kafka does not report: a metadata.version of 4.2 or later proves
+        it, and a lower one (an upgrade not finalized) is read as the older rule."""
+        level = self.metadata_level
+        return level is not None and level >= EMPTY_CLEANUP_POLICY_DELETES
 
     def describe(self) -> str:
         """ "Kafka 3.9 (metadata.version 3.9-IV0)", as status and messages say it."""

@@ -1,7 +1,8 @@
 """What a topic's configuration says about deleting from it: one answer for every planner.
 
-DeleteRecords only works where `cleanup.policy` includes `delete`; on a compact-only topic
-the broker answers POLICY_VIOLATION. Planners say so before trying.
+DeleteRecords only works where `cleanup.policy` includes `delete` (or, from Kafka 4.2, is
+empty: KIP-1161); on a compact-only topic the broker answers POLICY_VIOLATION. Planners
+say so before trying.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ def cleanup_policies(config: Mapping[str, str]) -> frozenset[str]:
     return frozenset(p.strip() for p in config.get("cleanup.policy", "delete").split(","))
 
 
-def accepts_delete_records(config: Mapping[str, str]) -> bool:
-    return "delete" in cleanup_policies(config)
+def accepts_delete_records(config: Mapping[str, str], empty_allowed: bool = False) -> bool:
+    """Whether the broker takes DeleteRecords on the topic. `empty_allowed`: the cluster
+    is 4.2 or later, where an empty cleanup.policy (KIP-1161: infinite retention) is
+    accepted too (core.cluster_features)."""
+    policies = cleanup_policies(config) - {""}
+    return "delete" in policies or (empty_allowed and not policies)
 
 
 def is_compacted(config: Mapping[str, str]) -> bool:
@@ -31,13 +36,21 @@ def delete_retention_ms(config: Mapping[str, str]) -> int:
     return int(config.get("delete.retention.ms", DEFAULT_DELETE_RETENTION_MS))
 
 
-def delete_refusal(topic: str, config: Mapping[str, str]) -> str | None:
+def delete_refusal(
+    topic: str, config: Mapping[str, str], empty_allowed: bool = False
+) -> str | None:
     """Why DeleteRecords cannot work on this topic, in words users act on; None if it can.
 
     The Kafka error name leads, so scripts and searches find it.
     """
-    if accepts_delete_records(config):
+    if accepts_delete_records(config, empty_allowed):
         return None
+    if not cleanup_policies(config) - {""}:
+        return (
+            f"{POLICY_VIOLATION}: topic {topic} has an empty cleanup.policy (infinite "
+            "retention); brokers before Kafka 4.2 take DeleteRecords only where "
+            "cleanup.policy includes delete (KIP-1161 opened empty ones in 4.2)"
+        )
     return (
         f"{POLICY_VIOLATION}: topic {topic} has cleanup.policy={config.get('cleanup.policy')}; "
         "DeleteRecords only works where cleanup.policy includes delete"
@@ -54,8 +67,11 @@ class TopicClasses:
     problems: dict[str, str] = field(default_factory=dict)  # topic -> why it is not planned
 
 
-def classify_topics(configs: Mapping[str, Mapping[str, str] | str]) -> TopicClasses:
-    """Each topic by its config; a string instead of a config is why it could not be read."""
+def classify_topics(
+    configs: Mapping[str, Mapping[str, str] | str], empty_allowed: bool = False
+) -> TopicClasses:
+    """Each topic by its config; a string instead of a config is why it could not be read.
+    `empty_allowed`: as for accepts_delete_records."""
     out = TopicClasses()
     for topic, config in sorted(configs.items()):
         if isinstance(config, str):
@@ -64,7 +80,7 @@ def classify_topics(configs: Mapping[str, Mapping[str, str] | str]) -> TopicClas
         if is_compacted(config):
             out.compacted.append(topic)
             out.delete_retention_ms[topic] = delete_retention_ms(config)
-        refusal = delete_refusal(topic, config)
+        refusal = delete_refusal(topic, config, empty_allowed)
         if refusal is None:
             out.deletable.append(topic)
         else:

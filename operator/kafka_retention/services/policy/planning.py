@@ -86,7 +86,7 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     configs: dict[str, Mapping[str, str] | str] = {
         t: readable[t] if t in readable else unreadable[t] for t in results
     }
-    classes = topic_rules.classify_topics(configs)
+    classes = topic_rules.classify_topics(configs, _empty_allowed(kafka, readable))
     problems, deletable = classes.problems, classes.deletable
     partitions = answered(kafka.topic_partitions(deletable), problems)
     withheld = {m.key: m.spec.topics.withheld(names) for m in members}
@@ -94,6 +94,15 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
     return Selection(
         selected, partitions, problems, {k: v for k, v in withheld.items() if v}, tiered
     )
+
+
+def _empty_allowed(kafka: PolicyKafka, configs: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether topics with an empty cleanup.policy take DeleteRecords on this cluster
+    (4.2 and later, KIP-1161); what it runs is read only when such a topic is selected."""
+    if all(topic_rules.cleanup_policies(c) - {""} for c in configs.values()):
+        return False
+    features = kafka.cluster_features()
+    return features is not None and features.deletes_with_empty_cleanup_policy()
 
 
 def plan_in_process(

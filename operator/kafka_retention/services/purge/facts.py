@@ -6,10 +6,11 @@ from a partial picture; a topic or partition that fails for good becomes a faile
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge import (
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -19,7 +20,7 @@ from kafka_retention.core.purge import (
 )
 from kafka_retention.core.purge_entry import PurgeEntry, planned
 from kafka_retention.core.stored_plan import timestamp_partitions, topic_cut_topics
-from kafka_retention.core.topics import delete_refusal
+from kafka_retention.core.topics import cleanup_policies, delete_refusal
 from kafka_retention.services.fresh import answered, read_facts
 from kafka_retention.services.ports import KafkaPlanner
 from kafka_retention.services.purge.tiers import tiered_topics
@@ -46,19 +47,27 @@ class Planned:
 
 
 def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
-    given, group_types, tiered = gather_facts(kafka, request)
+    # What the cluster runs (status.kafka, and whether an empty cleanup.policy takes
+    # DeleteRecords) is read beside the plan's own reads, off their path: the first read
+    # of an operator starts the group reader's JVM.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cluster-features") as pool:
+        features = pool.submit(kafka.cluster_features)
+        given, group_types, tiered = gather_facts(kafka, request, features.result)
+        found = features.result()
     entries = [planned(p) for p in plan_purge(request, given)]
     named = request.all_groups()
     groups = tuple(NamedGroup(g, group_types.get(g, "none")) for g in named)
-    features = kafka.cluster_features()
-    return Planned(entries, groups, tiered, features.status() if features else None)
+    return Planned(entries, groups, tiered, found.status() if found else None)
 
 
 def gather_facts(
-    kafka: KafkaPlanner, request: PurgeRequest
+    kafka: KafkaPlanner,
+    request: PurgeRequest,
+    features: Callable[[], ClusterFeatures | None] = lambda: None,
 ) -> tuple[PlanInput, dict[str, str], frozenset[str]]:
     """Every fact the plan depends on, read now; the named groups' types, from the same
-    group read; and the tiered topics among those named, from the configs read."""
+    group read; and the tiered topics among those named, from the configs read.
+    `features` is asked (and waited for) only when a topic's cleanup.policy is empty."""
     given = PlanInput()
     topics = sorted(request.topic_names())
     # The configs of every named topic are asked for while the metadata is read: one
@@ -70,8 +79,11 @@ def gather_facts(
         described = asked.result()
     existing = {t: c for t, c in described.items() if t in given.topic_partitions}
     configs = answered(existing, given.topic_errors)
+    empty_allowed = any(not cleanup_policies(c) - {""} for c in configs.values()) and (
+        (found := features()) is not None and found.deletes_with_empty_cleanup_policy()
+    )
     for topic, config in configs.items():
-        refusal = delete_refusal(topic, config)
+        refusal = delete_refusal(topic, config, empty_allowed)
         if refusal is not None:
             given.topic_errors[topic] = refusal
     tps = _partitions_to_read(request, given)
