@@ -15,6 +15,9 @@ release (DEFAULT) has tiered storage.
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import platform
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,3 +59,27 @@ def running(version: str) -> Iterator[KafkaCluster]:
         yield kafka
     finally:
         kafka.stop(patience=10)
+
+
+def compat_table(outcomes: dict[tuple[str, str], str], supported: tuple[str, ...]) -> str:
+    """The markdown page of scenario outcomes by release."""
+    versions = [v for v in supported if any(k[1] == v for k in outcomes)]
+    tests = sorted({k[0] for k in outcomes})
+    mark = {"passed": "passes", "failed": "**fails**", "skipped": "skipped", "not run": "not run"}
+    lines = [
+        "# Kafka releases: scenarios by release",
+        "",
+        "Written by `make test-compat` (tests/e2e/test_kafka_versions.py) from its own "
+        "outcomes; do not edit by hand.",
+        f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on {platform.node()} "
+        f"({os.cpu_count()} cores): each release as three KRaft nodes on this machine, "
+        "at its defaults, the operator built from this tree.",
+        "",
+        "| scenario | " + " | ".join(versions) + " |",
+        "| --- | " + " | ".join("---" for _ in versions) + " |",
+    ]
+    for test in tests:
+        label = test.removeprefix("test_").replace("_", " ")
+        cells = [mark.get(outcomes.get((test, v), "not run"), "not run") for v in versions]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
