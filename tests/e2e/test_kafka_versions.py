@@ -41,6 +41,7 @@ from tests.helpers.policies import apply_policy, apply_policy_on, ran
 from tests.helpers.purges import apply_purge, before, cuts, purge_finished, results
 from tests.helpers.records import HOUR, hours_ago_on_the_hour, old_then_new, produce, utc
 from tests.helpers.share_consumer import accept_below, read_from_earliest, wait_for_start_offset
+from tests.helpers.streams_app import run_streams_app
 from tests.helpers.topics import NO_RETENTION, compacted, create_on
 
 pytestmark = [pytest.mark.stack]
@@ -360,3 +361,34 @@ def test_a_topic_with_an_empty_cleanup_policy_is_purged_from_4_2_and_refused_bef
         return
     assert "empty cleanup.policy" in entry["error"], entry
     assert log_starts(on.admin, topic, 1) == [0]
+
+
+def has_streams_groups(version: str) -> bool:
+    return release_of(version) >= (4, 2)
+
+
+def test_a_streams_group_holds_a_cut_at_its_commit_where_the_release_has_them(
+    stack: Stack, e2e_ns: str, release: Release, on: Kafka
+) -> None:
+    if not has_streams_groups(release.version):
+        pytest.skip(f"Kafka {release.version} has no streams groups (KIP-1071: 4.2)")
+    topic = on.make_topic(partitions=1, config=NO_RETENTION)
+    output = on.make_topic(partitions=1, config=NO_RETENTION)
+    produce(on.bootstrap, topic, {0: 1000})
+    app = f"{topic}-app"
+    run_streams_app(on.bootstrap, app, topic, output, records=300)
+    done = on.group_at(topic, "done", {0: 1000})
+    apply_policy_on(
+        stack,
+        e2e_ns,
+        "streams",
+        topic,
+        cluster=release.spec_cluster,
+        deleteConsumed={"groups": [done, app]},
+    )
+    obj = ran(stack, e2e_ns, "streams")
+    (start,) = log_starts(on.admin, topic, 1)
+    assert 300 <= start < 1000
+    groups = {g["name"]: g for g in obj["status"]["groups"]}
+    assert groups[app]["type"] == "streams"
+    assert "streams" in obj["status"]["kafka"]["groupTypes"]
