@@ -87,11 +87,7 @@ def _read_topics(admin: KafkaAdmin, request: PlanRequest) -> _Topics:
         configs[topic] = str(config) if isinstance(config, KafkaFailure) else config
     # Topics with an empty cleanup.policy take DeleteRecords from Kafka 4.2 (KIP-1161):
     # what the cluster runs is read only when such a topic is selected.
-    empty = any(
-        not isinstance(c, str) and not topic_rules.cleanup_policies(c) - {""}
-        for c in configs.values()
-    )
-    features = admin.cluster_features() if empty else None
+    features = admin.cluster_features() if topic_rules.has_empty_policy(configs.values()) else None
     empty_allowed = features is not None and features.deletes_with_empty_cleanup_policy()
     classes = topic_rules.classify_topics(configs, empty_allowed)
     problems, deletable, compacted = classes.problems, classes.deletable, classes.compacted

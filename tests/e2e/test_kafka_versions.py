@@ -304,7 +304,7 @@ def test_orphan_directories_go_from_cordoned_log_dirs_and_live_ones_stay(
                 _cordon(release.admin, broker, "")
 
 
-def test_share_groups_protect_where_the_release_has_them_and_are_refused_where_not(
+def test_share_groups_protect_where_the_release_has_them_and_are_said_missing_where_not(
     stack: Stack, e2e_ns: str, release: Release, on: Kafka
 ) -> None:
     topic = on.topic({0: 300}, NO_RETENTION)
@@ -335,13 +335,17 @@ def test_share_groups_protect_where_the_release_has_them_and_are_refused_where_n
         "retentionpolicy",
         e2e_ns,
         "share",
-        with_reason("GroupTypeUnsupported", "Ready"),
+        with_reason("GroupTypeUnsupported", "GroupsReadable"),
         timeout=90,
     )
-    message = condition(obj, "Ready")["message"]
+    message = condition(obj, "GroupsReadable")["message"]
     assert workers in message, message
     assert "no share groups" in message, message
-    assert log_starts(on.admin, topic, 1) == [0]  # nothing deleted
+    assert done not in message, message
+    assert condition(obj, "Ready")["reason"] == "RunSucceeded"
+    # Read as a group that has not started: it keeps every record.
+    assert log_starts(on.admin, topic, 1) == [0]
+    assert {g["name"]: g["type"] for g in obj["status"]["groups"]}[workers] == "none"
 
 
 def test_a_topic_with_an_empty_cleanup_policy_is_purged_from_4_2_and_refused_before(

@@ -1,6 +1,7 @@
-"""What a cluster runs (its finalized features) and what follows for the group types a spec
-names: a group that is no group at all, on a cluster that cannot have share or streams
-groups, holds every delete with GroupTypeUnsupported, in policies and purges alike."""
+"""What a cluster runs (its finalized features) and what follows: a named group that is no
+group at all, on a cluster that cannot have share or streams groups, is said
+(GroupsReadable on a policy, a note on a purge's group) and read as before; a topic with an
+empty cleanup.policy takes DeleteRecords from 4.2."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ import pytest
 from kafka_retention.adapters.group_reader import GroupReaderError, parse_features
 from kafka_retention.core.cluster_features import ClusterFeatures, unknown_groups
 from kafka_retention.core.facts import GroupType, TopicPartition
-from kafka_retention.core.failures import Unresolved
 from kafka_retention.core.topics import delete_refusal
-from kafka_retention.services import purge as service
-from kafka_retention.services.fresh import hold_unknown_groups
+from kafka_retention.services.fresh import unsupported_groups
 from tests.helpers.policy_runs import T0, FakeKafka, Store, ready, run_one
 from tests.unit.test_purge_service import FakeKafka as PurgeKafka
 from tests.unit.test_purge_service import Store as PurgeStore
@@ -74,14 +73,15 @@ def test_unknown_groups_only_where_the_cluster_lacks_a_type() -> None:
     assert unknown_groups(types, None) is None  # unreadable: read as before
     assert unknown_groups(types, EVERY_TYPE) is None
     assert unknown_groups({"orders": GroupType.CLASSIC}, KAFKA_3_9) is None
-    found = unknown_groups(types, KAFKA_3_9, ["spec.deleteConsumed.groups"])
+    found = unknown_groups(types, KAFKA_3_9)
     assert found is not None
     assert found.groups == ("orders-share",)
     message = found.message()
-    assert "orders-share (spec.deleteConsumed.groups)" in message
+    assert message.startswith("group(s) orders-share: no group of that id")
     assert "Kafka 3.9 (metadata.version 3.9-IV0)" in message
     assert "no share groups or streams groups" in message
     assert "orders," not in message  # a group that exists is not named
+    assert "Kafka 3.9" in found.note()
 
 
 def test_the_readers_feature_lines_are_parsed() -> None:
@@ -101,33 +101,74 @@ def test_the_readers_feature_lines_are_parsed() -> None:
 def test_features_are_read_only_when_a_group_is_absent() -> None:
     kafka = FakeKafka()
     kafka.features = KAFKA_3_9
-    hold_unknown_groups(kafka, {"a": GroupType.CLASSIC})
+    assert unsupported_groups(kafka, {"a": GroupType.CLASSIC}) is None
     assert "cluster_features" not in kafka.calls
-    with pytest.raises(Unresolved) as held:
-        hold_unknown_groups(kafka, {"a": GroupType.CLASSIC, "b": "none"})
-    assert held.value.reason == "GroupTypeUnsupported"
+    found = unsupported_groups(kafka, {"a": GroupType.CLASSIC, "b": "none"})
+    assert found is not None
+    assert found.groups == ("b",)
     assert kafka.calls == ["cluster_features"]
 
 
-def test_a_policy_naming_an_absent_group_on_3_9_deletes_nothing_and_says_why() -> None:
+def _groups_readable(store: Store) -> dict[str, object] | None:
+    found = [c for c in store.status["conditions"] if c["type"] == "GroupsReadable"]
+    return found[0] if found else None
+
+
+def test_a_policy_naming_an_absent_group_on_3_9_says_so_and_reads_it_as_not_started() -> None:
     kafka = FakeKafka()
     kafka.features = KAFKA_3_9
     kafka.logs[T0] = [0, 100]
-    # maxRetention would cut everything; the notify group, were it read as a group that
-    # never committed, would hold nothing back.
-    kafka.first_times[T0] = 0
+    kafka.commits = {"a": {T0: 60}}
+    kafka.group_types = {"a": GroupType.CLASSIC}
     store = Store()
-    outcome = run_one(kafka, store, maxRetention="1h", notify={"groups": ["orders-share"]})
+    run_one(kafka, store, deleteConsumed={"groups": ["a", "orders-share"]})
+    # The absent group keeps every record, as a group that has not started does.
     assert kafka.deletes == []
     assert kafka.logs[T0] == [0, 100]
-    assert not outcome.ok
-    condition = ready(store)
+    assert ready(store)["reason"] == "RunSucceeded"
+    condition = _groups_readable(store)
+    assert condition is not None
     assert (condition["status"], condition["reason"]) == ("False", "GroupTypeUnsupported")
-    assert "orders-share" in condition["message"]
-    assert "no share groups" in condition["message"]
+    assert "orders-share" in str(condition["message"])
+    assert "no share groups" in str(condition["message"])
+    assert "a," not in str(condition["message"])
+    # Once the group exists (here: a classic group that committed), the condition clears.
+    kafka.commits["orders-share"] = {T0: 50}
+    kafka.group_types["orders-share"] = GroupType.CLASSIC
+    run_one(kafka, store, deleteConsumed={"groups": ["a", "orders-share"]})
+    assert kafka.logs[T0][0] == 50
+    condition = _groups_readable(store)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("True", "GroupsRead")
 
 
-def test_the_same_policy_runs_where_the_cluster_has_every_type() -> None:
+def test_max_retention_still_cuts_beside_an_absent_watched_group_on_3_9() -> None:
+    kafka = FakeKafka()
+    kafka.features = KAFKA_3_9
+    kafka.logs[T0] = [0, 100]
+    kafka.first_times[T0] = 0  # every record is older than the hour
+    store = Store()
+    run_one(kafka, store, maxRetention="1h", notify={"groups": ["orders-share"]})
+    assert kafka.logs[T0][0] == 100  # the hard cap is not held back by what is unknown
+    condition = _groups_readable(store)
+    assert condition is not None
+    assert condition["reason"] == "GroupTypeUnsupported"
+
+
+def test_an_absent_group_is_read_as_before_where_the_cluster_has_every_type() -> None:
+    for features in (EVERY_TYPE, None):  # None: what it runs could not be read
+        kafka = FakeKafka()
+        kafka.features = features
+        kafka.logs[T0] = [0, 100]
+        kafka.commits = {"a": {T0: 60}}
+        store = Store()
+        run_one(kafka, store, deleteConsumed={"groups": ["a", "not-started"]})
+        assert kafka.logs[T0] == [0, 100]
+        assert ready(store)["reason"] == "RunSucceeded"
+        assert _groups_readable(store) is None
+
+
+def test_status_says_what_the_cluster_runs() -> None:
     kafka = FakeKafka()
     kafka.features = EVERY_TYPE
     kafka.logs[T0] = [0, 100]
@@ -135,7 +176,6 @@ def test_the_same_policy_runs_where_the_cluster_has_every_type() -> None:
     store = Store()
     run_one(kafka, store, deleteConsumed={"groups": ["a"]})
     assert kafka.logs[T0][0] == 60
-    assert ready(store)["reason"] == "RunSucceeded"
     assert store.status["kafka"] == {
         "version": "4.1",
         "metadataVersion": "4.1-IV1",
@@ -143,40 +183,26 @@ def test_the_same_policy_runs_where_the_cluster_has_every_type() -> None:
     }
 
 
-def test_a_policy_whose_groups_all_exist_runs_on_3_9() -> None:
-    kafka = FakeKafka()
-    kafka.features = KAFKA_3_9
-    kafka.logs[T0] = [0, 100]
-    kafka.commits = {"a": {T0: 60}}
-    kafka.group_types = {"a": GroupType.CLASSIC}
-    store = Store()
-    run_one(kafka, store, deleteConsumed={"groups": ["a"]})
-    assert kafka.logs[T0][0] == 60
-    assert store.status["kafka"]["version"] == "3.9"
-
-
-def test_a_purge_protecting_an_absent_group_on_3_9_deletes_nothing() -> None:
+def test_a_purge_protecting_an_absent_group_on_3_9_notes_it_and_deletes_nothing() -> None:
     t0 = TopicPartition("t", 0)
     kafka = PurgeKafka({t0: [0, 100]})
     kafka.features = KAFKA_3_9
     store = PurgeStore()
-    with pytest.raises(service.Retry):
-        run_purge(explicit((0, -1), protectGroups=["orders-share"]), kafka, store)
+    run_purge(explicit((0, -1), protectGroups=["orders-share"]), kafka, store)
     assert kafka.logs[t0] == [0, 100]
-    assert not any(c.startswith("delete") for c in kafka.calls)
-    cond = {c["type"]: c for c in store.status["conditions"]}
-    assert (cond["Ready"]["status"], cond["Ready"]["reason"]) == ("False", "GroupTypeUnsupported")
-    assert "orders-share" in cond["Ready"]["message"]
+    (group,) = store.status["groups"]
+    assert (group["name"], group["type"]) == ("orders-share", "none")
+    assert "Kafka 3.9" in group["note"]
+    assert store.status["kafka"]["metadataVersion"] == "3.9-IV0"
 
 
-def test_a_purge_says_what_the_cluster_runs() -> None:
+def test_a_purge_on_a_cluster_with_every_type_has_no_note() -> None:
     t0 = TopicPartition("t", 0)
     kafka = PurgeKafka({t0: [0, 100]})
-    kafka.features = KAFKA_3_9
+    kafka.features = EVERY_TYPE
     store = PurgeStore()
-    run_purge(explicit((0, 40)), kafka, store)
-    assert kafka.logs[t0][0] == 40
-    assert store.status["kafka"]["metadataVersion"] == "3.9-IV0"
+    run_purge(explicit((0, -1), protectGroups=["not-started"]), kafka, store)
+    assert store.status["groups"] == [{"name": "not-started", "type": "none"}]
 
 
 # KIP-1161: an empty cleanup.policy means infinite retention; brokers of 4.2 and later

@@ -100,6 +100,13 @@ class FakeKafka(FakeLogs):
                 out[tp] = self.delete_failures[tp]
                 continue
             start, end = self.logs[tp]
+            # kafka.cluster.Partition's check: 4.2 and later refuse compact-only topics,
+            # earlier releases every topic without delete (an empty policy too).
+            policy = self.configs.get(tp.topic, {}).get("cleanup.policy", "delete")
+            level = (self.features.finalized if self.features else {}).get("metadata.version", 0)
+            if "delete" not in policy and ("compact" in policy if level >= 28 else True):
+                out[tp] = KafkaFailure("POLICY_VIOLATION", policy, False)
+                continue
             if offset > end or offset < -1:
                 out[tp] = KafkaFailure("OFFSET_OUT_OF_RANGE", f"{offset} vs {end}", False)
                 continue

@@ -7,6 +7,7 @@ connection's properties and its timeout."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -32,9 +33,12 @@ COMMITTED_PER_REQUEST = 5_000
 GROUPS_AT_ONCE = 8
 # How long one read of a cluster's features serves every caller with the same connection:
 # they change only when an administrator finalizes a new level (an upgrade), and every
-# policy run and purge asks.
+# policy run and purge asks. A failed read is remembered for less, so an unreachable
+# cluster or a missing reader costs one wait a minute, not one a caller.
 FEATURES_FRESH_S = 300.0
-_features: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, ClusterFeatures]] = {}
+FEATURES_FAILED_S = 60.0
+# Connection digest -> (when read, what was read; None: the read failed).
+_features: dict[str, tuple[float, ClusterFeatures | None]] = {}
 _features_lock = threading.Lock()
 log = logging.getLogger(__name__)
 
@@ -87,24 +91,39 @@ class GroupReads:
         installed, or the cluster did not answer): callers then go on as before. One read
         serves every caller with the same connection, credentials included, for
         FEATURES_FRESH_S."""
-        key = (self._bootstrap, tuple(sorted(self._client_config.items())))
+        # A digest, not the properties: they may hold keys and passwords, and the table
+        # lives as long as the process.
+        key = hashlib.sha256(
+            repr((self._bootstrap, sorted(self._client_config.items()))).encode()
+        ).hexdigest()
+        now = time.monotonic()
         with _features_lock:
             cached = _features.get(key)
-        if cached is not None and time.monotonic() - cached[0] < FEATURES_FRESH_S:
-            return cached[1]
+        if cached is not None:
+            fresh = FEATURES_FRESH_S if cached[1] is not None else FEATURES_FAILED_S
+            if now - cached[0] < fresh:
+                return cached[1]
+        features: ClusterFeatures | None = None
         reader = group_reader.shared()
-        if reader is None:
-            return None
-        try:
-            properties = group_reader.admin_properties(
-                self._bootstrap, self._client_config, self._timeout
-            )
-            features = reader.read_features(properties, self._timeout)
-        except (Unmappable, group_reader.GroupReaderError) as err:
-            log.warning("features of cluster %s unreadable: %s", self._bootstrap, err)
-            return None
+        if reader is not None:
+            try:
+                properties = group_reader.admin_properties(
+                    self._bootstrap, self._client_config, self._timeout
+                )
+                features = reader.read_features(properties, self._timeout)
+            # Whatever went wrong (the reader's JVM would not start, say), callers go on
+            # as they did before features were read: never fail a run for it.
+            except Exception as err:
+                log.warning("features of cluster %s unreadable: %s", self._bootstrap, err)
+        if features is not None and features.metadata_level is None:
+            # No metadata.version: a broker still starting, or an answer that is not one.
+            # Unreadable, rather than a cluster with no share or streams groups.
+            log.warning("cluster %s reported no metadata.version", self._bootstrap)
+            features = None
         with _features_lock:
-            _features[key] = (time.monotonic(), features)
+            for stale in [k for k, (t, _) in _features.items() if now - t > FEATURES_FRESH_S]:
+                del _features[stale]
+            _features[key] = (now, features)
         return features
 
     def _consumer_group_types(self) -> dict[str, GroupType]:

@@ -16,7 +16,7 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kafka_retention.core.facts import GroupType
@@ -165,40 +165,49 @@ class ClusterFeatures:
 @dataclass(frozen=True)
 class UnknownGroups:
     """Named groups no group of that id answers for, on a cluster that cannot have some
-    group types: each could be a share or streams group written for another cluster, and
-    is never read as "not started yet" there. `fields` names where the spec names them."""
+    group types: each could be a share or streams group written for another cluster,
+    which this cluster cannot hold. They are read as before (a group that never
+    committed: it protects every record where it guards, and has no position to watch
+    where it is watched); this says why that may not be what was meant."""
 
     groups: tuple[str, ...]
     features: ClusterFeatures
-    fields: tuple[str, ...] = ()
 
-    def message(self) -> str:
+    def _lacks(self) -> str:
         missing = self.features.missing_types()
         kinds = " or ".join(f"{t} groups" for t in missing)
         reasons = "; ".join(self.features.why_missing(t) for t in missing)
-        where = f" ({', '.join(self.fields)})" if self.fields else ""
+        return f"has no {kinds} ({reasons})"
+
+    def note(self) -> str:
+        """What one of the groups' entry in a status says."""
+        return (
+            f"no group of that id, on a cluster ({self.features.describe()}) that "
+            f"{self._lacks()}: read as a group that has not started"
+        )
+
+    def message(self) -> str:
         names = ", ".join(self.groups[:10]) + (
             f" and {len(self.groups) - 10} more" if len(self.groups) > 10 else ""
         )
         return (
-            f"group(s) {names}{where}: no group of that id on this cluster, which runs "
-            f"{self.features.describe()} and has no {kinds} ({reasons}); a group of that "
-            f"type cannot be read here, so nothing is deleted until every named group "
-            f"exists on the cluster or is removed from the spec"
+            f"group(s) {names}: no group of that id on this cluster, which runs "
+            f"{self.features.describe()} and {self._lacks()}; a group of such a "
+            f"type cannot exist here. Each is read as a group that has not started: where "
+            f"it guards (deleteConsumed, committedBy, protectGroups) it keeps every record, "
+            f"where it is watched (notify, tombstones) nothing can be reported for it"
         )
 
 
 def unknown_groups(
-    types: Mapping[str, GroupType | str],
-    features: ClusterFeatures | None,
-    fields: Iterable[str] = (),
+    types: Mapping[str, GroupType | str], features: ClusterFeatures | None
 ) -> UnknownGroups | None:
     """The named groups no group answers for, when the cluster lacks a group type they
     might be; None when every group exists, the cluster has every type, or what it runs
-    could not be read (then groups are read as before: an absent one protects)."""
+    could not be read."""
     if features is None or not features.missing_types():
         return None
     absent = tuple(sorted(g for g, t in types.items() if str(t) == GroupType.NONE))
     if not absent:
         return None
-    return UnknownGroups(absent, features, tuple(fields))
+    return UnknownGroups(absent, features)

@@ -29,9 +29,11 @@ class Reason(StrEnum):
     BINDING_UNAVAILABLE = "BindingUnavailable"
     CLUSTER_ID_MISMATCH = "ClusterIdMismatch"
     QUOTA_EXCEEDED = "QuotaExceeded"
-    # A named group answers as no group at all on a cluster that cannot have share or
-    # streams groups (core.cluster_features): nothing is deleted until it exists or goes.
+    # RetentionPolicy GroupsReadable: a named group answers as no group at all on a
+    # cluster that cannot have share or streams groups (core.cluster_features), or every
+    # named group was read.
     GROUP_TYPE_UNSUPPORTED = "GroupTypeUnsupported"
+    GROUPS_READ = "GroupsRead"
     # Succeeded
     IN_PROGRESS = "InProgress"
     PURGED = "Purged"

@@ -7,7 +7,7 @@ say so before trying.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 POLICY_VIOLATION = "POLICY_VIOLATION"
@@ -25,6 +25,12 @@ def accepts_delete_records(config: Mapping[str, str], empty_allowed: bool = Fals
     accepted too (core.cluster_features)."""
     policies = cleanup_policies(config) - {""}
     return "delete" in policies or (empty_allowed and not policies)
+
+
+def has_empty_policy(configs: Iterable[Mapping[str, str] | str]) -> bool:
+    """Whether some topic's cleanup.policy is empty (a string: a config that could not be
+    read): only then does accepting DeleteRecords depend on the cluster's release."""
+    return any(not isinstance(c, str) and not cleanup_policies(c) - {""} for c in configs)
 
 
 def is_compacted(config: Mapping[str, str]) -> bool:
@@ -48,8 +54,8 @@ def delete_refusal(
     if not cleanup_policies(config) - {""}:
         return (
             f"{POLICY_VIOLATION}: topic {topic} has an empty cleanup.policy (infinite "
-            "retention); brokers before Kafka 4.2 take DeleteRecords only where "
-            "cleanup.policy includes delete (KIP-1161 opened empty ones in 4.2)"
+            "retention), which takes DeleteRecords only on Kafka 4.2 and later (KIP-1161); "
+            "this cluster's metadata.version is older, or could not be read"
         )
     return (
         f"{POLICY_VIOLATION}: topic {topic} has cleanup.policy={config.get('cleanup.policy')}; "

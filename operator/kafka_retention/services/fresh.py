@@ -9,10 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from kafka_retention.core.cluster_features import unknown_groups
-from kafka_retention.core.conditions import Reason
+from kafka_retention.core.cluster_features import UnknownGroups, unknown_groups
 from kafka_retention.core.facts import GroupRead, GroupType, PartitionFacts, TopicPartition
-from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, Unresolved
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.services.ports import KafkaCutter
 
 K = TypeVar("K")
@@ -108,20 +107,16 @@ def _group_reads(
     for tp in tps:
         for group in groups_of(tp):
             wanted.setdefault(group, []).append(tp)
-    reads = kafka.group_positions(wanted) if wanted else {}
-    hold_unknown_groups(kafka, {g: r.type for g, r in reads.items()})
-    return reads
+    return kafka.group_positions(wanted) if wanted else {}
 
 
-def hold_unknown_groups(kafka: KafkaCutter, types: Mapping[str, GroupType | str]) -> None:
-    """Raise Unresolved (GroupTypeUnsupported) when a named group answers as no group at
-    all on a cluster that cannot have share or streams groups (Kafka 3.9, say, or 4.1
-    with share groups off): it may be one written for another cluster, and read as a
-    group that never committed it would hold nothing back where it watches (spec.notify)
-    and hold everything where it protects, silently. Nothing is deleted while it lasts;
-    the features are read only when some group is absent."""
+def unsupported_groups(
+    kafka: KafkaCutter, types: Mapping[str, GroupType | str]
+) -> UnknownGroups | None:
+    """The named groups that answer as no group at all on a cluster that cannot have
+    share or streams groups (Kafka 3.9, say, or 4.1 with share groups off): each may be
+    one written for another cluster, which a status should say. What the cluster runs is
+    read only when some group is absent."""
     if not any(str(t) == GroupType.NONE for t in types.values()):
-        return
-    unknown = unknown_groups(types, kafka.cluster_features())
-    if unknown is not None:
-        raise Unresolved(Reason.GROUP_TYPE_UNSUPPORTED, unknown.message())
+        return None
+    return unknown_groups(types, kafka.cluster_features())

@@ -15,9 +15,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from kafka_retention.core import conditions as cond
+from kafka_retention.core.cluster_features import UnknownGroups, unknown_groups
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import PartitionFacts, TopicPartition
-from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, Unresolved
+from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable
 from kafka_retention.core.overlap import (
     Holder,
     Peer,
@@ -31,7 +33,7 @@ from kafka_retention.core.policy import PolicyPlan
 from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.services.cutting import delete_and_verify
-from kafka_retention.services.fresh import hold_unknown_groups, read_facts
+from kafka_retention.services.fresh import read_facts
 from kafka_retention.services.policy import report
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome, failed, ready_conditions
 from kafka_retention.services.ports import KafkaCutter, PolicyKafka
@@ -65,20 +67,19 @@ def apply_plan(
     cuts: dict[TopicPartition, tuple[int, int]] = {}
     notes: dict[str, str] = {}
     held: dict[str, list[report.HeldBack]] = {}
+    # What the cluster runs (status.kafka), read once a run (cached per connection), and
+    # whether a group this policy names is absent where share or streams groups cannot
+    # exist (GroupsReadable). Only said: an absent group is read as before, and a forged
+    # plan's group types change no cut (the cuts are re-read fresh below).
+    features = kafka.cluster_features()
+    unknown = unknown_groups(plan.group_types, features)
     try:
-        # A group the plan read as absent, on a cluster that cannot have share or streams
-        # groups, holds the whole run, watches included (it may be one of those, named
-        # for another cluster). The fresh re-read below checks again before any delete:
-        # a plan's group types come back from Spark pods, which a tenant could forge.
-        hold_unknown_groups(kafka, plan.group_types)
         # A reader's policy (its entry grants protect, not retention) cuts nothing: its
         # plan serves its status and watches, with no fresh re-read for cuts.
         if spec.cuts:
             cuts, notes, held = _safe_cuts(run, spec, kafka, rows, peers, started)
     except KafkaUnavailable as err:
         return failed(run, spec, Reason.KAFKA_UNAVAILABLE, err, started, retry_delay)
-    except Unresolved as err:
-        return failed(run, spec, err.reason, err, started, retry_delay)
     # When the deletes went out: RemoteDeletionPending says how long after it the last
     # remote segment below the cuts was deleted.
     cut_at = run.now() if cuts and not spec.dry_run else None
@@ -118,7 +119,7 @@ def apply_plan(
     interval = spec.interval_ms / 1000
     run.store.patch(
         {
-            **_kafka_status(kafka),
+            **({"kafka": features.status()} if features is not None else {}),
             **watches.status(),
             **report.run_status(
                 run.status,
@@ -139,9 +140,14 @@ def apply_plan(
                 degraded=degraded,
                 tiered=watches.tiers.topics if watches.tiers is not None else None,
             ),
-            "conditions": watches.conditions(
-                ready_conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded),
-                spec,
+            "conditions": _groups_readable(
+                watches.conditions(
+                    ready_conditions(run, "True", Reason.RUN_SUCCEEDED, message, degraded=degraded),
+                    spec,
+                    run.generation,
+                    finished,
+                ),
+                unknown,
                 run.generation,
                 finished,
             ),
@@ -167,11 +173,36 @@ def apply_plan(
     )
 
 
-def _kafka_status(kafka: PolicyKafka) -> dict[str, Any]:
-    """status.kafka: what the cluster runs (its release, metadata.version and the group
-    types it can have); nothing when that cannot be read."""
-    features = kafka.cluster_features()
-    return {"kafka": features.status()} if features is not None else {}
+def _groups_readable(
+    conditions: list[dict[str, Any]],
+    unknown: UnknownGroups | None,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """GroupsReadable: False while a named group is no group on a cluster that cannot have
+    share or streams groups; set back to True once that ends. Absent on a policy that
+    never met the case, as every policy on a cluster with every group type."""
+    if unknown is not None:
+        return cond.set_condition(
+            conditions,
+            "GroupsReadable",
+            "False",
+            Reason.GROUP_TYPE_UNSUPPORTED,
+            unknown.message(),
+            generation,
+            now,
+        )
+    if any(c.get("type") == "GroupsReadable" for c in conditions):
+        return cond.set_condition(
+            conditions,
+            "GroupsReadable",
+            "True",
+            Reason.GROUPS_READ,
+            "every group the policy names exists on the cluster",
+            generation,
+            now,
+        )
+    return conditions
 
 
 def _remote(tiers: TierReport | None) -> dict[str, Any]:

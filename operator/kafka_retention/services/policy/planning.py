@@ -99,7 +99,7 @@ def select(kafka: PolicyKafka, members: Sequence[Member]) -> Selection:
 def _empty_allowed(kafka: PolicyKafka, configs: Mapping[str, Mapping[str, str]]) -> bool:
     """Whether topics with an empty cleanup.policy take DeleteRecords on this cluster
     (4.2 and later, KIP-1161); what it runs is read only when such a topic is selected."""
-    if all(topic_rules.cleanup_policies(c) - {""} for c in configs.values()):
+    if not topic_rules.has_empty_policy(configs.values()):
         return False
     features = kafka.cluster_features()
     return features is not None and features.deletes_with_empty_cleanup_policy()

@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from kafka_retention.core.cluster_features import ClusterFeatures
+from kafka_retention.core import topics as topic_rules
+from kafka_retention.core.cluster_features import ClusterFeatures, unknown_groups
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.purge import (
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -20,7 +21,7 @@ from kafka_retention.core.purge import (
 )
 from kafka_retention.core.purge_entry import PurgeEntry, planned
 from kafka_retention.core.stored_plan import timestamp_partitions, topic_cut_topics
-from kafka_retention.core.topics import cleanup_policies, delete_refusal
+from kafka_retention.core.topics import delete_refusal
 from kafka_retention.services.fresh import answered, read_facts
 from kafka_retention.services.ports import KafkaPlanner
 from kafka_retention.services.purge.tiers import tiered_topics
@@ -29,10 +30,12 @@ from kafka_retention.services.purge.tiers import tiered_topics
 @dataclass(frozen=True)
 class NamedGroup:
     """A group the spec names, and the type it was read as (one entry of status.groups;
-    "none": no such group)."""
+    "none": no such group). `note`: why an absent group may not be what was meant (a
+    cluster that cannot have share or streams groups)."""
 
     name: str
     type: str
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,17 +49,37 @@ class Planned:
     kafka: Mapping[str, object] | None = None  # status.kafka
 
 
+# How long a plan waits for what the cluster runs when only status.kafka needs it: the
+# first read of an operator starts the group reader's JVM, which a purge need not wait
+# for (later reads come from a cache).
+FEATURES_WAIT_S = 2.0
+
+
 def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
-    # What the cluster runs (status.kafka, and whether an empty cleanup.policy takes
-    # DeleteRecords) is read beside the plan's own reads, off their path: the first read
-    # of an operator starts the group reader's JVM.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cluster-features") as pool:
-        features = pool.submit(kafka.cluster_features)
-        given, group_types, tiered = gather_facts(kafka, request, features.result)
-        found = features.result()
+    # What the cluster runs (status.kafka; whether an empty cleanup.policy takes
+    # DeleteRecords; whether an absent group may be of a type the cluster lacks) is read
+    # beside the plan's own reads, off their path.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cluster-features")
+    try:
+        reading = pool.submit(kafka.cluster_features)
+        given, group_types, tiered = gather_facts(kafka, request, reading.result)
+        absent = any(t == "none" for t in group_types.values())
+        try:
+            found = reading.result(timeout=None if absent else FEATURES_WAIT_S)
+        except TimeoutError:
+            found = None
+    finally:
+        pool.shutdown(wait=False)
     entries = [planned(p) for p in plan_purge(request, given)]
-    named = request.all_groups()
-    groups = tuple(NamedGroup(g, group_types.get(g, "none")) for g in named)
+    unknown = unknown_groups(group_types, found)
+    groups = tuple(
+        NamedGroup(
+            g,
+            group_types.get(g, "none"),
+            unknown.note() if unknown is not None and g in unknown.groups else None,
+        )
+        for g in request.all_groups()
+    )
     return Planned(entries, groups, tiered, found.status() if found else None)
 
 
@@ -79,7 +102,7 @@ def gather_facts(
         described = asked.result()
     existing = {t: c for t, c in described.items() if t in given.topic_partitions}
     configs = answered(existing, given.topic_errors)
-    empty_allowed = any(not cleanup_policies(c) - {""} for c in configs.values()) and (
+    empty_allowed = topic_rules.has_empty_policy(configs.values()) and (
         (found := features()) is not None and found.deletes_with_empty_cleanup_policy()
     )
     for topic, config in configs.items():

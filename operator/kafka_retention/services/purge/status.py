@@ -277,7 +277,10 @@ def _run(run: Run) -> dict[str, Any]:
         "timings": dict(run.timings.marks),
     }
     if run.groups is not None:
-        fields["groups"] = [{"name": g.name, "type": g.type} for g in run.groups]
+        fields["groups"] = [
+            {"name": g.name, "type": g.type, **({"note": g.note} if g.note else {})}
+            for g in run.groups
+        ]
     if run.kafka is not None:
         fields["kafka"] = dict(run.kafka)
     return fields

@@ -12,11 +12,12 @@ from typing import Any
 from kafka_retention.core import conditions as cond
 from kafka_retention.core import tombstones as ts
 from kafka_retention.core import topics as topic_rules
+from kafka_retention.core.conditions import Reason
 from kafka_retention.core.facts import TopicPartition
-from kafka_retention.core.failures import KafkaFailure, Unresolved
+from kafka_retention.core.failures import KafkaFailure
 from kafka_retention.core.plan_row import TombstoneRow
 from kafka_retention.core.policy_spec import PolicySpec
-from kafka_retention.services.fresh import hold_unknown_groups
+from kafka_retention.services.fresh import unsupported_groups
 from kafka_retention.services.ports import PolicyKafka
 
 MAX_LISTED = 100
@@ -152,12 +153,11 @@ def _lags(
     ends = kafka.offsets(tps, "latest")
     lags: dict[tuple[str, TopicPartition], int] = {}
     positions = kafka.group_positions(dict.fromkeys(groups, tps))
-    try:
-        # A listed group that is no group, where share or streams groups cannot exist,
-        # has no lag to watch: said, not read as a group that has not started.
-        hold_unknown_groups(kafka, {g: read.type for g, read in positions.items()})
-    except Unresolved as err:
-        problems.append(f"{err} ({err.reason})")
+    # A listed group that is no group, where share or streams groups cannot exist, has no
+    # lag to watch: said, rather than read silently as a group that has not started.
+    unknown = unsupported_groups(kafka, {g: read.type for g, read in positions.items()})
+    if unknown is not None:
+        problems.append(f"{unknown.message()} ({Reason.GROUP_TYPE_UNSUPPORTED})")
     for group in sorted(groups):
         # The group's next unread record on each partition where it has one: one batched
         # point read per group (groups on one partition stand at different offsets).
