@@ -139,14 +139,22 @@ def topic_factory(
     def create(partitions: int = 3, config: dict[str, str] | None = None) -> str:
         name = f"t-{slug(request)}"
         new = NewTopic(name, num_partitions=partitions, replication_factor=3, config=config or {})
-        try:
-            admin.create_topics([new])[name].result(timeout=30)
-        except KafkaException as err:
-            # The name is new (a random suffix), so "already exists" can only answer the
-            # client's own retry of a request whose first answer was lost on a loaded
-            # machine (seen once in make test): the topic is there, as asked.
-            if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
+        for attempt in range(3):
+            try:
+                admin.create_topics([new])[name].result(timeout=30)
+            except KafkaException as err:
+                code = err.args[0].code()
+                # A request sent on the bootstrap connection librdkafka replaces with the
+                # brokers' own once it knows them is dropped with _DESTROY_BROKER (seen
+                # on the first topic of a freshly started cluster, twice): sent again.
+                if code == KafkaError._DESTROY_BROKER and attempt < 2:
+                    continue
+                # The name is new (a random suffix), so "already exists" can only answer
+                # the client's own retry of a request whose first answer was lost on a
+                # loaded machine (seen once in make test): the topic is there, as asked.
+                if code != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+            break
         # The controller has the topic; wait until every broker serves it too, or a
         # test's first read may hit a broker that has not heard of it yet (a plan listing
         # topics by pattern once found none on a busy CI machine). Clients pick a broker

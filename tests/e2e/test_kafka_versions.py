@@ -94,9 +94,9 @@ class Release:
 def release(request: pytest.FixtureRequest, stack: Stack) -> Iterator[Release]:
     with kafka_versions.running(request.param) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        # Metadata first: a new client's first request may go out on a bootstrap
-        # connection it then replaces by the brokers' own, and fail with
-        # _DESTROY_BROKER (seen once, creating the first topic on a fresh 4.0.1 cluster).
+        # Metadata first, so the brokers' own connections replace the bootstrap ones
+        # early (a request on one being replaced fails with _DESTROY_BROKER; the topic
+        # factory sends it again).
         admin.list_topics(timeout=30)
         yield Release(request.param, cluster, admin)
 
