@@ -78,6 +78,12 @@ FINAL = ("Succeeded", "PartiallySucceeded", "Failed")
 PURGE_FIELDS = "{.metadata.name} {.status.phase} {.status.summary.recordsDeleted}"
 
 SERIES_CR = "RecordPurge, apply -> Succeeded"
+# The form kafka-delete-records users bring (#47): one spec.partitions entry a partition,
+# as its offset JSON has them. The CRD takes at most EXPLICIT_MAX entries (maxItems).
+SERIES_EXPLICIT = "RecordPurge, one entry a partition, apply -> Succeeded"
+EXPLICIT_MAX = 5000
+# status.timings.ms's stages, in order (services/purge/timings.py).
+STAGES = ("pickUp", "planning", "storing", "deleting", "reporting")
 SERIES_CLI = "kafka-retention purge"
 SERIES_REF = "kafka-delete-records"
 
@@ -117,25 +123,43 @@ def _all_cut(admin: AdminClient, tps: list[tuple[str, int]]) -> None:
 
 
 def _purge(
-    stack: Stack, watch: ResourceWatch, bootstrap: str, name: str, tps: list[tuple[str, int]]
+    stack: Stack,
+    watch: ResourceWatch,
+    bootstrap: str,
+    name: str,
+    tps: list[tuple[str, int]],
+    stages: list[dict[str, float]] | None = None,
 ) -> float:
+    """One RecordPurge of every partition of `tps` to its high watermark, timed from just
+    before `kubectl apply` to the watch event of its final phase. With `stages`, the spec
+    names each partition (spec.partitions, offset -1), and the purge's own stage times
+    (status.timings.ms, and `apply`: how long `kubectl apply` took) are appended to it;
+    without, it names whole topics."""
     topics = sorted({t for t, _ in tps})
+    what: dict[str, Any] = (
+        {"partitions": [{"topic": t, "partition": p, "offset": -1} for t, p in tps]}
+        if stages is not None
+        else {"topics": [{"name": t, "before": {"highWatermark": True}} for t in topics]}
+    )
     body = {
         "apiVersion": "kafka-retention.io/v1alpha1",
         "kind": "RecordPurge",
         "metadata": {"name": name, "namespace": watch.namespace},
-        "spec": {
-            "cluster": {"bootstrapServers": bootstrap},
-            "topics": [{"name": t, "before": {"highWatermark": True}} for t in topics],
-        },
+        "spec": {"cluster": {"bootstrapServers": bootstrap}, **what},
     }
     started = time.monotonic()
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    applied = time.monotonic() - started
     finished, phase, deleted = watch.wait(name, timeout=1200)
     assert phase == "Succeeded", stack.kubectl(
         "get", "recordpurge", name, "-n", watch.namespace, "-o", "yaml"
     ).stdout
     assert deleted == len(tps), (deleted, len(tps))
+    if stages is not None:
+        got = stack.kubectl(
+            "get", "recordpurge", name, "-n", watch.namespace, "-o", "jsonpath={.status.timings.ms}"
+        ).stdout
+        stages.append({"apply": applied * 1000, **json.loads(got)})
     return finished - started
 
 
@@ -273,23 +297,30 @@ def purges_of(
     more RecordPurge (its text for add_profile, else "")."""
     size, bootstrap = len(tps), cluster.bootstrap_servers
     times: dict[str, list[float]] = {SERIES_CR: [], SERIES_CLI: [], SERIES_REF: []}
-    brokers: dict[str, list[float]] = {series: [] for series in times}
     steps: list[tuple[str, Callable[[str], float]]] = [
         (SERIES_CR, partial(_purge, tools.stack, tools.watch, bootstrap, tps=tps)),
         (SERIES_CLI, partial(_cli, bootstrap, tps)),
         (SERIES_REF, partial(_delete_records, bootstrap, tps)),
     ]
+    stages: list[dict[str, float]] = []
+    if size <= EXPLICIT_MAX:
+        times[SERIES_EXPLICIT] = []
+        explicit = partial(_purge, tools.stack, tools.watch, bootstrap, tps=tps, stages=stages)
+        steps.insert(1, (SERIES_EXPLICIT, explicit))
+    brokers: dict[str, list[float]] = {series: [] for series in times}
     for i in range(-1 if warm_up else 0, runs):  # run -1: the untimed warm-up
         for series, step in steps:
             produce_to_each(bootstrap, tps)
             quiet_brokers(cluster)
             before = brokers_cpu(cluster)
-            took = step(f"p{size}r{rf}-{i + 1}")
+            took = step(f"p{size}r{rf}-{i + 1}" + ("e" if series == SERIES_EXPLICIT else ""))
             used = brokers_cpu(cluster) - before
             _all_cut(admin, tps)
             if i >= 0:
                 times[series].append(took)
                 brokers[series].append(used)
+            elif series == SERIES_EXPLICIT:
+                stages.pop()  # the warm-up's
             say(f"  {series}: {took:.2f} s" + (" (warm-up)" if i < 0 else ""))
     profiled = ""
     if profile:
@@ -308,17 +339,34 @@ def purges_of(
                 f"{out.name}): " + profile_summary(out, ("reconcile",), PROFILE_PARTS)
             )
             say(f"  profiled purge {took:.2f} s: {out}{profiled}")
-    return _rows(size, rf, times, brokers), profiled
+    return _rows(size, rf, times, brokers, stages), profiled
 
 
 def _what_cr(size: int, rf: int) -> str:
     return f"RecordPurge of {size} partitions (RF {rf}), apply -> Succeeded"
 
 
+def stage_line(stages: list[dict[str, float]]) -> str:
+    """Where an explicit purge's time went: the median of each stage over the runs, in
+    milliseconds, `kubectl apply` first."""
+    med = {s: statistics.median(run.get(s, 0.0) for run in stages) for s in ("apply", *STAGES)}
+    parts = ", ".join(f"{s} {med[s]:.0f}" for s in ("apply", *STAGES))
+    return (
+        f"stages (median ms; the purge's status.timings.ms): {parts}. pickUp runs from "
+        "creationTimestamp, which has whole seconds: it carries up to 1,000 ms that never "
+        "happened, part of apply's among them"
+    )
+
+
 def _rows(
-    size: int, rf: int, times: dict[str, list[float]], brokers: dict[str, list[float]]
+    size: int,
+    rf: int,
+    times: dict[str, list[float]],
+    brokers: dict[str, list[float]],
+    stages: list[dict[str, float]] | None = None,
 ) -> list[Row]:
-    """The rows of one size; `brokers` holds the brokers' CPU-s within each timed run."""
+    """The rows of one size; `brokers` holds the brokers' CPU-s within each timed run;
+    `stages` the explicit purges' stage times, one dict a run."""
     med = {series: _median(xs) for series, xs in times.items()}
     cpu = {series: _median(xs) for series, xs in brokers.items()}
     at = "" if rf == 1 else f" (RF {rf})"  # a line of its own in the figure
@@ -334,6 +382,25 @@ def _rows(
         "record in every partition before each run; the brokers' CPU within the timed "
         f"window (median): {{cpu:.1f}} CPU-s, reference {cpu[SERIES_REF]:.1f} CPU-s"
     )
+    explicit: list[Row] = []
+    if times.get(SERIES_EXPLICIT):
+        ours = med[SERIES_EXPLICIT]
+        explicit.append(
+            Row(
+                f"RecordPurge of {size} partitions (RF {rf}), one entry a partition, "
+                "apply -> Succeeded",
+                f"{ours:.2f} s",
+                f"{ref:.2f} s",
+                f"{ours / ref:.2f}x; ours: spec.partitions names each partition at -1, as "
+                "kafka-delete-records' offset JSON does, the same JSON the reference gets; "
+                + stage_line(stages or [])
+                + "; "
+                + common.format(runs=runs_of(SERIES_EXPLICIT), cpu=cpu[SERIES_EXPLICIT]),
+                (Point("purge", SERIES_EXPLICIT + at, size, ours),),
+                why=purge_why(ours / ref, cpu[SERIES_EXPLICIT], ours),
+            )
+        )
+    # The whole-topic row first: big_cluster.py adds its profile to sized[0].
     return [
         Row(
             _what_cr(size, rf),
@@ -349,6 +416,7 @@ def _rows(
             ),
             why=purge_why(med[SERIES_CR] / ref, cpu[SERIES_CR], med[SERIES_CR]),
         ),
+        *explicit,
         Row(
             f"`kafka-retention purge` of {size} partitions (RF {rf})",
             f"{med[SERIES_CLI]:.2f} s",

@@ -217,3 +217,40 @@ def test_the_cron_reference_cuts_at_the_slowest_group_and_skips_uncommitted_part
     assert cuts == {("bpr-000", 0): 6, ("bpr-000", 1): 5}
     # A partition only one group's output names is not cut either.
     assert smallest_commits([DESCRIBED_FAST, ""]) == {}
+
+
+def test_an_explicit_purges_stages_are_the_medians_in_order() -> None:
+    from bench.purge_scale import stage_line
+
+    runs = [
+        {
+            "apply": 200.0,
+            "pickUp": 900,
+            "planning": 300,
+            "storing": 150,
+            "deleting": 1100,
+            "reporting": 2,
+        },
+        {
+            "apply": 160.0,
+            "pickUp": 250,
+            "planning": 170,
+            "storing": 270,
+            "deleting": 1050,
+            "reporting": 1,
+        },
+        {
+            "apply": 250.0,
+            "pickUp": 400,
+            "planning": 290,
+            "storing": 260,
+            "deleting": 1280,
+            "reporting": 3,
+        },
+    ]
+    line = stage_line(runs)
+    assert line.startswith(
+        "stages (median ms; the purge's status.timings.ms): apply 200, pickUp 400, "
+        "planning 290, storing 260, deleting 1100, reporting 2."
+    )
+    assert "whole seconds" in line
