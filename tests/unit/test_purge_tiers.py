@@ -207,41 +207,34 @@ def spec(*topics: str) -> dict[str, Any]:
     }
 
 
-def purge(kafka: TieredFakeKafka, store: Store, body: dict[str, Any]) -> service.Outcome:
+def _input(
+    kafka: TieredFakeKafka, store: Store, body: dict[str, Any], **more: Any
+) -> service.Purge:
+    """The purge as the handler hands it in, on the fake cluster and store."""
+
     def connect(_: PurgeRequest) -> TieredFakeKafka:
         return kafka
 
-    return service.reconcile(
-        service.Purge(
-            spec=body,
-            status=dict(store.status),
-            generation=1,
-            store=store,
-            blobs=store,
-            connect=connect,
-            now=kafka.clock,
-        )
+    return service.Purge(
+        spec=body,
+        status=dict(store.status),
+        generation=1,
+        store=store,
+        blobs=store,
+        connect=connect,
+        now=kafka.clock,
+        **more,
     )
+
+
+def purge(kafka: TieredFakeKafka, store: Store, body: dict[str, Any]) -> service.Outcome:
+    return service.reconcile(_input(kafka, store, body))
 
 
 def follow(
     kafka: TieredFakeKafka, store: Store, body: dict[str, Any], limit_s: float = 3600
 ) -> service.RemoteReport | None:
-    def connect(_: PurgeRequest) -> TieredFakeKafka:
-        return kafka
-
-    return service.follow_remote(
-        service.Follow(
-            spec=body,
-            status=dict(store.status),
-            generation=1,
-            store=store,
-            blobs=store,
-            connect=connect,
-            now=kafka.clock,
-            limit_s=limit_s,
-        )
-    )
+    return service.follow_remote(_input(kafka, store, body, remote_watch_s=limit_s))
 
 
 def remote_condition(store: Store) -> dict[str, Any]:

@@ -71,7 +71,7 @@ async def purge(**kwargs: Any) -> None:
 
 
 def _purge(created: common.Created) -> None:
-    body, spec, status, meta, namespace, name, memo = created.parts()
+    body, spec, status, _meta, namespace, name, memo = created.parts()
     # One read of the binding for admission, connection and the cluster id check.
     rules = tenancy(config(memo)).once()
     if not status.get("startedAt"):
@@ -80,24 +80,9 @@ def _purge(created: common.Created) -> None:
             reason=EventReason.PURGE_STARTED,
             message="planning cuts" + (" (dry run)" if spec.get("dryRun") else ""),
         )
-    # The plan and full results live in ConfigMaps the purge owns.
-    store, blobs = created.stores(RECORD_PURGES, KIND)
     started = time.monotonic()
     try:
-        outcome = service.reconcile(
-            service.Purge(
-                spec=spec,
-                status=status,
-                generation=meta.get("generation"),
-                store=store,
-                blobs=blobs,
-                connect=_connector(rules, namespace),
-                admit=_admitter(rules, namespace),
-                now=lambda: datetime.now(UTC),
-                retry_delay=created.retry_delay,
-                created=created.created_at,
-            )
-        )
+        outcome = service.reconcile(_input(created, rules))
     except service.Retry as pending:
         kopf.warn(body, reason=EventReason.PURGE_PENDING, message=str(pending))
         raise kopf.TemporaryError(str(pending), delay=pending.delay) from None
@@ -128,6 +113,25 @@ def _purge(created: common.Created) -> None:
         _remote(body, namespace, name, outcome.remote)
 
 
+def _input(created: common.Created, rules: Tenancy) -> service.Purge:
+    """The purge as the service takes it, for the main handler and the remote-deletion
+    timer alike. The plan and full results live in ConfigMaps the purge owns."""
+    _body, spec, status, meta, namespace, _name, _memo = created.parts()
+    store, blobs = created.stores(RECORD_PURGES, KIND)
+    return service.Purge(
+        spec=spec,
+        status=status,
+        generation=meta.get("generation"),
+        store=store,
+        blobs=blobs,
+        connect=_connector(rules, namespace),
+        admit=_admitter(rules, namespace),
+        now=lambda: datetime.now(UTC),
+        retry_delay=created.retry_delay,
+        created=created.created_at,
+    )
+
+
 def _remote(body: kopf.Body, namespace: str, name: str, report: service.RemoteReport) -> None:
     """Metrics and the Event of where the remote deletion below a purge's cuts stands."""
     remote_deletion.SERIES.report(namespace, name, report)
@@ -155,24 +159,11 @@ def remote_deletion_check(**kwargs: Any) -> None:
     the brokers to delete them (RemoteDeletionPending True, or the remote log unreadable):
     the remote log read again when a check is due, status and metrics updated. It never
     deletes anything; Kopf runs it only while the condition is watched, and the service
-    gives up after tiers.WATCH_LIMIT_S."""
+    gives up after Purge.remote_watch_s."""
     created = common.Created.of(kwargs)
-    body, spec, status, meta, namespace, name, memo = created.parts()
-    rules = tenancy(config(memo)).once()
-    store, blobs = created.stores(RECORD_PURGES, KIND)
+    body, _spec, _status, _meta, namespace, name, memo = created.parts()
     try:
-        report = service.follow_remote(
-            service.Follow(
-                spec=spec,
-                status=status,
-                generation=meta.get("generation"),
-                store=store,
-                blobs=blobs,
-                connect=_connector(rules, namespace),
-                admit=_admitter(rules, namespace),
-                now=lambda: datetime.now(UTC),
-            )
-        )
+        report = service.follow_remote(_input(created, tenancy(config(memo)).once()))
     except WriteRefused as err:
         log.warning(
             "%s/%s: remote deletion check not stored (tried again): %s", namespace, name, err

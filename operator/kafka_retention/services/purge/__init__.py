@@ -12,11 +12,10 @@ from kafka_retention.services.purge.pipeline import (
     reconcile,
     too_large,
 )
-from kafka_retention.services.purge.tiers import Follow, RemoteReport, watched
+from kafka_retention.services.purge.tiers import RemoteReport, watched
 
 __all__ = [
     "MAX_PLANNED_PARTITIONS",
-    "Follow",
     "Outcome",
     "Purge",
     "RemoteReport",

@@ -14,6 +14,12 @@ from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
 from kafka_retention.services.purge.progress import DELETE_ROUND, PROGRESS_EVERY_S
 
+# How long a finished purge's remote deletion is watched after the cut before it stops
+# checking (RemoteDeletionUnconfirmed). The brokers' remote log manager runs every
+# remote.log.manager.task.interval.ms (30 s by default) and deletes what is below the log
+# start at its next run; an hour is many runs.
+REMOTE_WATCH_S = 3600.0
+
 
 @dataclass
 class Purge:
@@ -40,3 +46,5 @@ class Purge:
     delete_round: int = DELETE_ROUND
     # metadata.creationTimestamp: where status.timings counts the pick-up from.
     created: datetime | None = None
+    # How long after its cut a finished purge's remote deletion is watched (tiers.check).
+    remote_watch_s: float = REMOTE_WATCH_S

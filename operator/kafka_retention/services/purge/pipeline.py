@@ -61,7 +61,7 @@ from kafka_retention.services.purge.outcomes import (
 )
 from kafka_retention.services.purge.progress import Progress, Stage
 from kafka_retention.services.purge.store import PlanLost, store_plan, stored_plan
-from kafka_retention.services.purge.tiers import Follow, RemoteReport, after_cut, check
+from kafka_retention.services.purge.tiers import RemoteReport, after_cut, check
 from kafka_retention.services.purge.tiers import dry_run as tiered_dry_run
 from kafka_retention.services.purge.timings import Timings
 
@@ -171,7 +171,7 @@ def reconcile(purge: Purge) -> Outcome:
     return status.end(purge, finish(purge, run, entries, dry_run=False, tiered=cut))
 
 
-def follow_remote(follow: Follow) -> RemoteReport | None:
+def follow_remote(follow: Purge) -> RemoteReport | None:
     """After a purge that cut a tiered topic: the remote segments below its cuts checked
     again while RemoteDeletionPending is watched (tiers.check), and status written; None
     when no check was due. It never deletes: the cuts were made, once, by reconcile."""

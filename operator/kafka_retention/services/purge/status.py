@@ -40,7 +40,7 @@ from kafka_retention.services.purge.outcomes import (
     Stored,
 )
 from kafka_retention.services.purge.progress import ProgressMark
-from kafka_retention.services.purge.tiers import Follow, RemoteCheck
+from kafka_retention.services.purge.tiers import RemoteCheck
 
 log = logging.getLogger(__name__)
 
@@ -106,13 +106,13 @@ def retry(purge: Purge, waiting: NotReady | Pending) -> Retry:
     return Retry(message, purge.retry_delay)
 
 
-def write_remote(follow: Follow, found: RemoteCheck) -> None:
+def write_remote(purge: Purge, found: RemoteCheck) -> None:
     """A finished purge's remote deletion, checked again (tiers.check): status.tiered and
     RemoteDeletionPending. A refusal raises WriteRefused: the timer tries again."""
     conditions = cond.stamp(
-        follow.status.get("conditions"), found.condition, follow.generation, found.now
+        purge.status.get("conditions"), found.condition, purge.generation, found.now
     )
-    follow.store.patch({"tiered": dict(found.tiered), "conditions": conditions})
+    purge.store.patch({"tiered": dict(found.tiered), "conditions": conditions})
 
 
 def write_progress(purge: Purge, progress: ProgressMark) -> None:

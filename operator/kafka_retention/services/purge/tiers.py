@@ -44,7 +44,8 @@ from kafka_retention.core.specs import SpecError
 from kafka_retention.core.tiers import BelowCuts, RemoteLog, TierOffsets, below_cuts, is_tiered
 from kafka_retention.kube_objects.chunks import SinkError
 from kafka_retention.services import tenancy
-from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore, TieredKafka
+from kafka_retention.services.ports import BlobStore, KafkaPlanner, TieredKafka
+from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.timings import took
 
 log = logging.getLogger(__name__)
@@ -54,11 +55,6 @@ CONDITION = "RemoteDeletionPending"
 BLOB = "tiers"
 # Partitions whose offsets status.tiered lists itself (the ConfigMaps have all of them).
 MAX_LISTED = 10
-# How long the remote deletion is watched after the cut before the purge stops checking
-# (RemoteDeletionUnconfirmed). The brokers' remote log manager runs every
-# remote.log.manager.task.interval.ms (30 s by default) and deletes what is below the log
-# start at its next run; an hour is many runs.
-WATCH_LIMIT_S = 3600.0
 # Seconds between checks: the handler's timer ticks this often, and a check is due when
 # a tenth of the time since the cut has passed since the last one (at most MAX_CHECK_S):
 # each check reads the whole remote log metadata topic.
@@ -419,21 +415,6 @@ def _condition(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-@dataclass
-class Follow:
-    """One finished purge whose remote deletion is watched, as the timer hands it in."""
-
-    spec: Mapping[str, Any]
-    status: Mapping[str, Any]
-    generation: int | None
-    store: StatusStore
-    blobs: BlobStore
-    connect: Callable[[PurgeRequest], KafkaPlanner]
-    now: Callable[[], datetime]
-    admit: Callable[[Mapping[str, Any], PurgeRequest], int] | None = None
-    limit_s: float = WATCH_LIMIT_S
-
-
 def due(status: Mapping[str, Any], now: datetime) -> bool:
     """Whether a check is due: a tenth of the time since the cut has passed since the
     last check (at least CHECK_EVERY_S, at most MAX_CHECK_S)."""
@@ -446,7 +427,7 @@ def due(status: Mapping[str, Any], now: datetime) -> bool:
     return (now - checked).total_seconds() >= every - CHECK_EVERY_S / 2
 
 
-def check(f: Follow) -> RemoteCheck | None:
+def check(f: Purge) -> RemoteCheck | None:
     """Check the remote deletion of a finished purge once more: what status is to say
     (status.write_remote writes it); None when it is not watched or no check is due.
     Reads only: nothing is deleted."""
@@ -460,7 +441,7 @@ def check(f: Follow) -> RemoteCheck | None:
     since = parse_timestamp(tiered.get("since"))
     if since is None:
         return _checked(f, tiered, _unconfirmed("status.tiered.since is missing"), None, now)
-    expired = (now - since).total_seconds() > f.limit_s
+    expired = (now - since).total_seconds() > f.remote_watch_s
     try:
         request = parse_spec(f.spec)
         if f.admit is not None:
@@ -524,9 +505,9 @@ def _unconfirmed(why: str) -> Condition:
     return Condition(CONDITION, "Unknown", Reason.REMOTE_DELETION_UNCONFIRMED, message[:2000])
 
 
-def _given_up(f: Follow, before: Mapping[str, Any], last: str) -> Condition:
+def _given_up(f: Purge, before: Mapping[str, Any], last: str) -> Condition:
     message = (
-        f"not confirmed within {took(round(f.limit_s * 1000))} of the cut, no longer "
+        f"not confirmed within {took(round(f.remote_watch_s * 1000))} of the cut, no longer "
         f"checked; last: {last or before.get('message', '')}"
     )
     return Condition(CONDITION, "Unknown", Reason.REMOTE_DELETION_UNCONFIRMED, message[:2000])
@@ -543,7 +524,7 @@ class RemoteCheck:
 
 
 def _checked(
-    f: Follow,
+    f: Purge,
     tiered: dict[str, Any],
     condition: Condition,
     found: BelowCuts | None,
@@ -566,7 +547,6 @@ def _checked(
 __all__ = [
     "BLOB",
     "CONDITION",
-    "Follow",
     "Place",
     "RemoteCheck",
     "RemoteReport",
