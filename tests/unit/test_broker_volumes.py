@@ -7,15 +7,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import shutil
 import subprocess
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
+from kafka_retention.adapters.broker_volumes import ExecVolumes
 from kafka_retention.adapters.volume_commands import (
     REMOVE_SCRIPT,
 )
@@ -30,8 +28,8 @@ from kafka_retention.core.orphans import (
     LogDirIdentity,
     classify,
 )
+from tests.helpers.volumes import KINDS, Volumes, run_in, volumes_of
 
-Volumes = LocalVolumes | ExecVolumes
 HEX = "0123456789abcdef0123456789abcdef"
 OLD_S = 1_600_000_000  # segment mtime, seconds
 BUSYBOX_APPLETS = ("sh", "find", "stat", "od", "tr", "sed", "head", "rm", "cat")
@@ -74,30 +72,9 @@ def outside(tmp_path: Path) -> Path:
     return d
 
 
-def _subprocess_run(env: dict[str, str] | None) -> Callable[[list[str]], str]:
-    def run(argv: list[str]) -> str:
-        return subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
-
-    return run
-
-
-def _busybox_env(tmp_path: Path) -> dict[str, str]:
-    busybox = shutil.which("busybox")
-    if busybox is None:
-        pytest.skip("busybox is not installed")
-    bin_dir = tmp_path / "busybox-bin"
-    bin_dir.mkdir()
-    for applet in BUSYBOX_APPLETS:
-        (bin_dir / applet).symlink_to(busybox)
-    return {"PATH": str(bin_dir)}
-
-
-@pytest.fixture(params=["local", "exec-gnu", "exec-busybox"])
+@pytest.fixture(params=KINDS)
 def volumes(request: pytest.FixtureRequest, tmp_path: Path) -> Volumes:
-    if request.param == "local":
-        return LocalVolumes()
-    env = _busybox_env(tmp_path) if request.param == "exec-busybox" else None
-    return ExecVolumes(_subprocess_run(env))
+    return volumes_of(request.param, tmp_path, BUSYBOX_APPLETS)
 
 
 def by_name(entries: list[Entry]) -> dict[str, Entry]:
@@ -331,7 +308,7 @@ def test_the_remove_script_refuses_on_its_own_what_python_would_refuse(
 
 def test_exec_never_puts_a_name_into_the_script(log_dir: Path) -> None:
     seen: list[list[str]] = []
-    real = _subprocess_run(None)
+    real = run_in(None)
 
     def run(argv: list[str]) -> str:
         seen.append(argv)
@@ -347,7 +324,7 @@ def test_exec_never_puts_a_name_into_the_script(log_dir: Path) -> None:
 
 def test_a_cut_off_listing_is_an_error_not_a_shorter_list(log_dir: Path) -> None:
     partition_dir(log_dir, "orders-0", topic_id())
-    full = _subprocess_run(None)
+    full = run_in(None)
     volumes = ExecVolumes(lambda argv: full(argv)[:-10])
     with pytest.raises(VolumeError, match="cut off"):
         volumes.list(str(log_dir))

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import struct
-import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
+from kafka_retention.adapters.broker_volumes import LocalVolumes
 from kafka_retention.adapters.volume_commands import HELD_OFFSETS_SCRIPT, parse_held_offsets
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaFailure, KafkaUnavailable, OffsetKind, VolumeError
@@ -38,6 +36,7 @@ from kafka_retention.core.orphans import DirName, Entry, judge, live_topic_name
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.tiers import TierOffsets
 from kafka_retention.services.watch import orphans as orphan_watch
+from tests.helpers.volumes import KINDS, Volumes, run_in, volumes_of
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 OLD = T0 - timedelta(days=30)
@@ -131,35 +130,14 @@ def test_the_brokers_own_directories_are_never_judged_orphans() -> None:
 # --- the offsets a directory holds, from its segment files ------------------------
 
 
-Volumes = LocalVolumes | ExecVolumes
 BUSYBOX_APPLETS = ("sh", "stat", "od", "tail")
 
 
-def _run(env: dict[str, str] | None) -> Callable[[list[str]], str]:
-    def run(argv: list[str]) -> str:
-        return subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
-
-    return run
-
-
-def _busybox_env(tmp_path: Path) -> dict[str, str]:
-    busybox = shutil.which("busybox")
-    if busybox is None:
-        pytest.skip("busybox is not installed")
-    bin_dir = tmp_path / "busybox-bin"
-    bin_dir.mkdir()
-    for applet in BUSYBOX_APPLETS:
-        (bin_dir / applet).symlink_to(busybox)
-    return {"PATH": str(bin_dir)}
-
-
-@pytest.fixture(params=["local", "exec-gnu", "exec-busybox"])
+@pytest.fixture(params=KINDS)
 def volumes(request: pytest.FixtureRequest, tmp_path: Path) -> Volumes:
     """The same reads on this machine, and through exec with dash and GNU coreutils and
     with busybox (what a minimal broker image has)."""
-    if request.param == "local":
-        return LocalVolumes()
-    return ExecVolumes(_run(_busybox_env(tmp_path) if request.param == "exec-busybox" else None))
+    return volumes_of(request.param, tmp_path, BUSYBOX_APPLETS)
 
 
 def batch(base: int, records: int, body: int = 40, magic: int = 2) -> bytes:
@@ -245,7 +223,7 @@ def index_entry(relative_offset: int, position: int) -> bytes:
 def held_within(log_dir: Path, name: str, steps: int) -> HeldOffsets:
     """The exec script's answer when it may walk at most `steps` batch headers."""
     argv = ["sh", "-c", HELD_OFFSETS_SCRIPT, "kr", str(log_dir), name, str(steps)]
-    return parse_held_offsets(_run(None)(argv))
+    return parse_held_offsets(run_in(None)(argv))
 
 
 def test_through_exec_the_walk_starts_at_the_offset_indexs_last_entry(tmp_path: Path) -> None:
