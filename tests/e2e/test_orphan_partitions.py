@@ -25,7 +25,7 @@ from devstack.stack import Stack
 from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, get, wait_for
-from tests.helpers.orphans import HEX, digest, orphan_copy, reclaimed
+from tests.helpers.orphans import HEX, digest, entries, orphan_copy, reclaimed
 from tests.helpers.policies import apply_policy
 from tests.helpers.records import produce
 from tests.helpers.topics import create_on, topic_id, wait_for_gone
@@ -60,10 +60,6 @@ def reassign(bootstrap: str, topic: str, replicas: list[int], tmp: Path) -> None
         capture_output=True,
         text=True,
     )
-
-
-def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
-    return {(e["broker"], e["name"]): e for e in obj.get("status", {}).get("orphans", [])}
 
 
 def test_orphans_are_found_held_and_removed_and_nothing_else_is_touched(

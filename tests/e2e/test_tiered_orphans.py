@@ -23,7 +23,6 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
     ResourceType,
 )
 
@@ -32,7 +31,7 @@ from devstack.stack import Stack
 from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, wait_for
-from tests.helpers.orphans import HEX, reclaimed
+from tests.helpers.orphans import HEX, entries, reclaimed
 from tests.helpers.policies import apply_policy
 from tests.helpers.tiered import remote_segments
 from tests.helpers.tiered_data import (
@@ -43,7 +42,7 @@ from tests.helpers.tiered_data import (
     store_snapshot,
     wait_until_remote,
 )
-from tests.helpers.topics import topic_id, wait_for_gone
+from tests.helpers.topics import create_on, wait_for_gone
 
 pytestmark = [pytest.mark.stack]
 
@@ -58,16 +57,7 @@ def tiered_on_broker_1(admin: AdminClient, name: str) -> str:
     hour: local retention goes by the records' timestamps, and the oldest are five hours
     old (with an hour, the brokers dropped their local copies as soon as they were
     uploaded, before the test could copy them: seen in a make test run)."""
-    config = {**TIERED, "local.retention.ms": "86400000"}
-    new = NewTopic(name, num_partitions=1, replica_assignment=[[1]], config=config)
-    admin.create_topics([new])[name].result(timeout=30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        meta = admin.list_topics(name, timeout=10).topics.get(name)
-        if meta is not None and meta.error is None and meta.partitions[0].leader >= 0:
-            break
-        time.sleep(0.2)
-    return topic_id(admin, name)
+    return create_on(admin, name, [1], {**TIERED, "local.retention.ms": "86400000"})
 
 
 def to_remote_storage(admin: AdminClient, name: str) -> None:
@@ -93,10 +83,6 @@ def steady(root: Path) -> dict[str, tuple[int, str]]:
             return now
         assert time.monotonic() < deadline, "the remote store keeps changing"
         last = now
-
-
-def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
-    return {(e["broker"], e["name"]): e for e in obj.get("status", {}).get("orphans", [])}
 
 
 def test_orphans_of_a_tiered_topic_go_and_remote_storage_stays_byte_for_byte(

@@ -42,6 +42,11 @@ def orphan_copy(
     return copy, digest(live)
 
 
+def entries(obj: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
+    """A policy's status.orphans by (broker, directory name)."""
+    return {(e["broker"], e["name"]): e for e in obj.get("status", {}).get("orphans", [])}
+
+
 def reclaimed(obj: dict[str, Any]) -> bool:
     """A check for wait_for: the policy removed an orphan directory (bytes reclaimed)."""
     reclaimed_bytes: int = obj.get("status", {}).get("orphanBytesReclaimedTotal", 0)

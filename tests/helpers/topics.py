@@ -48,11 +48,13 @@ def in_sync(served: dict[int, PartitionView], partitions: int) -> bool:
     )
 
 
-def create_on(admin: AdminClient, name: str, brokers: list[int]) -> str:
-    """A one-partition topic on exactly these brokers; its topic id (Kafka's form)."""
-    admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[brokers])])[
-        name
-    ].result(timeout=30)
+def create_on(
+    admin: AdminClient, name: str, brokers: list[int], config: dict[str, str] | None = None
+) -> str:
+    """A one-partition topic on exactly these brokers (with `config`); its topic id
+    (Kafka's form), once it has a leader."""
+    new = NewTopic(name, num_partitions=1, replica_assignment=[brokers], config=config or {})
+    admin.create_topics([new])[name].result(timeout=30)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         meta = admin.list_topics(name, timeout=10).topics.get(name)

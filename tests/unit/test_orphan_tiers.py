@@ -10,7 +10,6 @@ partition, topic configs per topic, and KafkaUnavailable when the tier read fail
 
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 from collections.abc import Iterable, Mapping
@@ -36,6 +35,7 @@ from kafka_retention.core.orphans import DirName, Entry, judge, live_topic_name
 from kafka_retention.core.policy_spec import parse_policy_spec
 from kafka_retention.core.tiers import TierOffsets
 from kafka_retention.services.watch import orphans as orphan_watch
+from tests.helpers.orphans import digest
 from tests.helpers.volumes import KINDS, Volumes, run_in, volumes_of
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -550,15 +550,6 @@ def test_an_orphan_of_a_deleted_tiered_topic_needs_no_tier_read(brokers: dict[in
     assert not old.exists()
     assert not gone.exists()
     assert cluster.tier_reads == []
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(path.rglob("*")):
-        h.update(str(f.relative_to(path)).encode())
-        if f.is_file() and not f.is_symlink():
-            h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 def remote_store(root: Path) -> Path:
