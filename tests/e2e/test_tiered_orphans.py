@@ -33,12 +33,12 @@ from tests.helpers.kafka import Kafka
 from tests.helpers.kube import events, wait_for
 from tests.helpers.orphans import HEX, entries, reclaimed
 from tests.helpers.policies import apply_policy
-from tests.helpers.tiered import remote_segments
-from tests.helpers.tiered_data import (
-    TIERED,
+from tests.helpers.tiered import (
+    HOURLY_TIERED,
     local_segment_bases,
     produce_hours_apart,
     read_records,
+    remote_segments,
     store_snapshot,
     wait_until_remote,
 )
@@ -57,14 +57,14 @@ def tiered_on_broker_1(admin: AdminClient, name: str) -> str:
     hour: local retention goes by the records' timestamps, and the oldest are five hours
     old (with an hour, the brokers dropped their local copies as soon as they were
     uploaded, before the test could copy them: seen in a make test run)."""
-    return create_on(admin, name, [1], {**TIERED, "local.retention.ms": "86400000"})
+    return create_on(admin, name, [1], {**HOURLY_TIERED, "local.retention.ms": "86400000"})
 
 
 def to_remote_storage(admin: AdminClient, name: str) -> None:
-    """local.retention.ms down to TIERED's second: the brokers copy, then drop locally."""
+    """local.retention.ms down to HOURLY_TIERED's second: the brokers copy, then drop locally."""
     entry = ConfigEntry(
         "local.retention.ms",
-        TIERED["local.retention.ms"],
+        HOURLY_TIERED["local.retention.ms"],
         incremental_operation=AlterConfigOpType.SET,
     )
     resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[entry])

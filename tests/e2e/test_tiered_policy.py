@@ -17,8 +17,8 @@ from tests.helpers.conditions import condition
 from tests.helpers.kafka import Kafka
 from tests.helpers.offsets import log_starts
 from tests.helpers.policies import apply_policy_on, loss_events, ran, where
-from tests.helpers.tiered_data import (
-    TIERED,
+from tests.helpers.tiered import (
+    HOURLY_TIERED,
     Record,
     local_segment_bases,
     produce_hours_apart,
@@ -42,7 +42,7 @@ def tiered_topic(stack: Stack, kafka: Kafka) -> tuple[str, list[Record]]:
     """A tiered topic whose records below offset 50 are in remote storage only (no broker
     holds a segment with data starting below it), and its records as a consumer reads
     them."""
-    topic = kafka.make_topic(partitions=1, config=TIERED)
+    topic = kafka.make_topic(partitions=1, config=HOURLY_TIERED)
     produce_hours_apart(kafka.bootstrap, topic, HOURS_AGO, PER_HOUR, int(time.time() * 1000))
     end = len(HOURS_AGO) * PER_HOUR
     nodes = stack.kafka.nodes

@@ -18,7 +18,7 @@ from kafka_retention.adapters.broker_volumes import ExecVolumes, LocalVolumes
 from kafka_retention.core.orphan_tiers import HeldOffsets
 from tests.helpers.kafka import Kafka
 from tests.helpers.offsets import high_watermarks
-from tests.helpers.tiered_data import produce_hours_apart
+from tests.helpers.tiered import produce_hours_apart
 from tests.helpers.waiting import eventually
 
 pytestmark = pytest.mark.stack
