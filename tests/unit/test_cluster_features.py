@@ -248,3 +248,17 @@ def test_a_policy_selects_an_empty_policy_topic_on_4_2_only() -> None:
         kafka.group_types = {"a": GroupType.CLASSIC}
         run_one(kafka, Store(), deleteConsumed={"groups": ["a"]})
         assert kafka.logs[T0][0] == start, features
+
+
+def test_the_cli_reads_what_the_cluster_runs_only_when_a_decision_needs_it() -> None:
+    t0 = TopicPartition("t", 0)
+    kafka = PurgeKafka({t0: [0, 100]})
+    kafka.features = KAFKA_3_9
+    run_purge(explicit((0, 40)), kafka, PurgeStore(), describe_cluster=False)
+    assert kafka.logs[t0][0] == 40
+    assert "cluster_features" not in kafka.calls
+    # An absent group is a decision that needs it: read, and noted.
+    store = PurgeStore()
+    run_purge(explicit((0, -1), protectGroups=["ghost"]), kafka, store, describe_cluster=False)
+    assert kafka.calls.count("cluster_features") == 1
+    assert "Kafka 3.9" in store.status["groups"][0]["note"]

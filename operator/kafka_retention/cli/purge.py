@@ -114,6 +114,7 @@ def run_purge(
                 connect=connect,
                 now=lambda: datetime.now(UTC),
                 progress_every_s=PROGRESS_EVERY_S,
+                describe_cluster=False,
             )
         )
 

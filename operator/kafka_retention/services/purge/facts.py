@@ -6,6 +6,7 @@ from a partial picture; a topic or partition that fails for good becomes a faile
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -55,10 +56,19 @@ class Planned:
 FEATURES_WAIT_S = 2.0
 
 
-def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
-    # What the cluster runs (status.kafka; whether an empty cleanup.policy takes
-    # DeleteRecords; whether an absent group may be of a type the cluster lacks) is read
-    # beside the plan's own reads, off their path.
+def plan(kafka: KafkaPlanner, request: PurgeRequest, describe: bool = True) -> Planned:
+    """The plan from facts read now. What the cluster runs decides whether an empty
+    cleanup.policy takes DeleteRecords and whether an absent group may be of a type the
+    cluster lacks, and is read only when one of those comes up; with `describe`
+    (status.kafka) it is read anyway, beside the plan's own reads and off their path. The
+    CLI, which shows no status.kafka, does not: a first read starts the group reader's
+    JVM, which its process would then wait for at exit."""
+    if not describe:
+        lazy = functools.cache(kafka.cluster_features)
+        given, group_types, tiered = gather_facts(kafka, request, lazy)
+        absent = any(t == "none" for t in group_types.values())
+        found = lazy() if absent else None
+        return _planned(request, given, group_types, tiered, found)
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cluster-features")
     try:
         reading = pool.submit(kafka.cluster_features)
@@ -70,6 +80,16 @@ def plan(kafka: KafkaPlanner, request: PurgeRequest) -> Planned:
             found = None
     finally:
         pool.shutdown(wait=False)
+    return _planned(request, given, group_types, tiered, found)
+
+
+def _planned(
+    request: PurgeRequest,
+    given: PlanInput,
+    group_types: Mapping[str, str],
+    tiered: frozenset[str],
+    found: ClusterFeatures | None,
+) -> Planned:
     entries = [planned(p) for p in plan_purge(request, given)]
     unknown = unknown_groups(group_types, found)
     groups = tuple(

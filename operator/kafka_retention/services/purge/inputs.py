@@ -48,3 +48,5 @@ class Purge:
     created: datetime | None = None
     # How long after its cut a finished purge's remote deletion is watched (tiers.check).
     remote_watch_s: float = REMOTE_WATCH_S
+    # Whether status says what the cluster runs (status.kafka): the CLI shows no status.
+    describe_cluster: bool = True

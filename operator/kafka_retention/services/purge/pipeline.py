@@ -110,7 +110,7 @@ def reconcile(purge: Purge) -> Outcome:
         if entries is None:
             phase = Phase.PLANNING
             status.write(purge, Planning(run, progress.field(Stage.PLANNING)))
-            planned = plan(kafka, request)
+            planned = plan(kafka, request, purge.describe_cluster)
             timings.mark("plannedAt")
             entries, run = planned.entries, replace(run, groups=planned.groups, kafka=planned.kafka)
             tiered = planned.tiered
