@@ -262,3 +262,14 @@ def test_the_cli_reads_what_the_cluster_runs_only_when_a_decision_needs_it() -> 
     run_purge(explicit((0, -1), protectGroups=["ghost"]), kafka, store, describe_cluster=False)
     assert kafka.calls.count("cluster_features") == 1
     assert "Kafka 3.9" in store.status["groups"][0]["note"]
+
+
+def test_a_connection_cache_key_tells_credentials_apart_and_holds_none() -> None:
+    from kafka_retention.adapters.kafka_calls import connection_key
+
+    alice = connection_key("k:9092", {"sasl.username": "alice", "sasl.password": "s3cret"})
+    bob = connection_key("k:9092", {"sasl.username": "bob", "sasl.password": "s3cret"})
+    assert alice != bob
+    assert alice == connection_key("k:9092", {"sasl.password": "s3cret", "sasl.username": "alice"})
+    assert "s3cret" not in alice
+    assert "alice" not in alice

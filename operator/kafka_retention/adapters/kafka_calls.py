@@ -4,7 +4,8 @@ partition asked, and why a connection failed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -181,3 +182,10 @@ class ConnectionCause:
     def take(self) -> str | None:
         cause, self._cause = self._cause, None
         return cause
+
+
+def connection_key(bootstrap: str, client_config: Mapping[str, str]) -> str:
+    """A cache key for what one connection may read: the whole connection, credentials
+    included, so no caller is served a read made with another's access; a digest, so a
+    process-long cache holds no key or password."""
+    return hashlib.sha256(repr((bootstrap, sorted(client_config.items()))).encode()).hexdigest()

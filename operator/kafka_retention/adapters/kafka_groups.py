@@ -7,7 +7,6 @@ connection's properties and its timeout."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -20,7 +19,7 @@ from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient
 
 from kafka_retention.adapters import group_reader
-from kafka_retention.adapters.kafka_calls import failure, wait
+from kafka_retention.adapters.kafka_calls import connection_key, failure, wait
 from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import GroupRead, GroupType, TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
@@ -91,11 +90,7 @@ class GroupReads:
         installed, or the cluster did not answer): callers then go on as before. One read
         serves every caller with the same connection, credentials included, for
         FEATURES_FRESH_S."""
-        # A digest, not the properties: they may hold keys and passwords, and the table
-        # lives as long as the process.
-        key = hashlib.sha256(
-            repr((self._bootstrap, sorted(self._client_config.items()))).encode()
-        ).hexdigest()
+        key = connection_key(self._bootstrap, self._client_config)
         now = time.monotonic()
         with _features_lock:
             cached = _features.get(key)

@@ -25,6 +25,7 @@ from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient
 
 from kafka_retention.adapters import group_reader
+from kafka_retention.adapters.kafka_calls import connection_key
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.core.failures import KafkaUnavailable
 from kafka_retention.core.java_client import Unmappable
@@ -46,7 +47,8 @@ _SEGMENT, _UPDATE = 0, 1
 IDLE_TIMEOUT_S = 10.0
 # How long one read of the metadata topic answers every caller of the same connection.
 REMOTE_LOG_FRESH_S = 3.0
-_cache: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, RemoteLog]] = {}
+# connection_key -> (when read, what was read); a key unused for a minute goes.
+_cache: dict[str, tuple[float, RemoteLog]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -218,12 +220,14 @@ class TierReads:
         One read serves every caller with the same connection for REMOTE_LOG_FRESH_S: the
         topic is read whole, and several watched purges (or a purge and a policy batch) on
         one cluster would otherwise each read it every few seconds. The key is the whole
-        connection, credentials included, so no caller is served a read made with
-        another's access."""
-        key = (self._bootstrap, tuple(sorted(self._client_config.items())))
+        connection (kafka_calls.connection_key)."""
+        key = connection_key(self._bootstrap, self._client_config)
         with _cache_lock:
+            now = time.monotonic()
+            for stale in [k for k, (t, _) in _cache.items() if now - t > 60]:
+                del _cache[stale]
             cached = _cache.get(key)
-            if cached is not None and time.monotonic() - cached[0] < REMOTE_LOG_FRESH_S:
+            if cached is not None and now - cached[0] < REMOTE_LOG_FRESH_S:
                 return cached[1]
         config: dict[str, Any] = {
             **self._client_config,
