@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.facts import TopicPartition
 from kafka_retention.services.policy.run import RunOutcome
 from kafka_retention.services.tenancy import Tenancy
@@ -62,6 +63,17 @@ class Unreported:
 
     def batch_ended(self, seconds: float) -> None:
         pass
+
+
+def broker_refuses_delete(policy: str, features: ClusterFeatures | None) -> bool:
+    """Whether a broker answers DeleteRecords with POLICY_VIOLATION on a topic of this
+    cleanup.policy, as kafka.cluster.Partition checks it: 4.2 and later (metadata.version
+    28 on) refuse compact-only topics, earlier releases every topic without delete (an
+    empty policy too). Written from the brokers' code, not from the operator's rule."""
+    level = (features.finalized if features else {}).get("metadata.version", 0)
+    if "delete" in policy:
+        return False
+    return "compact" in policy if level >= 28 else True
 
 
 class FakeLogs:

@@ -16,7 +16,7 @@ from kafka_retention.core.policy_spec import PolicySpec
 from kafka_retention.core.purge_ledger import PurgeLedger
 from kafka_retention.services.policy.batches import Due, Environment, parse, run_batch
 from kafka_retention.services.policy.run import PolicyRun, RunOutcome
-from tests.helpers.fakes import FakeLogs
+from tests.helpers.fakes import FakeLogs, broker_refuses_delete
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -152,11 +152,7 @@ class FakeKafka(FakeLogs):
         for tp, off in cuts.items():
             start, end = self.logs[tp]
             policy = self.configs.get(tp.topic, {}).get("cleanup.policy", "delete")
-            # kafka.cluster.Partition's check: 4.2 and later refuse compact-only topics,
-            # earlier releases every topic without delete (an empty policy too).
-            level = (self.features.finalized if self.features else {}).get("metadata.version", 0)
-            refused = "compact" in policy if level >= 28 else True
-            if "delete" not in policy and refused:
+            if broker_refuses_delete(policy, self.features):
                 out[tp] = KafkaFailure("POLICY_VIOLATION", "compact only", False)
             elif off > end or off < -1:
                 out[tp] = KafkaFailure("OFFSET_OUT_OF_RANGE", f"{off} vs {end}", False)

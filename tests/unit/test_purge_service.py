@@ -30,7 +30,7 @@ from kafka_retention.services import purge as service
 from kafka_retention.services.purge import pipeline
 from kafka_retention.services.purge import report as purge_report
 from kafka_retention.services.tenancy import Tenancy
-from tests.helpers.fakes import FakeLogs
+from tests.helpers.fakes import FakeLogs, broker_refuses_delete
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -100,11 +100,8 @@ class FakeKafka(FakeLogs):
                 out[tp] = self.delete_failures[tp]
                 continue
             start, end = self.logs[tp]
-            # kafka.cluster.Partition's check: 4.2 and later refuse compact-only topics,
-            # earlier releases every topic without delete (an empty policy too).
             policy = self.configs.get(tp.topic, {}).get("cleanup.policy", "delete")
-            level = (self.features.finalized if self.features else {}).get("metadata.version", 0)
-            if "delete" not in policy and ("compact" in policy if level >= 28 else True):
+            if broker_refuses_delete(policy, self.features):
                 out[tp] = KafkaFailure("POLICY_VIOLATION", policy, False)
                 continue
             if offset > end or offset < -1:
