@@ -217,15 +217,6 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
         ({"topics": [{"name": "t", "before": {"timestamp": "last tuesday"}}]}, "before.timestamp"),
         ({"topics": [{"name": "bad topic!", "before": {"highWatermark": True}}]}, "should match"),
         ({}, "at least one entry in partitions or topics"),
-        (
-            {
-                "partitions": [
-                    {"topic": "t", "partition": 0, "offset": 1},
-                    {"topic": "t", "partition": 0, "offset": 2},
-                ]
-            },
-            "Duplicate value",
-        ),
     ],
     ids=[
         "internal-partition",
@@ -236,7 +227,6 @@ def test_unknown_topic_is_reported_not_hidden(stack: Stack, e2e_ns: str) -> None
         "bad-timestamp",
         "bad-topic-name",
         "empty",
-        "duplicate-partition",
     ],
 )
 def test_malformed_purge_is_rejected_at_apply_time(

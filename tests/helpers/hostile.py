@@ -261,14 +261,15 @@ RECORD_PURGES: Final[list[Hostile]] = [
         "spec.partitions[0].topic",
     ),
     # --- duplicates and huge lists ---
-    # The same partition twice with different offsets: which one wins?
+    # The same partition twice with different offsets: which one wins? (The CRD's list is
+    # atomic, so the API server takes it; the operator names the second entry.)
     Hostile(
         PURGE,
         "purge-duplicate-partition",
         _purge(partitions=[_cut(offset=10), _cut(offset=20)]),
         "spec.partitions[1]",
     ),
-    # 20,000 entries (4x the CRD's maxItems) whose last one repeats the first.
+    # 20,000 entries (2x the CRD's maxItems) whose last one repeats the first.
     Hostile(
         PURGE,
         "purge-20000-partitions-last-duplicate",

@@ -1,4 +1,5 @@
-"""Kopf's diff base for a RecordErasure: its keys never copied into the annotation."""
+"""Kopf's diff base: a RecordErasure's keys and a RecordPurge's partitions never copied
+into the annotation, only counted and digested."""
 
 from __future__ import annotations
 
@@ -50,13 +51,51 @@ def test_other_keys_tell_a_different_spec() -> None:
     assert one != other
 
 
+def purge(partitions: list[dict[str, object]]) -> kopf.Body:
+    return kopf.Body(
+        {
+            "apiVersion": "kafka-retention.io/v1alpha1",
+            "kind": "RecordPurge",
+            "metadata": {"name": "cut", "namespace": "team-a"},
+            "spec": {"cluster": {"clusterRef": "prod"}, "partitions": partitions},
+        }
+    )
+
+
+def test_ten_thousand_purge_partitions_fit_the_annotation_limit() -> None:
+    cuts: list[dict[str, object]] = [
+        {"topic": f"orders-{i // 200:03d}", "partition": i % 200, "offset": -1}
+        for i in range(10_000)
+    ]
+    essence = STORAGE.build(body=purge(cuts))
+    assert len(json.dumps(cuts)) > 262_144
+    assert len(json.dumps(essence, separators=(",", ":"))) < 1_000
+    assert essence["spec"]["partitions"]["count"] == 10_000
+    assert essence["spec"]["cluster"] == {"clusterRef": "prod"}
+
+
+def test_another_offset_tells_a_different_purge() -> None:
+    one = STORAGE.build(body=purge([{"topic": "t", "partition": 0, "offset": 1}]))
+    other = STORAGE.build(body=purge([{"topic": "t", "partition": 0, "offset": 2}]))
+    assert one["spec"]["partitions"]["count"] == other["spec"]["partitions"]["count"] == 1
+    assert one != other
+
+
 def test_other_kinds_keep_their_whole_spec() -> None:
     body = kopf.Body(
         {
             "apiVersion": "kafka-retention.io/v1alpha1",
             "kind": "RetentionPolicy",
             "metadata": {"name": "p", "namespace": "team-a"},
-            "spec": {"keys": [{"sha256": "a" * 64}], "interval": "5m"},
+            "spec": {
+                "keys": [{"sha256": "a" * 64}],
+                "partitions": [{"topic": "t"}],
+                "interval": "5m",
+            },
         }
     )
-    assert STORAGE.build(body=body)["spec"] == {"keys": [{"sha256": "a" * 64}], "interval": "5m"}
+    assert STORAGE.build(body=body)["spec"] == {
+        "keys": [{"sha256": "a" * 64}],
+        "partitions": [{"topic": "t"}],
+        "interval": "5m",
+    }

@@ -14,24 +14,28 @@ from kafka_retention.adapters.kube import ensure_peering
 from kafka_retention.config import OperatorConfig
 from kafka_retention.core.resources import ANNOTATIONS_PREFIX, FINALIZER
 
-ERASURE_KIND = "RecordErasure"
+# The spec lists Kopf's diff base keeps as their count and one digest, by kind.
+DIGESTED_LISTS = {"RecordErasure": "keys", "RecordPurge": "partitions"}
 
 
 class DiffBase(kopf.AnnotationsDiffBaseStorage):
-    """Kopf's diff base (the last handled spec, kept in an annotation) with a
-    RecordErasure's spec.keys reduced to their count and one digest of them all: up to
-    10,000 keys would pass the API server's 256 KiB limit on annotations, and a key given
-    in plain form (string, base64) must not be copied once more. The spec is immutable,
+    """Kopf's diff base (the last handled spec, kept in an annotation) with the long list
+    of a RecordErasure (spec.keys) or a RecordPurge (spec.partitions) reduced to its count
+    and one digest of it all. Up to 10,000 entries would pass the API server's 256 KiB
+    limit on annotations; below that, the copy still doubles the object on every write
+    and watch event (one RecordPurge of 1,000 partitions: 60 KB more); and a key given in
+    plain form (string, base64) must not be copied once more. Both specs are immutable,
     so the digest still tells a change."""
 
     def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
         essence = super().build(body=body, extra_fields=extra_fields)
         spec = essence.get("spec")
-        if body.get("kind") == ERASURE_KIND and isinstance(spec, dict) and "keys" in spec:
-            keys = json.dumps(spec["keys"], sort_keys=True, separators=(",", ":"))
-            spec["keys"] = {
-                "count": len(spec["keys"]) if isinstance(spec["keys"], list) else 0,
-                "sha256": hashlib.sha256(keys.encode()).hexdigest(),
+        field = DIGESTED_LISTS.get(str(body.get("kind")))
+        if field is not None and isinstance(spec, dict) and field in spec:
+            listed = json.dumps(spec[field], sort_keys=True, separators=(",", ":"))
+            spec[field] = {
+                "count": len(spec[field]) if isinstance(spec[field], list) else 0,
+                "sha256": hashlib.sha256(listed.encode()).hexdigest(),
             }
         return essence
 
