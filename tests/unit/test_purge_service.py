@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -1314,3 +1315,48 @@ def test_results_the_api_server_refuses_are_said_in_the_event_not_in_the_conditi
     assert outcome.message == (
         succeeded["message"] + "; per-partition results not stored: HTTP 403 Forbidden"
     )
+
+
+class SlowPlanningWrite(Store):
+    """Holds the write of phase Planning until Kafka has been read for the plan (at most
+    5 s): a purge that waited for the write before planning would wait here in vain."""
+
+    def __init__(self, kafka: FakeKafka) -> None:
+        super().__init__(kafka)
+        self.planned_meanwhile = False
+
+    def patch(self, status: Mapping[str, Any]) -> None:
+        if status.get("phase") == Phase.PLANNING and self.kafka is not None:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not self.planned_meanwhile:
+                self.planned_meanwhile = any(
+                    not c.startswith("status") for c in list(self.kafka.calls)
+                )
+                time.sleep(0.005)
+        super().patch(status)
+
+
+def test_the_plan_is_made_while_phase_planning_is_written_and_the_writes_keep_their_order() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = SlowPlanningWrite(kafka)
+    outcome = run(explicit((0, 40)), kafka, store)
+    assert outcome.phase == Phase.SUCCEEDED
+    assert store.planned_meanwhile
+    phases = [c for c in kafka.calls if c.startswith("status:")]
+    assert phases[:2] == [f"status:{Phase.PLANNING}", f"status:{Phase.PURGING}"]
+
+
+def test_a_refused_planning_write_fails_the_purge_once_planned_and_deletes_nothing() -> None:
+    kafka = FakeKafka({T0: [0, 100]})
+    store = Store(kafka)
+    store.patch_refusal = lambda doc: (
+        api_error(500, "Internal Server Error", TOO_LARGE)
+        if doc.get("phase") == Phase.PLANNING
+        else None
+    )
+    outcome = run(explicit((0, 40)), kafka, store)
+    assert outcome.phase == Phase.FAILED
+    assert not any(c.startswith("delete") for c in kafka.calls)
+    assert not any(c.startswith("saved") for c in kafka.calls)
+    ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
+    assert ready["reason"] == "StateNotPersisted"

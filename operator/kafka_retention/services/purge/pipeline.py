@@ -45,11 +45,11 @@ from kafka_retention.core.purge_states import FINAL_PHASES, Phase, State
 from kafka_retention.core.specs import SpecError
 from kafka_retention.core.stored_plan import problems, refusal
 from kafka_retention.services import tenancy
-from kafka_retention.services.ports import KafkaCutter
+from kafka_retention.services.ports import KafkaCutter, KafkaPlanner
 from kafka_retention.services.purge import status
 from kafka_retention.services.purge.conclude import finish, pending
 from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
-from kafka_retention.services.purge.facts import plan, stored_plan_facts
+from kafka_retention.services.purge.facts import Planned, plan, stored_plan_facts
 from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.outcomes import (
     NotPersisted,
@@ -109,8 +109,9 @@ def reconcile(purge: Purge) -> Outcome:
                 return status.end(purge, Refusal(Reason.PLAN_REJECTED, message, 0))
         if entries is None:
             phase = Phase.PLANNING
-            status.write(purge, Planning(run, progress.field(Stage.PLANNING)))
-            planned = plan(kafka, request, purge.describe_cluster)
+            planned = _plan_announced(
+                purge, request, kafka, Planning(run, progress.field(Stage.PLANNING))
+            )
             timings.mark("plannedAt")
             entries, run = planned.entries, replace(run, groups=planned.groups, kafka=planned.kafka)
             tiered = planned.tiered
@@ -169,6 +170,21 @@ def reconcile(purge: Purge) -> Outcome:
     # the cuts are deleted yet (RemoteDeletionPending). It only reads: the cuts are done.
     cut = after_cut(kafka, purge.blobs, entries, tiered, cut_at, purge.now)
     return status.end(purge, finish(purge, run, entries, dry_run=False, tiered=cut))
+
+
+def _plan_announced(
+    purge: Purge, request: PurgeRequest, kafka: KafkaPlanner, planning: Planning
+) -> Planned:
+    """The plan, made while phase Planning is written: that write changes nothing the plan
+    reads, and on a large object (10,000 spec.partitions: 600 KB, each write about 0.6 s
+    at the API server) waiting for it first would add its whole time to the purge's. It
+    is waited for before anything else is written, so the writes keep their order; a
+    refused write (NotPersisted) is raised once the plan is made."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="planning-status") as pool:
+        announced = pool.submit(status.write, purge, planning)
+        planned = plan(kafka, request, purge.describe_cluster)
+        announced.result()
+    return planned
 
 
 def follow_remote(follow: Purge) -> RemoteReport | None:
