@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -223,34 +224,53 @@ def test_an_explicit_purges_stages_are_the_medians_in_order() -> None:
     from bench.purge_scale import stage_line
 
     runs = [
-        {
-            "apply": 200.0,
-            "pickUp": 900,
-            "planning": 300,
-            "storing": 150,
-            "deleting": 1100,
-            "reporting": 2,
-        },
-        {
-            "apply": 160.0,
-            "pickUp": 250,
-            "planning": 170,
-            "storing": 270,
-            "deleting": 1050,
-            "reporting": 1,
-        },
-        {
-            "apply": 250.0,
-            "pickUp": 400,
-            "planning": 290,
-            "storing": 260,
-            "deleting": 1280,
-            "reporting": 3,
-        },
-    ]
+        {"apply": 200.0, "pickUp": 9, "planning": 300, "storing": 150, "deleting": 1100,
+         "reporting": 2, "seen": 90},
+        {"apply": 160.0, "pickUp": 25, "planning": 170, "storing": 270, "deleting": 1050,
+         "reporting": 1, "seen": 120},
+        {"apply": 250.0, "pickUp": 40, "planning": 290, "storing": 260, "deleting": 1280,
+         "reporting": 3, "seen": 60},
+    ]  # fmt: skip
     line = stage_line(runs)
-    assert line.startswith(
-        "stages (median ms; the purge's status.timings.ms): apply 200, pickUp 400, "
-        "planning 290, storing 260, deleting 1100, reporting 2."
+    assert line.endswith(
+        "apply 200, pickUp 25, planning 290, storing 260, deleting 1100, reporting 2, seen 90"
     )
-    assert "whole seconds" in line
+
+
+def test_a_purges_breakdown_counts_from_kubectls_return_and_sums_to_its_time() -> None:
+    from bench.purge_scale import breakdown
+
+    timings = {
+        "pickedUpAt": "2026-11-29T10:00:00.120Z",
+        "plannedAt": "2026-11-29T10:00:00.300Z",
+        "storedAt": "2026-11-29T10:00:00.350Z",
+        "deletedAt": "2026-11-29T10:00:01.050Z",
+        "completedAt": "2026-11-29T10:00:01.060Z",
+        "ms": {"pickUp": 120},
+    }
+    wall = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC).timestamp()
+    # kubectl returned 100 ms after it started; the final phase was seen at 1.2 s.
+    got = breakdown(timings, wall, applied=0.1, took=1.2)
+    assert {k: round(v) for k, v in got.items()} == {
+        "apply": 100,
+        "pickUp": 20,
+        "planning": 180,
+        "storing": 50,
+        "deleting": 700,
+        "reporting": 10,
+        "seen": 140,
+    }
+    assert round(sum(got.values())) == 1200
+
+
+def test_a_purge_missing_its_goal_below_the_floor_says_so_and_its_own_share() -> None:
+    from bench.purge_scale import explicit_goal, purge_why
+
+    assert explicit_goal(1000) == 0.5
+    assert explicit_goal(10_000) == 0.7
+    under = purge_why(0.62, 1.0, 2.0, goal=0.5, floor=0.41)
+    assert "the purge's own share is the 0.21x above it" in under
+    assert "below this machine's floor" not in under
+    floored = purge_why(0.8, 1.0, 2.0, goal=0.5, floor=0.55)
+    assert "the goal is below this machine's floor for this size" in floored
+    assert purge_why(0.69, 1.0, 2.0, goal=0.7, floor=0.6) == ""
