@@ -185,6 +185,13 @@ PURGES: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
+# Invalid specs the API server takes on purpose, which the parser refuses naming the
+# field before anything is contacted: a RecordPurge's spec.partitions is an atomic list
+# (no per-entry field ownership, so 10,000 entries fit etcd), and the API server checks
+# no duplicates in one.
+OPERATOR_REFUSES = {("RecordPurge", "duplicate")}
+
+
 def server_accepts(
     stack: Stack, namespace: str, kind: str, name: str, spec: dict[str, Any]
 ) -> bool:
@@ -225,7 +232,9 @@ def test_api_server_and_parsers_agree_on_the_corpus(stack: Stack, namespace: str
                     parser_accepts(parse, spec),
                 )
             )
-    wrong = [v for v in verdicts if not v[2] == v[3] == v[4]]
+    wrong = [
+        v for v in verdicts if v[2] != v[4] or v[3] != (v[2] or (v[0], v[1]) in OPERATOR_REFUSES)
+    ]
     assert wrong == [], "(kind, spec, expected, API server, parser): " + repr(wrong)
 
 
