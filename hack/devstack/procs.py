@@ -48,9 +48,16 @@ class Process:
         self.log = run_dir / f"{name}.log"
 
     def pid(self) -> int | None:
+        """The process's pid while it runs; None once it is gone, even when another process
+        has its pid by now: this machine hands out at most 32,768 pids (kernel.pid_max), a
+        test run starts more processes than that, and a stale pid file would send `stop`'s
+        signals to whatever got the number (an xdist worker: "node down")."""
         try:
-            pid = int(self.pid_file.read_text().strip())
+            number, _, started = self.pid_file.read_text().strip().partition(" ")
+            pid = int(number)
         except (OSError, ValueError):
+            return None
+        if started and _start_time(pid) != started:
             return None
         return pid if _alive(pid) else None
 
@@ -75,7 +82,8 @@ class Process:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        self.pid_file.write_text(str(child.pid))
+        # The pid and its start time: the two name one process (see pid()).
+        self.pid_file.write_text(f"{child.pid} {_start_time(child.pid) or ''}".strip())
         return child.pid
 
     def exited_early(self) -> bool:
@@ -99,11 +107,12 @@ class Process:
         pid = self.pid()
         if pid is not None:
             deadline = time.monotonic() + timeout
-            while _alive(pid) and time.monotonic() < deadline:
+            # pid(), not the number alone: it may be another process's by the next look.
+            while self.pid() is not None and time.monotonic() < deadline:
                 time.sleep(0.2)
-            if _alive(pid):
+            if self.pid() is not None:
                 _signal_group(pid, signal.SIGKILL)
-                while _alive(pid):
+                while self.pid() is not None:
                     time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
 
@@ -121,6 +130,16 @@ def _alive(pid: int) -> bool:
         if done == pid:
             return False
     return _state(pid) not in {"Z", "X"}
+
+
+def _start_time(pid: int) -> str | None:
+    """When the process started, in clock ticks after boot (/proc/<pid>/stat's 22nd field,
+    counted after the command name, which may hold spaces and parentheses)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
 
 
 def _state(pid: int) -> str:
