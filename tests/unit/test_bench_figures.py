@@ -274,3 +274,16 @@ def test_a_purge_missing_its_goal_below_the_floor_says_so_and_its_own_share() ->
     floored = purge_why(0.8, 1.0, 2.0, goal=0.5, floor=0.55)
     assert "the goal is below this machine's floor for this size" in floored
     assert purge_why(0.69, 1.0, 2.0, goal=0.7, floor=0.6) == ""
+
+
+def test_a_purge_whose_goal_is_below_its_creation_and_the_delete_together_says_so() -> None:
+    from bench.purge_scale import purge_why
+
+    # 10,000 entries: the delete alone 0.60x, kubectl apply of the object 0.25x.
+    why = purge_why(1.1, 1.0, 2.0, goal=0.7, floor=0.6, created=0.25)
+    assert "with creating the RecordPurge (kubectl apply, 0.25x) that is 0.85x" in why
+    assert "the operator's own share is the 0.25x above both" in why
+    # Creation and the delete below the goal: the purge's share above the delete alone.
+    within = purge_why(0.62, 1.0, 2.0, goal=0.5, floor=0.38, created=0.05)
+    assert "with creating" not in within
+    assert "the purge's own share is the 0.24x above it" in within
