@@ -1136,6 +1136,7 @@ def test_a_purge_in_rounds_shows_partitions_done_of_total_then_clears_its_progre
         store,
         progress_every_s=0,
         delete_round=10,
+        planning_shown_after_s=0,
     )
     assert outcome.phase == Phase.SUCCEEDED
     assert sum(c.startswith("delete:") for c in kafka.calls) == 3
@@ -1160,12 +1161,9 @@ def test_a_quick_purge_writes_no_progress_of_its_own() -> None:
     kafka = FakeKafka({TopicPartition("t", p): [0, 100] for p in range(25)})
     store = ProgressStore(kafka)
     run(explicit(*((p, 40) for p in range(25))), kafka, store, delete_round=10)
-    assert [p.get("phase") for p in store.patches] == [
-        Phase.PLANNING,
-        Phase.PURGING,
-        Phase.SUCCEEDED,
-    ]
-    assert store.progress() == [("planning", 0, None), ("deleting", 0, 25), None]
+    # Planned within PLANNING_SHOWN_AFTER_S: no Planning phase either.
+    assert [p.get("phase") for p in store.patches] == [Phase.PURGING, Phase.SUCCEEDED]
+    assert store.progress() == [("deleting", 0, 25), None]
 
 
 def test_a_refused_progress_write_does_not_stop_the_purge() -> None:
@@ -1339,7 +1337,7 @@ class SlowPlanningWrite(Store):
 def test_the_plan_is_made_while_phase_planning_is_written_and_the_writes_keep_their_order() -> None:
     kafka = FakeKafka({T0: [0, 100]})
     store = SlowPlanningWrite(kafka)
-    outcome = run(explicit((0, 40)), kafka, store)
+    outcome = run(explicit((0, 40)), kafka, store, planning_shown_after_s=0)
     assert outcome.phase == Phase.SUCCEEDED
     assert store.planned_meanwhile
     phases = [c for c in kafka.calls if c.startswith("status:")]
@@ -1354,9 +1352,45 @@ def test_a_refused_planning_write_fails_the_purge_once_planned_and_deletes_nothi
         if doc.get("phase") == Phase.PLANNING
         else None
     )
-    outcome = run(explicit((0, 40)), kafka, store)
+    outcome = run(explicit((0, 40)), kafka, store, planning_shown_after_s=0)
     assert outcome.phase == Phase.FAILED
     assert not any(c.startswith("delete") for c in kafka.calls)
     assert not any(c.startswith("saved") for c in kafka.calls)
     ready = {c["type"]: c for c in store.status["conditions"]}["Ready"]
     assert ready["reason"] == "StateNotPersisted"
+
+
+WHOLE_T = {
+    "cluster": {"bootstrapServers": "k:9092"},
+    "topics": [{"name": "t", "before": {"highWatermark": True}}],
+}
+
+
+class SlowTopics(FakeKafka):
+    """Planning that takes `delay` seconds (the topics' partitions are slow to answer)."""
+
+    def __init__(self, logs: dict[TopicPartition, list[int]], delay: float) -> None:
+        super().__init__(logs)
+        self.delay = delay
+
+    def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
+        time.sleep(self.delay)
+        self.calls.append("planning read")
+        return super().topic_partitions(topics)
+
+
+def test_phase_planning_is_written_only_when_planning_outlasts_its_threshold() -> None:
+    # The threshold passes while the topics are read: Planning is written meanwhile.
+    slow = SlowTopics({T0: [0, 100]}, delay=0.3)
+    store = Store(slow)
+    run(WHOLE_T, slow, store, planning_shown_after_s=0.05)
+    statuses = [c for c in slow.calls if c.startswith(("status:", "planning read"))]
+    assert statuses[:3] == [f"status:{Phase.PLANNING}", "planning read", f"status:{Phase.PURGING}"]
+    # Planned before it: the first write is Purging, and nothing waited for the threshold.
+    quick = SlowTopics({T0: [0, 100]}, delay=0)
+    store = Store(quick)
+    started = time.monotonic()
+    run(WHOLE_T, quick, store, planning_shown_after_s=30)
+    assert time.monotonic() - started < 10  # not the threshold's 30 s: nothing waited for it
+    assert next(c for c in quick.calls if c.startswith("status:")) == f"status:{Phase.PURGING}"
+    assert store.status["phase"] == Phase.SUCCEEDED

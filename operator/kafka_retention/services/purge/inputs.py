@@ -12,7 +12,11 @@ from typing import Any
 
 from kafka_retention.core.purge import PurgeRequest
 from kafka_retention.services.ports import BlobStore, KafkaPlanner, StatusStore
-from kafka_retention.services.purge.progress import DELETE_ROUND, PROGRESS_EVERY_S
+from kafka_retention.services.purge.progress import (
+    DELETE_ROUND,
+    PLANNING_SHOWN_AFTER_S,
+    PROGRESS_EVERY_S,
+)
 
 # How long a finished purge's remote deletion is watched after the cut before it stops
 # checking (RemoteDeletionUnconfirmed). The brokers' remote log manager runs every
@@ -44,6 +48,8 @@ class Purge:
     # sent in one DeleteRecords call (progress.py).
     progress_every_s: float = PROGRESS_EVERY_S
     delete_round: int = DELETE_ROUND
+    # How long planning runs before phase Planning is written (progress.py).
+    planning_shown_after_s: float = PLANNING_SHOWN_AFTER_S
     # metadata.creationTimestamp: where status.timings counts the pick-up from.
     created: datetime | None = None
     # How long after its cut a finished purge's remote deletion is watched (tiers.check).

@@ -2,6 +2,8 @@
 
     Pending -> Planning -> Purging -> Succeeded | PartiallySucceeded | Failed
 
+(Planning is written only when planning takes a while: _plan_announced.)
+
 The plan is persisted before anything is deleted: in the purge's own ConfigMaps (a plan
 of 100,000 partitions does not fit in status), with status pointing at them. A run that
 finds a stored plan (after a restart or a retry) executes that plan and never re-plans,
@@ -32,6 +34,7 @@ in status.progress while it runs (progress.py).
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -175,14 +178,25 @@ def reconcile(purge: Purge) -> Outcome:
 def _plan_announced(
     purge: Purge, request: PurgeRequest, kafka: KafkaPlanner, planning: Planning
 ) -> Planned:
-    """The plan, made while phase Planning is written: that write changes nothing the plan
-    reads, and on a large object (10,000 spec.partitions: 600 KB, each write about 0.6 s
-    at the API server) waiting for it first would add its whole time to the purge's. It
-    is waited for before anything else is written, so the writes keep their order; a
-    refused write (NotPersisted) is raised once the plan is made."""
+    """The plan, with phase Planning written only if planning outlasts
+    `purge.planning_shown_after_s` (progress.PLANNING_SHOWN_AFTER_S): on a large object
+    (10,000 spec.partitions: 600 KB) the write costs the API server more than planning
+    itself, and a phase over in a moment tells a watcher nothing. Planning does not wait
+    for the write, which reads nothing the plan needs; the write is waited for before
+    anything else is written, so the writes keep their order, and one refused
+    (NotPersisted) is raised once the plan is made."""
+    planned_event = threading.Event()
+
+    def announce() -> None:
+        if not planned_event.wait(purge.planning_shown_after_s):
+            status.write(purge, planning)
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="planning-status") as pool:
-        announced = pool.submit(status.write, purge, planning)
-        planned = plan(kafka, request, purge.describe_cluster)
+        announced = pool.submit(announce)
+        try:
+            planned = plan(kafka, request, purge.describe_cluster)
+        finally:
+            planned_event.set()
         announced.result()
     return planned
 
