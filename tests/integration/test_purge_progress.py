@@ -56,6 +56,7 @@ def test_a_purge_reports_partitions_done_of_total_as_its_rounds_are_answered(
             now=lambda: datetime.now(UTC),
             progress_every_s=0,  # every report written: the test sees each round
             delete_round=20,
+            planning_shown_after_s=0,  # and the Planning phase, however quick
         )
     )
     assert outcome.phase == Phase.SUCCEEDED, outcome.message

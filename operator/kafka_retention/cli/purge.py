@@ -114,6 +114,9 @@ def run_purge(
                 connect=connect,
                 now=lambda: datetime.now(UTC),
                 progress_every_s=PROGRESS_EVERY_S,
+                # Status is this process's memory: each stage is shown on the terminal
+                # at once, with no API server to spare a write.
+                planning_shown_after_s=0,
                 describe_cluster=False,
             )
         )
