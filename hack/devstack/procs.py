@@ -132,22 +132,25 @@ def _alive(pid: int) -> bool:
     return _state(pid) not in {"Z", "X"}
 
 
-def _start_time(pid: int) -> str | None:
-    """When the process started, in clock ticks after boot (/proc/<pid>/stat's 22nd field,
-    counted after the command name, which may hold spaces and parentheses)."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields from the third (state) on: those after the command name,
+    which may hold spaces and parentheses; None once the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _start_time(pid: int) -> str | None:
+    """When the process started, in clock ticks after boot (the 22nd field)."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields else None
 
 
 def _state(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "X"
-    return stat.rsplit(")", 1)[1].split()[0]
+    fields = _stat_fields(pid)
+    return fields[0] if fields else "X"
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
