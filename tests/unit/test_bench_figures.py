@@ -276,14 +276,55 @@ def test_a_purge_missing_its_goal_below_the_floor_says_so_and_its_own_share() ->
     assert purge_why(0.69, 1.0, 2.0, goal=0.7, floor=0.6) == ""
 
 
-def test_a_purge_whose_goal_is_below_its_creation_and_the_delete_together_says_so() -> None:
+def test_a_purge_whose_goal_is_below_the_least_recordpurge_says_so_and_its_own_share() -> None:
     from bench.purge_scale import purge_why
 
-    # 10,000 entries: the delete alone 0.60x, kubectl apply of the object 0.25x.
-    why = purge_why(1.1, 1.0, 2.0, goal=0.7, floor=0.6, created=0.25)
-    assert "with creating the RecordPurge (kubectl apply, 0.25x) that is 0.85x" in why
-    assert "the operator's own share is the 0.25x above both" in why
-    # Creation and the delete below the goal: the purge's share above the delete alone.
-    within = purge_why(0.62, 1.0, 2.0, goal=0.5, floor=0.38, created=0.05)
-    assert "with creating" not in within
-    assert "the purge's own share is the 0.24x above it" in within
+    # 1,000 entries at RF 3: the delete alone 0.42x, the least RecordPurge 0.53x.
+    why = purge_why(0.62, 1.0, 2.0, goal=0.5, floor=0.42, least=0.53)
+    assert "the least RecordPurge (created, answered by a controller" in why
+    assert "took 0.53x, so the goal is at or below what a purge by a resource can take" in why
+    assert "the operator's own share is the 0.09x above it" in why
+    # The least RecordPurge within the goal: the operator's share above it, no excuse.
+    within = purge_why(0.62, 1.0, 2.0, goal=0.5, floor=0.38, least=0.45)
+    assert "the goal is below" not in within
+    assert "the least RecordPurge took 0.45x, and the operator's own share is the 0.17x" in within
+    # Not measured: the share above the delete alone, as before.
+    assert "the purge's own share is the 0.24x above it" in purge_why(0.62, 1.0, 2.0, floor=0.38)
+
+
+def test_the_explicit_rows_of_a_size_measure_the_least_recordpurge_beside_the_delete() -> None:
+    from bench.purge_scale import (
+        SERIES_CLI,
+        SERIES_CR,
+        SERIES_EXPLICIT,
+        SERIES_FLOOR,
+        SERIES_LEAST,
+        SERIES_REF,
+        _rows,
+    )
+
+    times = {
+        SERIES_CR: [1.0, 1.0, 1.0],
+        SERIES_EXPLICIT: [1.2, 1.1, 1.3],
+        SERIES_CLI: [1.0, 1.0, 1.0],
+        SERIES_REF: [2.0, 1.9, 2.1],
+        SERIES_FLOOR: [0.8, 0.8, 0.8],
+        SERIES_LEAST: [0.95, 0.85, 0.9],
+    }
+    brokers = {series: [0.5] * 3 for series in times}
+    stages = [{"apply": 150.0, "planning": 50.0, "seen": 60.0}] * 3
+    least_stages = [{"apply": 140.0, "seen": 860.0}, {"apply": 160.0, "seen": 840.0}]
+    rows = {r.what: r for r in _rows(1000, 3, times, brokers, stages, least_stages)}
+    least = rows["floor: the least RecordPurge of 1000 partitions (RF 3), one entry a partition"]
+    assert (least.ours, least.reference) == ("0.90 s", "2.00 s")
+    assert least.note.startswith("0.45x; the same object")
+    assert "apply 150 ms (median); median of 3 runs (0.95, 0.85, 0.90)" in least.note
+    assert [p.series for p in least.points] == ["the least RecordPurge (RF 3)"]
+    explicit = rows[
+        "RecordPurge of 1000 partitions (RF 3), one entry a partition, apply -> Succeeded"
+    ]
+    # 1.20 s against 2.00: 0.60x; the least purge's 0.45x meets the goal, so no excuse.
+    assert explicit.why.startswith("0.60x of kafka-delete-records against a goal of 0.5x.")
+    assert "the least RecordPurge took 0.45x, and the operator's own share is the 0.15x" in (
+        explicit.why
+    )
