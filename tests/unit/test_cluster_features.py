@@ -5,6 +5,11 @@ empty cleanup.policy takes DeleteRecords from 4.2."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
 from kafka_retention.adapters.group_reader import GroupReaderError, parse_features
@@ -12,6 +17,7 @@ from kafka_retention.core.cluster_features import ClusterFeatures, unknown_group
 from kafka_retention.core.facts import GroupType, TopicPartition
 from kafka_retention.core.topics import delete_refusal
 from kafka_retention.services.fresh import unsupported_groups
+from kafka_retention.services.purge import facts as purge_facts
 from tests.helpers.policy_runs import T0, FakeKafka, Store, ready, run_one
 from tests.unit.test_purge_service import FakeKafka as PurgeKafka
 from tests.unit.test_purge_service import Store as PurgeStore
@@ -273,3 +279,45 @@ def test_a_connection_cache_key_tells_credentials_apart_and_holds_none() -> None
     assert alice == connection_key("k:9092", {"sasl.password": "s3cret", "sasl.username": "alice"})
     assert "s3cret" not in alice
     assert "alice" not in alice
+
+
+class LateFeatures(PurgeKafka):
+    """A cluster whose features answer only once DeleteRecords has been sent: after the
+    plan stopped waiting for them."""
+
+    def __init__(self, logs: dict[TopicPartition, list[int]]) -> None:
+        super().__init__(logs)
+        self.deleted = threading.Event()
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        assert self.deleted.wait(10)
+        return super().cluster_features()
+
+    def delete_records(self, *args: Any, **kwargs: Any) -> Any:
+        self.deleted.set()
+        time.sleep(0.1)  # the read answers meanwhile
+        return super().delete_records(*args, **kwargs)
+
+
+def test_what_the_cluster_runs_is_reported_when_it_answers_after_the_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(purge_facts, "FEATURES_WAIT_S", 0.05)
+    t0 = TopicPartition("t", 0)
+    kafka = LateFeatures({t0: [0, 100]})
+    kafka.features = EVERY_TYPE
+    writes: list[dict[str, Any]] = []
+    store = PurgeStore()
+
+    def noted(status: Mapping[str, Any]) -> None:  # and stored: no refusal
+        writes.append(dict(status))
+
+    store.patch_refusal = noted
+    run_purge(explicit((0, 40)), kafka, store)
+    assert kafka.logs[t0][0] == 40
+    # Not waited for: the plan is stored and run without it, the end reports it.
+    assert [("kafka" in w, w.get("phase")) for w in writes if "phase" in w] == [
+        (False, "Purging"),
+        (True, "Succeeded"),
+    ]
+    assert store.status["kafka"]["version"] == "4.1"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from kafka_retention.core import topics as topic_rules
@@ -39,6 +39,11 @@ class NamedGroup:
     note: str | None = None
 
 
+def not_read() -> Mapping[str, object] | None:
+    """status.kafka of a run that has no read of it pending (a resumed plan's)."""
+    return None
+
+
 @dataclass(frozen=True)
 class Planned:
     """The plan, the type each named group was read as (status.groups), and the topics
@@ -48,6 +53,9 @@ class Planned:
     groups: tuple[NamedGroup, ...]
     tiered: frozenset[str] = frozenset()
     kafka: Mapping[str, object] | None = None  # status.kafka
+    # status.kafka once its read, still going when the plan was made, has answered
+    # (None until then): later status writes carry it.
+    kafka_later: Callable[[], Mapping[str, object] | None] = not_read
 
 
 # How long a plan waits for what the cluster runs when only status.kafka needs it: the
@@ -77,10 +85,22 @@ def plan(kafka: KafkaPlanner, request: PurgeRequest, describe: bool = True) -> P
         try:
             found = reading.result(timeout=None if absent else FEATURES_WAIT_S)
         except TimeoutError:
-            found = None
+            # Still reading (a first read of this cluster, a busy machine): the plan
+            # goes on, and status.kafka comes with a later status write.
+            planned = _planned(request, given, group_types, tiered, None)
+            return replace(planned, kafka_later=functools.partial(_answered, reading))
     finally:
         pool.shutdown(wait=False)
     return _planned(request, given, group_types, tiered, found)
+
+
+def _answered(reading: Future[ClusterFeatures | None]) -> Mapping[str, object] | None:
+    """status.kafka from a read that has answered; None while it has not (never waited
+    for) or when it failed."""
+    if not reading.done() or reading.exception() is not None:
+        return None
+    found = reading.result()
+    return found.status() if found is not None else None
 
 
 def _planned(

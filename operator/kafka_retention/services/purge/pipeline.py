@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -52,7 +53,7 @@ from kafka_retention.services.ports import KafkaCutter, KafkaPlanner
 from kafka_retention.services.purge import status
 from kafka_retention.services.purge.conclude import finish, pending
 from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
-from kafka_retention.services.purge.facts import Planned, plan, stored_plan_facts
+from kafka_retention.services.purge.facts import Planned, not_read, plan, stored_plan_facts
 from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.outcomes import (
     NotPersisted,
@@ -102,6 +103,7 @@ def reconcile(purge: Purge) -> Outcome:
         positions: Positions | None = None  # a resumed plan's are read when it runs
         # The topics with remote storage (None: not read yet, as in a resumed run).
         tiered: frozenset[str] | None = None
+        kafka_later: Callable[[], Mapping[str, object] | None] = not_read
         if entries is not None:
             # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
             # ConfigMaps: a stored plan runs only if it is one the (admitted) spec allows.
@@ -117,12 +119,13 @@ def reconcile(purge: Purge) -> Outcome:
             )
             timings.mark("plannedAt")
             entries, run = planned.entries, replace(run, groups=planned.groups, kafka=planned.kafka)
-            tiered = planned.tiered
+            tiered, kafka_later = planned.tiered, planned.kafka_later
             progress.report(Stage.STORING, 0, len(entries))
             if len(entries) > limit and not request.dry_run:
                 return status.end(purge, too_large(len(entries), limit))
             if request.dry_run:
                 estimated = estimate(kafka, entries)
+                run = _described(run, kafka_later)
                 where = tiered_dry_run(kafka, purge.blobs, estimated, planned.tiered, purge.now)
                 ending = finish(purge, run, estimated, dry_run=True, tiered=where)
                 return status.end(purge, ending)
@@ -172,7 +175,14 @@ def reconcile(purge: Purge) -> Outcome:
     # Tiered topics: where the records are now, and whether the remote segments below
     # the cuts are deleted yet (RemoteDeletionPending). It only reads: the cuts are done.
     cut = after_cut(kafka, purge.blobs, entries, tiered, cut_at, purge.now)
+    run = _described(run, kafka_later)
     return status.end(purge, finish(purge, run, entries, dry_run=False, tiered=cut))
+
+
+def _described(run: Run, kafka_later: Callable[[], Mapping[str, object] | None]) -> Run:
+    """The run with status.kafka, if the plan went on without it and its read has
+    answered since."""
+    return run if run.kafka is not None else replace(run, kafka=kafka_later())
 
 
 def _plan_announced(
