@@ -321,3 +321,34 @@ def test_what_the_cluster_runs_is_reported_when_it_answers_after_the_plan(
         (True, "Succeeded"),
     ]
     assert store.status["kafka"]["version"] == "4.1"
+
+
+class AfterTheEnd(PurgeKafka):
+    """A cluster whose features answer only when the test says so."""
+
+    def __init__(self, logs: dict[TopicPartition, list[int]]) -> None:
+        super().__init__(logs)
+        self.answer = threading.Event()
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        assert self.answer.wait(10)
+        return super().cluster_features()
+
+
+def test_what_the_cluster_runs_is_written_alone_when_it_answers_after_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(purge_facts, "FEATURES_WAIT_S", 0.05)
+    t0 = TopicPartition("t", 0)
+    kafka = AfterTheEnd({t0: [0, 100]})
+    kafka.features = EVERY_TYPE
+    store = PurgeStore()
+    outcome = run_purge(explicit((0, 40)), kafka, store)
+    assert outcome.phase == "Succeeded"
+    assert "kafka" not in store.status  # the end did not wait for it
+    kafka.answer.set()
+    deadline = time.monotonic() + 5
+    while "kafka" not in store.status and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.status["kafka"]["version"] == "4.1"
+    assert store.status["phase"] == "Succeeded"  # written alone, nothing else changed

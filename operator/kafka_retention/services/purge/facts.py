@@ -39,11 +39,6 @@ class NamedGroup:
     note: str | None = None
 
 
-def not_read() -> Mapping[str, object] | None:
-    """status.kafka of a run that has no read of it pending (a resumed plan's)."""
-    return None
-
-
 @dataclass(frozen=True)
 class Planned:
     """The plan, the type each named group was read as (status.groups), and the topics
@@ -53,9 +48,8 @@ class Planned:
     groups: tuple[NamedGroup, ...]
     tiered: frozenset[str] = frozenset()
     kafka: Mapping[str, object] | None = None  # status.kafka
-    # status.kafka once its read, still going when the plan was made, has answered
-    # (None until then): later status writes carry it.
-    kafka_later: Callable[[], Mapping[str, object] | None] = not_read
+    # Its read, when it was still going as the plan was made: status.kafka comes later.
+    kafka_pending: Future[ClusterFeatures | None] | None = None
 
 
 # How long a plan waits for what the cluster runs when only status.kafka needs it: the
@@ -88,13 +82,13 @@ def plan(kafka: KafkaPlanner, request: PurgeRequest, describe: bool = True) -> P
             # Still reading (a first read of this cluster, a busy machine): the plan
             # goes on, and status.kafka comes with a later status write.
             planned = _planned(request, given, group_types, tiered, None)
-            return replace(planned, kafka_later=functools.partial(_answered, reading))
+            return replace(planned, kafka_pending=reading)
     finally:
         pool.shutdown(wait=False)
     return _planned(request, given, group_types, tiered, found)
 
 
-def _answered(reading: Future[ClusterFeatures | None]) -> Mapping[str, object] | None:
+def kafka_answered(reading: Future[ClusterFeatures | None]) -> Mapping[str, object] | None:
     """status.kafka from a read that has answered; None while it has not (never waited
     for) or when it failed."""
     if not reading.done() or reading.exception() is not None:

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from kafka_retention.core import conditions as cond
+from kafka_retention.core.cluster_features import ClusterFeatures
 from kafka_retention.core.conditions import Reason
 from kafka_retention.core.failures import KafkaUnavailable, Unresolved
 from kafka_retention.core.purge import PurgeRequest, parse_spec
@@ -53,9 +53,15 @@ from kafka_retention.services.ports import KafkaCutter, KafkaPlanner
 from kafka_retention.services.purge import status
 from kafka_retention.services.purge.conclude import finish, pending
 from kafka_retention.services.purge.execute import Positions, estimate, execute, guard_positions
-from kafka_retention.services.purge.facts import Planned, not_read, plan, stored_plan_facts
+from kafka_retention.services.purge.facts import (
+    Planned,
+    kafka_answered,
+    plan,
+    stored_plan_facts,
+)
 from kafka_retention.services.purge.inputs import Purge
 from kafka_retention.services.purge.outcomes import (
+    Finished,
     NotPersisted,
     NotReady,
     Outcome,
@@ -103,7 +109,7 @@ def reconcile(purge: Purge) -> Outcome:
         positions: Positions | None = None  # a resumed plan's are read when it runs
         # The topics with remote storage (None: not read yet, as in a resumed run).
         tiered: frozenset[str] | None = None
-        kafka_later: Callable[[], Mapping[str, object] | None] = not_read
+        kafka_pending: Future[ClusterFeatures | None] | None = None  # status.kafka's read
         if entries is not None:
             # The plan's ConfigMaps live in the purge's namespace, where a tenant may write
             # ConfigMaps: a stored plan runs only if it is one the (admitted) spec allows.
@@ -119,16 +125,16 @@ def reconcile(purge: Purge) -> Outcome:
             )
             timings.mark("plannedAt")
             entries, run = planned.entries, replace(run, groups=planned.groups, kafka=planned.kafka)
-            tiered, kafka_later = planned.tiered, planned.kafka_later
+            tiered, kafka_pending = planned.tiered, planned.kafka_pending
             progress.report(Stage.STORING, 0, len(entries))
             if len(entries) > limit and not request.dry_run:
                 return status.end(purge, too_large(len(entries), limit))
             if request.dry_run:
                 estimated = estimate(kafka, entries)
-                run = _described(run, kafka_later)
+                run = _described(run, kafka_pending)
                 where = tiered_dry_run(kafka, purge.blobs, estimated, planned.tiered, purge.now)
                 ending = finish(purge, run, estimated, dry_run=True, tiered=where)
-                return status.end(purge, ending)
+                return _ended(purge, ending, kafka_pending)
             # The guard groups are re-read while the plan is stored: the read begins after
             # the plan was made, so a group that moved back since is still seen, and a
             # cut is only ever lowered by it.
@@ -175,14 +181,28 @@ def reconcile(purge: Purge) -> Outcome:
     # Tiered topics: where the records are now, and whether the remote segments below
     # the cuts are deleted yet (RemoteDeletionPending). It only reads: the cuts are done.
     cut = after_cut(kafka, purge.blobs, entries, tiered, cut_at, purge.now)
-    run = _described(run, kafka_later)
-    return status.end(purge, finish(purge, run, entries, dry_run=False, tiered=cut))
+    run = _described(run, kafka_pending)
+    ending = finish(purge, run, entries, dry_run=False, tiered=cut)
+    return _ended(purge, ending, kafka_pending)
 
 
-def _described(run: Run, kafka_later: Callable[[], Mapping[str, object] | None]) -> Run:
+def _described(run: Run, pending: Future[ClusterFeatures | None] | None) -> Run:
     """The run with status.kafka, if the plan went on without it and its read has
     answered since."""
-    return run if run.kafka is not None else replace(run, kafka=kafka_later())
+    if run.kafka is not None or pending is None:
+        return run
+    return replace(run, kafka=kafka_answered(pending))
+
+
+def _ended(
+    purge: Purge, ending: Finished, pending: Future[ClusterFeatures | None] | None
+) -> Outcome:
+    """The purge's end; status.kafka after it, once a read still going then answers (the
+    first read of a cluster, a JVM starting on a busy machine: nothing waits for it)."""
+    outcome = status.end(purge, ending)
+    if ending.run.kafka is None and pending is not None:
+        pending.add_done_callback(lambda read: status.write_kafka(purge, kafka_answered(read)))
+    return outcome
 
 
 def _plan_announced(

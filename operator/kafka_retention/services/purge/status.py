@@ -128,6 +128,19 @@ def write_progress(purge: Purge, progress: ProgressMark) -> None:
         log.warning("progress of a RecordPurge not written: %s", err)
 
 
+def write_kafka(purge: Purge, kafka: Mapping[str, object] | None) -> None:
+    """status.kafka alone, read after the run's last status write; left out when it
+    could not be read, or when the write does not go through (it only informs)."""
+    if kafka is None:
+        return
+    try:
+        purge.store.patch({"kafka": dict(kafka)})
+    except WriteRefused:
+        pass
+    except Exception as err:  # the status store's transport, as for progress
+        log.warning("status.kafka of a RecordPurge not written: %s", err)
+
+
 def _refused(purge: Purge, refusal: Refusal) -> Outcome:
     """Failed before anything was deleted, saying why in both conditions."""
     now = purge.now()
