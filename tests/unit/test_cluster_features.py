@@ -281,21 +281,23 @@ def test_a_connection_cache_key_tells_credentials_apart_and_holds_none() -> None
     assert "alice" not in alice
 
 
-class LateFeatures(PurgeKafka):
-    """A cluster whose features answer only once DeleteRecords has been sent: after the
-    plan stopped waiting for them."""
+class GatedFeatures(PurgeKafka):
+    """A cluster whose features answer once `answer` is set: by the test, or (with
+    `at_delete`) when DeleteRecords is sent, after the plan stopped waiting for them."""
 
-    def __init__(self, logs: dict[TopicPartition, list[int]]) -> None:
+    def __init__(self, logs: dict[TopicPartition, list[int]], at_delete: bool = False) -> None:
         super().__init__(logs)
-        self.deleted = threading.Event()
+        self.answer = threading.Event()
+        self.at_delete = at_delete
 
     def cluster_features(self) -> ClusterFeatures | None:
-        assert self.deleted.wait(10)
+        assert self.answer.wait(10)
         return super().cluster_features()
 
     def delete_records(self, *args: Any, **kwargs: Any) -> Any:
-        self.deleted.set()
-        time.sleep(0.1)  # the read answers meanwhile
+        if self.at_delete:
+            self.answer.set()
+            time.sleep(0.1)  # the read answers meanwhile
         return super().delete_records(*args, **kwargs)
 
 
@@ -304,7 +306,7 @@ def test_what_the_cluster_runs_is_reported_when_it_answers_after_the_plan(
 ) -> None:
     monkeypatch.setattr(purge_facts, "FEATURES_WAIT_S", 0.05)
     t0 = TopicPartition("t", 0)
-    kafka = LateFeatures({t0: [0, 100]})
+    kafka = GatedFeatures({t0: [0, 100]}, at_delete=True)
     kafka.features = EVERY_TYPE
     writes: list[dict[str, Any]] = []
     store = PurgeStore()
@@ -323,24 +325,12 @@ def test_what_the_cluster_runs_is_reported_when_it_answers_after_the_plan(
     assert store.status["kafka"]["version"] == "4.1"
 
 
-class AfterTheEnd(PurgeKafka):
-    """A cluster whose features answer only when the test says so."""
-
-    def __init__(self, logs: dict[TopicPartition, list[int]]) -> None:
-        super().__init__(logs)
-        self.answer = threading.Event()
-
-    def cluster_features(self) -> ClusterFeatures | None:
-        assert self.answer.wait(10)
-        return super().cluster_features()
-
-
 def test_what_the_cluster_runs_is_written_alone_when_it_answers_after_the_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(purge_facts, "FEATURES_WAIT_S", 0.05)
     t0 = TopicPartition("t", 0)
-    kafka = AfterTheEnd({t0: [0, 100]})
+    kafka = GatedFeatures({t0: [0, 100]})
     kafka.features = EVERY_TYPE
     store = PurgeStore()
     outcome = run_purge(explicit((0, 40)), kafka, store)
