@@ -40,9 +40,8 @@ class LeastPurger:
         self.custom = kubernetes.client.CustomObjectsApi(api)
         self.admins: dict[str, AdminClient] = {}
         self.stopped = threading.Event()
-        listed: Any = self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
-        # Watched from the list's version: every object applied after this is seen.
-        self.version: str = listed["metadata"]["resourceVersion"]
+        self.version = ""
+        self._listed()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -52,13 +51,28 @@ class LeastPurger:
     def stop(self) -> None:
         self.stopped.set()
 
+    def _listed(self) -> None:
+        """Watched from a list's version, so every object applied after it is seen; one
+        listed without a phase (applied while the watch was down) is purged now."""
+        listed: Any = self.custom.list_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL
+        )
+        self.version = listed["metadata"]["resourceVersion"]
+        for obj in listed["items"]:
+            if not obj.get("status", {}).get("phase"):
+                self._purge(obj)
+
     def _run(self) -> None:
         while not self.stopped.is_set():
             try:
                 self._watch()
-            except Exception as exc:  # said, then watched again
-                say(f"  least purger: {exc!r}; watching again")
+            except Exception as exc:  # a version too old (410) among others: listed again
+                say(f"  least purger: {exc!r}; listing and watching again")
                 self.stopped.wait(1)
+                try:
+                    self._listed()
+                except Exception as again:
+                    say(f"  least purger: {again!r}")
 
     def _watch(self) -> None:
         stream = kubernetes.watch.Watch().stream(  # type: ignore[no-untyped-call]
@@ -68,6 +82,7 @@ class LeastPurger:
             self.namespace,
             PLURAL,
             resource_version=self.version,
+            allow_watch_bookmarks=True,  # the version moves on while nothing here changes
             timeout_seconds=30,
         )
         for event in stream:
