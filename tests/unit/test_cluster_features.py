@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 
@@ -23,6 +25,8 @@ from tests.unit.test_purge_service import FakeKafka as PurgeKafka
 from tests.unit.test_purge_service import Store as PurgeStore
 from tests.unit.test_purge_service import explicit
 from tests.unit.test_purge_service import run as run_purge
+
+T = TypeVar("T")
 
 # As the brokers of each release answer DescribeFeatures at their defaults.
 KAFKA_3_9 = ClusterFeatures({"metadata.version": 21, "kraft.version": 0}, {"metadata.version": 21})
@@ -281,9 +285,22 @@ def test_a_connection_cache_key_tells_credentials_apart_and_holds_none() -> None
     assert "alice" not in alice
 
 
+class Recorded(ThreadPoolExecutor):
+    """The planner's thread pools, keeping every task they were given: a test waits for
+    the features read itself, not for a time it should take."""
+
+    tasks: ClassVar[list[Future[Any]]] = []
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        task = super().submit(fn, *args, **kwargs)
+        Recorded.tasks.append(task)
+        return task
+
+
 class GatedFeatures(PurgeKafka):
     """A cluster whose features answer once `answer` is set: by the test, or (with
-    `at_delete`) when DeleteRecords is sent, after the plan stopped waiting for them."""
+    `at_delete`) when DeleteRecords is sent, after the plan stopped waiting for them; the
+    delete then waits until the planner's reads (Recorded) have answered."""
 
     def __init__(self, logs: dict[TopicPartition, list[int]], at_delete: bool = False) -> None:
         super().__init__(logs)
@@ -297,7 +314,8 @@ class GatedFeatures(PurgeKafka):
     def delete_records(self, *args: Any, **kwargs: Any) -> Any:
         if self.at_delete:
             self.answer.set()
-            time.sleep(0.1)  # the read answers meanwhile
+            _, pending = futures.wait(Recorded.tasks, timeout=30)
+            assert not pending
         return super().delete_records(*args, **kwargs)
 
 
@@ -305,6 +323,8 @@ def test_what_the_cluster_runs_is_reported_when_it_answers_after_the_plan(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(purge_facts, "FEATURES_WAIT_S", 0.05)
+    monkeypatch.setattr(purge_facts, "ThreadPoolExecutor", Recorded)
+    monkeypatch.setattr(Recorded, "tasks", [])
     t0 = TopicPartition("t", 0)
     kafka = GatedFeatures({t0: [0, 100]}, at_delete=True)
     kafka.features = EVERY_TYPE
@@ -337,7 +357,7 @@ def test_what_the_cluster_runs_is_written_alone_when_it_answers_after_the_end(
     assert outcome.phase == "Succeeded"
     assert "kafka" not in store.status  # the end did not wait for it
     kafka.answer.set()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while "kafka" not in store.status and time.monotonic() < deadline:
         time.sleep(0.01)
     assert store.status["kafka"]["version"] == "4.1"
