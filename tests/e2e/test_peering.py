@@ -60,7 +60,15 @@ def test_the_standby_replica_takes_over_when_the_acting_one_is_killed(
     first = replica(stack, namespace, tmp_path / "first.log")
     second = replica(stack, namespace, tmp_path / "second.log")
     try:
-        eventually(lambda: len(peers(stack, namespace)) == 2, 30, "both replicas in kr-ha")
+        # Kopf writes each replica into the peering object as it starts and every 1-5 s
+        # after, and drops one unseen for LIFETIME_S: on a loaded machine both were not
+        # seen together within 30 s once.
+        eventually(
+            lambda: len(peers(stack, namespace)) == 2,
+            90,
+            "both replicas in kr-ha",
+            show=lambda: peers(stack, namespace),
+        )
         apply_policy_on(
             stack, namespace, "ha", topic, interval="10s", deleteConsumed={"groups": ["reader"]}
         )
