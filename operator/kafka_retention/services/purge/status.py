@@ -116,29 +116,28 @@ def write_remote(purge: Purge, found: RemoteCheck) -> None:
 
 
 def write_progress(purge: Purge, progress: ProgressMark) -> None:
-    """A progress patch; one the API server refuses, or that never reaches it (a timeout,
-    a reset connection), is left out: it only informs, and between two rounds of deletes
-    it must not end the purge half-way. The run's next status write, which must be
-    stored, says whether the object and the API server are still there."""
-    try:
-        purge.store.patch(_progress(progress))
-    except WriteRefused:
-        pass
-    except Exception as err:  # the status store's transport: any failure, not only Kafka's
-        log.warning("progress of a RecordPurge not written: %s", err)
+    """A progress patch, which only informs: between two rounds of deletes it must not end
+    the purge half-way. The run's next status write, which must be stored, says whether
+    the object and the API server are still there."""
+    _informing(purge, "progress", _progress(progress))
 
 
 def write_kafka(purge: Purge, kafka: Mapping[str, object] | None) -> None:
-    """status.kafka alone, read after the run's last status write; left out when it
-    could not be read, or when the write does not go through (it only informs)."""
-    if kafka is None:
-        return
+    """status.kafka alone, read after the run's last status write; left out when it could
+    not be read."""
+    if kafka is not None:
+        _informing(purge, "status.kafka", {"kafka": dict(kafka)})
+
+
+def _informing(purge: Purge, what: str, status: Mapping[str, Any]) -> None:
+    """A patch that only informs: one the API server refuses, or that never reaches it (a
+    timeout, a reset connection), is left out."""
     try:
-        purge.store.patch({"kafka": dict(kafka)})
+        purge.store.patch(status)
     except WriteRefused:
         pass
-    except Exception as err:  # the status store's transport, as for progress
-        log.warning("status.kafka of a RecordPurge not written: %s", err)
+    except Exception as err:  # the status store's transport: any failure, not only Kafka's
+        log.warning("%s of a RecordPurge not written: %s", what, err)
 
 
 def _refused(purge: Purge, refusal: Refusal) -> Outcome:
