@@ -1374,27 +1374,31 @@ WHOLE_T = {
 
 
 class SlowTopics(FakeKafka):
-    """Planning that takes `delay` seconds (the topics' partitions are slow to answer)."""
+    """Planning whose topic read answers only once phase Planning has been written (up to
+    10 s), when `slow`: a plan that outlasts any threshold the test sets."""
 
-    def __init__(self, logs: dict[TopicPartition, list[int]], delay: float) -> None:
+    def __init__(self, logs: dict[TopicPartition, list[int]], slow: bool) -> None:
         super().__init__(logs)
-        self.delay = delay
+        self.slow = slow
 
     def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int] | KafkaFailure]:
-        time.sleep(self.delay)
+        deadline = time.monotonic() + 10
+        while self.slow and f"status:{Phase.PLANNING}" not in self.calls:
+            assert time.monotonic() < deadline, "phase Planning never written"
+            time.sleep(0.005)
         self.calls.append("planning read")
         return super().topic_partitions(topics)
 
 
 def test_phase_planning_is_written_only_when_planning_outlasts_its_threshold() -> None:
     # The threshold passes while the topics are read: Planning is written meanwhile.
-    slow = SlowTopics({T0: [0, 100]}, delay=0.3)
+    slow = SlowTopics({T0: [0, 100]}, slow=True)
     store = Store(slow)
     run(WHOLE_T, slow, store, planning_shown_after_s=0.05)
     statuses = [c for c in slow.calls if c.startswith(("status:", "planning read"))]
     assert statuses[:3] == [f"status:{Phase.PLANNING}", "planning read", f"status:{Phase.PURGING}"]
     # Planned before it: the first write is Purging, and nothing waited for the threshold.
-    quick = SlowTopics({T0: [0, 100]}, delay=0)
+    quick = SlowTopics({T0: [0, 100]}, slow=False)
     store = Store(quick)
     started = time.monotonic()
     run(WHOLE_T, quick, store, planning_shown_after_s=30)
