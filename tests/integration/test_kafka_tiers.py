@@ -44,7 +44,7 @@ def test_tier_offsets_bytes_and_remote_segments_agree_with_the_stores_own_files(
     produce(bootstrap, topic, {0: RECORDS}, value=b"r" * 200)
     files = wait_for_remote_segments(stack.kafka, topic, 0, at_least=3)
     kafka = KafkaAdmin(bootstrap)
-    topic_id = kafka.placements()[topic][0]
+    topic_id = kafka.topic_ids([topic])[topic]  # this topic alone: others come and go
 
     # Every copied segment the metadata names is a file of that size in the store, under
     # the same segment id (and the metadata may be a moment behind the files, not ahead).
@@ -107,7 +107,7 @@ def test_a_cut_leaves_remote_segments_pending_until_the_metadata_says_they_are_d
     cut = files[2].base_offset  # the first two segments lie wholly below it
     assert kafka.delete_records({tp: cut}) == {tp: cut}
 
-    topic_id = kafka.placements()[topic][0]
+    topic_id = kafka.topic_ids([topic])[topic]  # this topic alone: others come and go
     deadline = time.monotonic() + 60
     while below_cuts(kafka.remote_log(), {tp: cut}, None).pending:
         assert time.monotonic() < deadline, "remote segments below the cut never deleted"
