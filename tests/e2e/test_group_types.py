@@ -48,7 +48,7 @@ def _queue(kafka: Kafka, records: int, accepted: int) -> tuple[str, str, int]:
     first `accepted`: (topic, group, its start offset as Kafka's tool prints it)."""
     topic = kafka.topic({0: records}, NO_RETENTION)
     workers = f"{topic}-workers"
-    read_from_earliest(kafka.bootstrap, workers)
+    read_from_earliest(kafka.bootstrap, workers, topic)
     start = _share_group_at(kafka.bootstrap, workers, topic, accepted)
     assert start < records
     return topic, workers, start

@@ -313,7 +313,7 @@ def test_share_groups_protect_where_the_release_has_them_and_are_said_missing_wh
     topic = on.topic({0: 300}, NO_RETENTION)
     workers = f"{topic}-workers"
     if has_share_groups(release.version):
-        read_from_earliest(release.bootstrap, workers)
+        read_from_earliest(release.bootstrap, workers, topic)
         accept_below(release.bootstrap, workers, topic, 100)
         wait_for_start_offset(release.bootstrap, workers, TopicPartition(topic, 0), 100)
     done = on.group_at(topic, "done", {0: 300})

@@ -10,35 +10,56 @@ import time
 from collections.abc import Iterable
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
 
 from devstack import paths
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import GroupRead, TopicPartition
 
 
-def read_from_earliest(bootstrap: str, group: str) -> None:
-    """A new share group starts at the high watermark by default; these tests' groups
-    start at the log start, as a consumer group with auto.offset.reset=earliest would."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[
-            ConfigEntry(
-                "share.auto.offset.reset",
-                "earliest",
-                incremental_operation=AlterConfigOpType.SET,
-            )
+def _share_groups_tool(bootstrap: str, *args: str) -> str:
+    """Kafka's own share-group tool (kafka-share-groups.sh), run on this checkout's jars;
+    returns what it prints, failing on a non-zero exit."""
+    # .dev/env exports the libs; `make test` runs without it, on this checkout's.
+    libs = os.environ.get("KAFKA_RETENTION_KAFKA_LIBS") or str(paths.kafka_libs())
+    done = subprocess.run(
+        [
+            "java",
+            "-cp",
+            f"{libs}/*",
+            "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            *args,
         ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
-    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+    if done.returncode != 0:
+        raise AssertionError(f"kafka-share-groups {' '.join(args)}: {done.stderr[-2000:]}")
+    return done.stdout
+
+
+def read_from_earliest(bootstrap: str, group: str, topic: str) -> None:
+    """A new share group starts at the high watermark by default; these tests' groups
+    start at the log start of every partition of `topic`, as a consumer group with
+    auto.offset.reset=earliest would. Stored before any member joins, with Kafka's own
+    tool (--reset-offsets --to-earliest on a group that does not exist yet), not with the
+    group config share.auto.offset.reset: the partition leader reads that config from its
+    own copy of the metadata when the first member fetches, so a leader that has not
+    applied it yet starts the group at the high watermark, and the group never sees the
+    records before it. (Suspected of a CI failure where a group got no record in 60 s.)"""
+    _share_groups_tool(
+        bootstrap,
+        "--reset-offsets",
+        "--to-earliest",
+        "--execute",
+        "--group",
+        group,
+        "--topic",
+        topic,
+    )
 
 
 def accept_below(
@@ -61,6 +82,7 @@ def accept_below(
         }
     )
     accepted: set[int] = set()
+    delivered: list[int] = []  # every offset handed to this member, for the failure's story
     deadline = time.monotonic() + timeout
     try:
         consumer.subscribe([topic])
@@ -68,11 +90,19 @@ def accept_below(
         while not wanted <= accepted:
             if time.monotonic() > deadline:
                 missing = sorted(wanted - accepted)[:5]
-                raise AssertionError(f"share group {group} never got offsets {missing}...")
+                seen = f"{len(delivered)} deliveries" + (
+                    f", offsets {min(delivered)}..{max(delivered)}" if delivered else ""
+                )
+                raise AssertionError(
+                    f"share group {group} never got offsets {missing}... in {timeout} s "
+                    f"({seen}; its start offset by Kafka's tool: "
+                    f"{start_offset_by_kafka(bootstrap, group, topic, partition)})"
+                )
             for msg in list(consumer.poll(1.0)):
                 if msg.error() is not None:
                     continue
                 offset = int(msg.offset() or 0)
+                delivered.append(offset)
                 if msg.partition() == partition and offset < below:
                     consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
                     accepted.add(offset)
@@ -99,26 +129,7 @@ def positions(bootstrap: str, wanted: dict[str, Iterable[TopicPartition]]) -> di
 def start_offset_by_kafka(bootstrap: str, group: str, topic: str, partition: int = 0) -> int | None:
     """The group's start offset as Kafka's own tool prints it (kafka-share-groups.sh
     --describe --offsets): the oracle the operator's reading is checked against."""
-    # .dev/env exports the libs; `make test` runs without it, on this checkout's.
-    libs = os.environ.get("KAFKA_RETENTION_KAFKA_LIBS") or str(paths.kafka_libs())
-    out = subprocess.run(
-        [
-            "java",
-            "-cp",
-            f"{libs}/*",
-            "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
-            "--bootstrap-server",
-            bootstrap,
-            "--describe",
-            "--offsets",
-            "--group",
-            group,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    ).stdout
+    out = _share_groups_tool(bootstrap, "--describe", "--offsets", "--group", group)
     for line in out.splitlines():
         fields = line.split()
         if len(fields) >= 4 and fields[:3] == [group, topic, str(partition)]:

@@ -31,7 +31,7 @@ from tests.helpers.topics import TopicFactory
 def share_group_accepting_below(bootstrap: str, group: str, tp: TopicPartition, below: int) -> int:
     """A share group whose consumer accepted every record of `tp` below `below` and left;
     its start offset as the operator reads it once the broker has moved it."""
-    read_from_earliest(bootstrap, group)
+    read_from_earliest(bootstrap, group, tp.topic)
     accept_below(bootstrap, group, tp.topic, below, partition=tp.partition)
     return wait_for_start_offset(bootstrap, group, tp, at_least=below)
 

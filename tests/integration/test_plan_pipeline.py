@@ -81,7 +81,7 @@ def test_a_share_group_holds_the_cut_at_its_start_offset_in_spark_and_in_process
     topic = kafka.topic({0: 100, 1: 100})
     done, share = f"{topic}-done", f"{topic}-share"
     commit(kafka.bootstrap, done, topic, {0: 100, 1: 100})  # a consumer group that read it all
-    read_from_earliest(kafka.bootstrap, share)
+    read_from_earliest(kafka.bootstrap, share, topic)
     accept_below(kafka.bootstrap, share, topic, 40, partition=0)  # partition 1's records released
     wait_for_start_offset(kafka.bootstrap, share, TopicPartition(topic, 0), at_least=40)
     now = int(time.time() * 1000)
