@@ -71,6 +71,31 @@ def test_cel_rule_keeps_a_purge_spec_immutable(stack: Stack, namespace: str) -> 
 
 
 @pytest.mark.stack
+def test_an_update_cannot_bring_in_an_internal_topic_the_create_rule_no_longer_reads(
+    stack: Stack, namespace: str
+) -> None:
+    # The internal-topic rule reads the spec on create only (oldSelf absent): an update
+    # naming __consumer_offsets must still be refused, by immutability.
+    stack.kubectl("apply", "-n", namespace, "-f", "-", stdin=PURGE.format(name="inner", offset=5))
+    internal = PURGE.format(name="inner", offset=5).replace(
+        "topic: orders", "topic: __consumer_offsets"
+    )
+    for verb in (("apply",), ("replace",)):
+        done = stack.kubectl(*verb, "-n", namespace, "-f", "-", stdin=internal, check=False)
+        assert done.returncode != 0, verb
+        assert "spec is immutable" in done.stderr
+    got = json.loads(
+        stack.kubectl("get", "recordpurge", "inner", "-n", namespace, "-o", "json").stdout
+    )
+    assert got["spec"]["partitions"][0]["topic"] == "orders"
+    # On create the same spec is refused by the internal-topic rule itself.
+    fresh = internal.replace("name: inner", "name: inner-fresh")
+    done = stack.kubectl("apply", "-n", namespace, "-f", "-", stdin=fresh, check=False)
+    assert done.returncode != 0
+    assert "internal topics" in done.stderr
+
+
+@pytest.mark.stack
 def test_rbac_is_enforced_for_unprivileged_users(stack: Stack, namespace: str) -> None:
     done = stack.kubectl(
         "auth", "can-i", "delete", "recordpurges", "-n", namespace, "--as", "nobody", check=False
