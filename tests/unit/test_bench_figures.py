@@ -292,6 +292,20 @@ def test_a_purge_whose_goal_is_below_the_least_recordpurge_says_so_and_its_own_s
     assert "the purge's own share is the 0.24x above it" in purge_why(0.62, 1.0, 2.0, floor=0.38)
 
 
+def test_a_goal_below_the_least_safe_recordpurge_is_said_to_be_below_the_rules_floor() -> None:
+    from bench.purge_scale import purge_why
+
+    # The least RecordPurge meets the goal, the least one that plans and stores does not.
+    why = purge_why(0.56, 1.0, 2.0, goal=0.5, floor=0.42, least=0.46, safe=0.52)
+    assert "the least RecordPurge took 0.46x, below the goal, but the least safe one" in why
+    assert "took 0.52x: the goal is below what a purge under DESIGN.md's rules can take" in why
+    assert "the operator's own share is the 0.04x above that" in why
+    # Both within the goal: the operator's share above each, and no excuse.
+    within = purge_why(0.56, 1.0, 2.0, goal=0.5, floor=0.42, least=0.44, safe=0.48)
+    assert "the goal is below" not in within
+    assert "the operator's own share is the 0.12x above it (0.08x above the least safe" in within
+
+
 def test_the_explicit_rows_of_a_size_measure_the_least_recordpurge_beside_the_delete() -> None:
     from bench.purge_scale import (
         SERIES_CLI,
@@ -300,6 +314,7 @@ def test_the_explicit_rows_of_a_size_measure_the_least_recordpurge_beside_the_de
         SERIES_FLOOR,
         SERIES_LEAST,
         SERIES_REF,
+        SERIES_SAFE,
         _rows,
     )
 
@@ -310,6 +325,7 @@ def test_the_explicit_rows_of_a_size_measure_the_least_recordpurge_beside_the_de
         SERIES_REF: [2.0, 1.9, 2.1],
         SERIES_FLOOR: [0.8, 0.8, 0.8],
         SERIES_LEAST: [0.95, 0.85, 0.9],
+        SERIES_SAFE: [0.94, 0.96, 0.98],
     }
     brokers = {series: [0.5] * 3 for series in times}
     stages = [{"apply": 150.0, "planning": 50.0, "seen": 60.0}] * 3
@@ -320,6 +336,13 @@ def test_the_explicit_rows_of_a_size_measure_the_least_recordpurge_beside_the_de
     assert least.note.startswith("0.45x; the same object")
     assert "apply 150 ms (median); median of 3 runs (0.95, 0.85, 0.90)" in least.note
     assert [p.series for p in least.points] == ["the least RecordPurge (RF 3)"]
+    safe = rows[
+        "floor: the least safe RecordPurge of 1000 partitions (RF 3), one entry a partition"
+    ]
+    assert (safe.ours, safe.reference) == ("0.96 s", "2.00 s")
+    assert safe.note.startswith("0.48x; the least controller doing also what")
+    assert "median of 3 runs (0.94, 0.96, 0.98)" in safe.note
+    assert [p.series for p in safe.points] == ["the least safe RecordPurge (RF 3)"]
     explicit = rows[
         "RecordPurge of 1000 partitions (RF 3), one entry a partition, apply -> Succeeded"
     ]
@@ -328,3 +351,4 @@ def test_the_explicit_rows_of_a_size_measure_the_least_recordpurge_beside_the_de
     assert "the least RecordPurge took 0.45x, and the operator's own share is the 0.15x" in (
         explicit.why
     )
+    assert "(0.12x above the least safe one's 0.48x)" in explicit.why
