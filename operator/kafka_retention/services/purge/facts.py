@@ -52,10 +52,12 @@ class Planned:
     kafka_pending: Future[ClusterFeatures | None] | None = None
 
 
-# How long a plan waits for what the cluster runs when only status.kafka needs it: the
-# first read of an operator starts the group reader's JVM, which a purge need not wait
-# for (later reads come from a cache).
-FEATURES_WAIT_S = 2.0
+# How long a plan, its own reads done, waits for what the cluster runs when only
+# status.kafka needs it: not at all. The first read of an operator starts the group
+# reader's JVM (seconds on a busy machine), and status.kafka, which a read still going
+# writes when it answers (pipeline._ended), is not worth holding a delete for; later
+# reads come from a cache and have answered by then.
+FEATURES_WAIT_S = 0.0
 
 
 def plan(kafka: KafkaPlanner, request: PurgeRequest, describe: bool = True) -> Planned:
