@@ -182,11 +182,9 @@ def write_sections(rows: list[Row], seconds: float, only: Sequence[str]) -> None
         + f"`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, took {seconds:.0f} s, "
         f"on {machine()}"
     )
-    head = [
-        line
-        for line in lines[: table[0]]
-        if not (line.startswith("- Sections ") and " run again: " in line)
-    ]
+    # The note of an earlier rerun of the same sections goes; another section's stays,
+    # since its rows stay too.
+    head = [line for line in lines[: table[0]] if _sections_noted(line) != set(only)]
     while head and not head[-1]:
         head.pop()
     body = [*head, note, "", *lines[table[0] : table[0] + 2], *kept, *new]
@@ -204,6 +202,14 @@ def write_sections(rows: list[Row], seconds: float, only: Sequence[str]) -> None
         rest.pop()
     page.write_text("\n".join([*body, *rest, *slower]) + "\n")
     print("\n".join(new + slower))
+
+
+def _sections_noted(line: str) -> set[str] | None:
+    """The sections a "- Sections a, b run again: ..." line names; None for other lines."""
+    if not (line.startswith("- Sections ") and " run again: " in line):
+        return None
+    named = line.removeprefix("- Sections ").split(" run again: ")[0]
+    return {name.strip() for name in named.split(",")}
 
 
 if __name__ == "__main__":

@@ -70,3 +70,14 @@ def test_a_second_section_run_keeps_one_note_and_adds_its_slower_line(page: Path
     assert text.count(" run again: ") == 1
     assert text.count("- **erasure scan, 10 digests**: new reason") == 1
     assert text.count("| erasure scan, 10 digests |") == 1
+
+
+def test_a_run_of_another_section_keeps_the_first_sections_note(page: Path) -> None:
+    run.write_sections([Row("purge", "1 s", "2 s", "n")], 1.0, ["purges"])
+    run.write_sections([Row("big purge", "9 s", "9 s", "n")], 1.0, ["big-cluster"])
+    run.write_sections([Row("big purge", "8 s", "9 s", "n")], 1.0, ["big-cluster"])
+    text = page.read_text()
+    assert text.count("- Sections purges run again: ") == 1
+    assert text.count("- Sections big-cluster run again: ") == 1
+    assert "| purge | 1 s | 2 s | n |" in text
+    assert "| big purge | 8 s | 9 s | n |" in text
