@@ -4,41 +4,14 @@ start offset through the group reader: what the tests on share groups start from
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterable
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
-from devstack import paths
 from kafka_retention.adapters.kafka import KafkaAdmin
 from kafka_retention.core.facts import GroupRead, TopicPartition
-
-
-def _share_groups_tool(bootstrap: str, *args: str) -> str:
-    """Kafka's own share-group tool (kafka-share-groups.sh), run on this checkout's jars;
-    returns what it prints, failing on a non-zero exit."""
-    # .dev/env exports the libs; `make test` runs without it, on this checkout's.
-    libs = os.environ.get("KAFKA_RETENTION_KAFKA_LIBS") or str(paths.kafka_libs())
-    done = subprocess.run(
-        [
-            "java",
-            "-cp",
-            f"{libs}/*",
-            "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
-            "--bootstrap-server",
-            bootstrap,
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise AssertionError(f"kafka-share-groups {' '.join(args)}: {done.stderr[-2000:]}")
-    return done.stdout
+from tests.helpers.kafka_cli import SHARE_GROUP_COMMAND, kafka_tool
 
 
 def read_from_earliest(bootstrap: str, group: str, topic: str) -> None:
@@ -50,7 +23,8 @@ def read_from_earliest(bootstrap: str, group: str, topic: str) -> None:
     own copy of the metadata when the first member fetches, so a leader that has not
     applied it yet starts the group at the high watermark, and the group never sees the
     records before it. (Suspected of a CI failure where a group got no record in 60 s.)"""
-    _share_groups_tool(
+    kafka_tool(
+        SHARE_GROUP_COMMAND,
         bootstrap,
         "--reset-offsets",
         "--to-earliest",
@@ -93,10 +67,13 @@ def accept_below(
                 seen = f"{len(delivered)} deliveries" + (
                     f", offsets {min(delivered)}..{max(delivered)}" if delivered else ""
                 )
+                try:
+                    start: object = start_offset_by_kafka(bootstrap, group, topic, partition)
+                except AssertionError as err:  # the tool failing must not hide this story
+                    start = f"unreadable ({err})"
                 raise AssertionError(
                     f"share group {group} never got offsets {missing}... in {timeout} s "
-                    f"({seen}; its start offset by Kafka's tool: "
-                    f"{start_offset_by_kafka(bootstrap, group, topic, partition)})"
+                    f"({seen}; its start offset by Kafka's tool: {start})"
                 )
             for msg in list(consumer.poll(1.0)):
                 if msg.error() is not None:
@@ -129,7 +106,7 @@ def positions(bootstrap: str, wanted: dict[str, Iterable[TopicPartition]]) -> di
 def start_offset_by_kafka(bootstrap: str, group: str, topic: str, partition: int = 0) -> int | None:
     """The group's start offset as Kafka's own tool prints it (kafka-share-groups.sh
     --describe --offsets): the oracle the operator's reading is checked against."""
-    out = _share_groups_tool(bootstrap, "--describe", "--offsets", "--group", group)
+    out = kafka_tool(SHARE_GROUP_COMMAND, bootstrap, "--describe", "--offsets", "--group", group)
     for line in out.splitlines():
         fields = line.split()
         if len(fields) >= 4 and fields[:3] == [group, topic, str(partition)]:

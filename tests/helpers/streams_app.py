@@ -13,6 +13,7 @@ from pathlib import Path
 
 from devstack import paths
 from kafka_retention.core.facts import TopicPartition
+from tests.helpers.kafka_cli import STREAMS_GROUP_COMMAND, kafka_tool, table
 from tests.helpers.paths import FIXTURES
 
 SOURCE = FIXTURES / "streams" / "PassThrough.java"
@@ -128,42 +129,6 @@ def _tail(text: str | bytes | None) -> str:
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     return "\n".join((text or "").splitlines()[-STDERR_TAIL_LINES:])
-
-
-GROUPS_COMMAND = "org.apache.kafka.tools.GroupsCommand"
-STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
-
-
-def kafka_tool(main_class: str, bootstrap: str, *args: str) -> str:
-    """A Kafka CLI's stdout. These exit 0 even when they print an error, so a table the
-    caller expects and does not find fails its own assertion."""
-    done = subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{kafka_libs()}/*",
-            main_class,
-            "--bootstrap-server",
-            bootstrap,
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def table(text: str) -> list[dict[str, str]]:
-    """The rows of a CLI table whose header names are single words, keyed by them (an
-    empty last column, such as a classic group's PROTOCOL, is left out)."""
-    lines = [line.split() for line in text.splitlines() if line.strip()]
-    assert lines, f"no table in {text!r}"
-    header, *rows = lines
-    return [dict(zip(header, row, strict=False)) for row in rows]
 
 
 def streams_commit_by_kafka(bootstrap: str, app_id: str, tp: TopicPartition) -> int:

@@ -10,15 +10,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from kafka_retention.core.facts import TopicPartition
+from tests.helpers.kafka_cli import GROUPS_COMMAND, kafka_tool, table
 from tests.helpers.offsets import high_watermarks
 from tests.helpers.records import produce
-from tests.helpers.streams_app import (
-    GROUPS_COMMAND,
-    kafka_tool,
-    run_streams_app,
-    streams_commit_by_kafka,
-    table,
-)
+from tests.helpers.streams_app import run_streams_app, streams_commit_by_kafka
 from tests.helpers.topics import TopicFactory
 
 
