@@ -35,6 +35,7 @@ from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from devstack.stack import Stack
+from kafka_retention.core.topics import accepts_delete_records
 
 GROUP, VERSION, PLURAL = "kafka-retention.io", "v1alpha1", "recordpurges"
 
@@ -142,12 +143,15 @@ class LeastPurger:
             name: admin.list_offsets(dict.fromkeys(wanted, spec), request_timeout=300)
             for name, spec in (("start", earliest), ("end", latest))
         }
-        compact_only = {
-            r.name for r, f in configs.items() if f.result()["cleanup.policy"].value == "compact"
+        # One answer for every planner (core.topics); an empty policy counts as refused.
+        refused_topics = {
+            r.name
+            for r, f in configs.items()
+            if not accepts_delete_records({"cleanup.policy": f.result()["cleanup.policy"].value})
         }
         planned: list[KTP] = []
         for tp in asked:
-            if tp.topic in compact_only:
+            if tp.topic in refused_topics:
                 continue
             key = KTP(tp.topic, tp.partition)
             start = bounds["start"][key].result().offset

@@ -386,6 +386,9 @@ def purges_of(
     ]
     stages: list[dict[str, float]] = []
     least_stages: list[dict[str, float]] = []
+    safe_stages: list[dict[str, float]] = []
+    # Each explicit series' stage times, one dict a run (the warm-up's dropped).
+    stages_of = {SERIES_EXPLICIT: stages, SERIES_LEAST: least_stages, SERIES_SAFE: safe_stages}
     if size <= EXPLICIT_MAX:
         times[SERIES_EXPLICIT] = []
         explicit = partial(_purge, tools.stack, tools.watch, bootstrap, tps=tps, stages=stages)
@@ -407,7 +410,13 @@ def purges_of(
         tools.safe.use(bootstrap, admin)
         times[SERIES_SAFE] = []
         safe = partial(
-            _purge, tools.stack, tools.safe_watch, bootstrap, tps=tps, stages=[], counted=False
+            _purge,
+            tools.stack,
+            tools.safe_watch,
+            bootstrap,
+            tps=tps,
+            stages=safe_stages,
+            counted=False,
         )
         steps.append((SERIES_SAFE, safe))
     brokers: dict[str, list[float]] = {series: [] for series in times}
@@ -422,8 +431,8 @@ def purges_of(
             if i >= 0:
                 times[series].append(took)
                 brokers[series].append(used)
-            elif series in (SERIES_EXPLICIT, SERIES_LEAST):  # the warm-up's stages
-                (stages if series == SERIES_EXPLICIT else least_stages).pop()
+            elif series in stages_of:  # the warm-up's stages
+                stages_of[series].pop()
             say(f"  {series}: {took:.2f} s" + (" (warm-up)" if i < 0 else ""))
     profiled = ""
     if profile:
@@ -442,7 +451,8 @@ def purges_of(
                 f"{out.name}): " + profile_summary(out, ("reconcile",), PROFILE_PARTS)
             )
             say(f"  profiled purge {took:.2f} s: {out}{profiled}")
-    return _rows(size, rf, times, brokers, stages, least_stages), profiled
+    rows = _rows(size, rf, times, brokers, stages, least_stages, safe_stages)
+    return rows, profiled
 
 
 def _what_cr(size: int, rf: int) -> str:
@@ -468,10 +478,17 @@ def _rows(
     brokers: dict[str, list[float]],
     stages: list[dict[str, float]] | None = None,
     least_stages: list[dict[str, float]] | None = None,
+    safe_stages: list[dict[str, float]] | None = None,
 ) -> list[Row]:
     """The rows of one size; `brokers` holds the brokers' CPU-s within each timed run;
-    `stages` the explicit purges' stage times, one dict a run, `least_stages` the least
-    purger's (apply and seen only: it marks no timings)."""
+    `stages` the explicit purges' stage times, one dict a run, `least_stages` and
+    `safe_stages` the least and least safe purgers' (apply and seen only: they mark no
+    timings)."""
+
+    def applied(runs: list[dict[str, float]] | None) -> float:
+        """The median time of kubectl apply over `runs`."""
+        return _median([run["apply"] for run in runs]) if runs else 0.0
+
     med = {series: _median(xs) for series, xs in times.items()}
     cpu = {series: _median(xs) for series, xs in brokers.items()}
     at = "" if rf == 1 else f" (RF {rf})"  # a line of its own in the figure
@@ -537,7 +554,6 @@ def _rows(
                 (Point("purge", SERIES_FLOOR + at, size, floor),),
             )
         )
-        applied = _median([run["apply"] for run in least_stages]) if least_stages else 0.0
         explicit.append(
             Row(
                 f"floor: the least RecordPurge of {size} partitions (RF {rf}), one entry a "
@@ -550,7 +566,7 @@ def _rows(
                 "client already connected, one status write of phase and summary; no plan, "
                 "no plan stored, no guard groups re-read, no results): what any purge by a "
                 "resource takes here, the operator's own share being what its purge takes "
-                f"above it; apply {applied:.0f} ms (median); median of "
+                f"above it; apply {applied(least_stages):.0f} ms (median); median of "
                 f"{len(times[SERIES_LEAST])} runs ({runs_of(SERIES_LEAST)})",
                 (Point("purge", SERIES_LEAST + at, size, least),),
             )
@@ -568,7 +584,8 @@ def _rows(
                 "ConfigMap and status Purging pointing at it before the delete, then the "
                 "final status; no binding, no stored plan's checks, no results, metrics or "
                 "events: the floor of a purge under the rules here, the operator's own "
-                f"share being what its purge takes above it; median of "
+                "share being what its purge takes above it; apply "
+                f"{applied(safe_stages):.0f} ms (median); median of "
                 f"{len(times[SERIES_SAFE])} runs ({runs_of(SERIES_SAFE)})",
                 (Point("purge", SERIES_SAFE + at, size, safe),),
             )
